@@ -1,0 +1,134 @@
+import { z } from 'zod';
+import { ConfigError, type InputProblem } from './errors.js';
+
+const positiveMs = z.coerce.number().int('must be a whole number of milliseconds').positive('must be greater than 0');
+const positiveInt = z.coerce.number().int('must be a whole number').positive('must be greater than 0');
+const nonNegativeMs = z.coerce.number().int('must be a whole number of milliseconds').min(0, 'must not be negative');
+
+/** `type=3,other.type=5` -> { type: 3, 'other.type': 5 } */
+const typeLimits = z.string().transform((text, ctx) => {
+  const limits: Record<string, number> = {};
+  for (const part of text.split(',').map((p) => p.trim()).filter(Boolean)) {
+    const match = /^([A-Za-z0-9][A-Za-z0-9._:-]*)=(\d+)$/.exec(part);
+    if (!match || Number(match[2]) < 1) {
+      ctx.addIssue({ code: 'custom', message: `"${part}" is not of the form type=limit with a limit of at least 1` });
+      return z.NEVER;
+    }
+    limits[match[1]!] = Number(match[2]);
+  }
+  return limits;
+});
+
+/**
+ * Every setting: its environment variable, its schema and its default (seed 000's guidance).
+ * One table, so the docs, the Lambda environment and the local stack cannot drift apart.
+ */
+export const settings = {
+  tableName: { env: 'LEASEHOLD_TABLE', schema: z.string().regex(/^[A-Za-z0-9_.-]{3,255}$/, 'must be 3-255 characters of A-Z a-z 0-9 _ . -'), default: 'leasehold-tasks' },
+  region: { env: 'LEASEHOLD_REGION', schema: z.string().min(1), default: 'us-east-1' },
+  dynamodbEndpoint: { env: 'LEASEHOLD_DYNAMODB_ENDPOINT', schema: z.url('must be a URL such as http://127.0.0.1:4567').optional(), default: undefined },
+  leaseTimeoutMs: { env: 'LEASEHOLD_LEASE_TIMEOUT_MS', schema: positiveMs, default: 60_000 },
+  heartbeatIntervalMs: { env: 'LEASEHOLD_HEARTBEAT_INTERVAL_MS', schema: positiveMs, default: 10_000 },
+  recoveryIntervalMs: { env: 'LEASEHOLD_RECOVERY_INTERVAL_MS', schema: positiveMs, default: 60_000 },
+  maxExecutionMs: { env: 'LEASEHOLD_MAX_EXECUTION_MS', schema: positiveMs, default: 300_000 },
+  recoveryBatchSize: { env: 'LEASEHOLD_RECOVERY_BATCH_SIZE', schema: positiveInt.max(100, 'must be at most 100 (one BatchGetItem)'), default: 100 },
+  recoveryMaxBatches: { env: 'LEASEHOLD_RECOVERY_MAX_BATCHES', schema: positiveInt, default: 10 },
+  clockSkewMs: { env: 'LEASEHOLD_CLOCK_SKEW_MS', schema: nonNegativeMs, default: 5_000 },
+  requestDeadlineMs: { env: 'LEASEHOLD_REQUEST_DEADLINE_MS', schema: positiveMs, default: 5_000 },
+  pollIntervalMs: { env: 'LEASEHOLD_POLL_INTERVAL_MS', schema: positiveMs, default: 1_000 },
+  workerConcurrency: { env: 'LEASEHOLD_WORKER_CONCURRENCY', schema: positiveInt.max(1000), default: 8 },
+  claimWindow: { env: 'LEASEHOLD_CLAIM_WINDOW', schema: positiveInt.max(100), default: 8 },
+  defaultMaxAttempts: { env: 'LEASEHOLD_DEFAULT_MAX_ATTEMPTS', schema: positiveInt.max(100), default: 3 },
+  backoffBaseMs: { env: 'LEASEHOLD_BACKOFF_BASE_MS', schema: nonNegativeMs, default: 1_000 },
+  backoffMaxMs: { env: 'LEASEHOLD_BACKOFF_MAX_MS', schema: nonNegativeMs, default: 300_000 },
+  globalConcurrency: { env: 'LEASEHOLD_GLOBAL_CONCURRENCY', schema: positiveInt.max(10_000).optional(), default: undefined },
+  typeConcurrency: { env: 'LEASEHOLD_TYPE_CONCURRENCY', schema: typeLimits, default: '' },
+  retentionDays: { env: 'LEASEHOLD_RETENTION_DAYS', schema: positiveInt.max(3650), default: 30 },
+} as const;
+
+type Settings = typeof settings;
+export type LeaseholdConfig = { [K in keyof Settings]: z.output<Settings[K]['schema']> };
+export type ConfigInput = Partial<{ [K in keyof Settings]: z.input<Settings[K]['schema']> | LeaseholdConfig[K] }>;
+
+/**
+ * The rules between settings (seed 000). Pure: returns every broken rule, never throws.
+ * `warnings` are recommendations the seed gives; they do not stop start-up.
+ */
+export function checkConfigRules(c: LeaseholdConfig): { problems: InputProblem[]; warnings: string[] } {
+  const problems: InputProblem[] = [];
+  const warnings: string[] = [];
+  const env = (k: keyof Settings) => settings[k].env;
+  if (c.heartbeatIntervalMs * 2 >= c.leaseTimeoutMs) {
+    problems.push({
+      path: env('heartbeatIntervalMs'),
+      message: `heartbeat interval ${c.heartbeatIntervalMs} ms must be less than half the lease timeout (${c.leaseTimeoutMs} ms), so a lease is renewed at least once before it runs out; lease/4 to lease/6 is recommended`,
+    });
+  }
+  if (c.leaseTimeoutMs >= c.maxExecutionMs) {
+    problems.push({
+      path: env('leaseTimeoutMs'),
+      message: `lease timeout ${c.leaseTimeoutMs} ms must be less than the maximum execution time (${c.maxExecutionMs} ms)`,
+    });
+  }
+  if (c.clockSkewMs >= c.leaseTimeoutMs - c.heartbeatIntervalMs) {
+    problems.push({
+      path: env('clockSkewMs'),
+      message: `clock skew margin ${c.clockSkewMs} ms must be less than lease timeout minus heartbeat interval (${c.leaseTimeoutMs - c.heartbeatIntervalMs} ms), or recovery would take live leases for expired ones`,
+    });
+  }
+  if (c.requestDeadlineMs >= c.heartbeatIntervalMs) {
+    problems.push({
+      path: env('requestDeadlineMs'),
+      message: `request deadline ${c.requestDeadlineMs} ms must be less than the heartbeat interval (${c.heartbeatIntervalMs} ms), so one slow renewal cannot overlap the next`,
+    });
+  }
+  if (c.backoffBaseMs > c.backoffMaxMs) {
+    problems.push({
+      path: env('backoffBaseMs'),
+      message: `backoff base ${c.backoffBaseMs} ms must not exceed the backoff maximum (${c.backoffMaxMs} ms)`,
+    });
+  }
+  if (c.recoveryIntervalMs < c.leaseTimeoutMs) {
+    warnings.push(`${env('recoveryIntervalMs')} (${c.recoveryIntervalMs} ms) below the lease timeout sweeps more often than leases can expire`);
+  }
+  if (c.recoveryIntervalMs > 2 * c.leaseTimeoutMs) {
+    warnings.push(`${env('recoveryIntervalMs')} (${c.recoveryIntervalMs} ms) above twice the lease timeout delays recovery of dead workers`);
+  }
+  return { problems, warnings };
+}
+
+/** Reads and checks the configuration from environment variables. Throws one ConfigError naming every bad variable. */
+export function loadConfig(env: Record<string, string | undefined> = process.env, overrides: ConfigInput = {}): LeaseholdConfig {
+  const raw: Record<string, unknown> = {};
+  for (const [key, setting] of Object.entries(settings)) {
+    const fromEnv = env[setting.env];
+    raw[key] = key in overrides ? overrides[key as keyof ConfigInput] : fromEnv === undefined || fromEnv === '' ? setting.default : fromEnv;
+  }
+  return parseConfig(raw);
+}
+
+/** Builds a checked configuration from defaults plus the given values (tests and embedding). */
+export function defineConfig(values: ConfigInput = {}): LeaseholdConfig {
+  return loadConfig({}, values);
+}
+
+function parseConfig(raw: Record<string, unknown>): LeaseholdConfig {
+  const problems: InputProblem[] = [];
+  const parsed: Record<string, unknown> = {};
+  for (const [key, setting] of Object.entries(settings)) {
+    const value = raw[key];
+    // Already-parsed values (e.g. a limits object passed by code) skip the text schema.
+    if (key === 'typeConcurrency' && typeof value === 'object' && value !== null) {
+      parsed[key] = value;
+      continue;
+    }
+    const result = (setting.schema as z.ZodType).safeParse(value);
+    if (result.success) parsed[key] = result.data;
+    else problems.push(...result.error.issues.map((i) => ({ path: setting.env, message: `${i.message} (got ${JSON.stringify(value)})` })));
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  const config = parsed as LeaseholdConfig;
+  const rules = checkConfigRules(config);
+  if (rules.problems.length > 0) throw new ConfigError(rules.problems);
+  return config;
+}

@@ -1,0 +1,47 @@
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+
+/** Makes unique ids (task ids, write ids). Injected so tests can make them predictable. */
+export type IdGenerator = () => string;
+
+/** Random source in [0, 1), injected so jitter and shuffles are reproducible in tests. */
+export type RandomSource = () => number;
+
+export const randomId: IdGenerator = () => randomUUID();
+
+export const mathRandom: RandomSource = () => Math.random();
+
+/**
+ * The task id for an idempotent enqueue: the same owner and key always give the same id, so a
+ * retried enqueue meets its own first write at the `attribute_not_exists` condition.
+ */
+export function idempotentTaskId(owner: string, idempotencyKey: string): string {
+  const digest = createHash('sha256').update(owner).update('\u0000').update(idempotencyKey).digest('hex');
+  return `idem-${digest.slice(0, 32)}`;
+}
+
+/** A stable digest of an enqueue request, stored with the task to tell a retry from a conflicting reuse of a key. */
+export function requestFingerprint(parts: unknown): string {
+  return createHash('sha256').update(stableJson(parts)).digest('base64url');
+}
+
+/** JSON with object keys sorted, so two equal payloads give equal text whatever their key order. */
+export function stableJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) => {
+    if (v && typeof v === 'object' && !Array.isArray(v)) {
+      return Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+    }
+    return v;
+  });
+}
+
+/** A short random worker id suffix. */
+export function randomSuffix(bytes = 4): string {
+  return randomBytes(bytes).toString('hex');
+}
+
+/** A fast, stable 32-bit string hash (FNV-1a) for spreading ids over shards and workers over start points. */
+export function fnv1a(text: string): number {
+  let h = 2166136261;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 16777619);
+  return h >>> 0;
+}

@@ -1,0 +1,16 @@
+export * from './clock.js';
+export * from './config.js';
+export * from './errors.js';
+export * from './ids.js';
+export * from './lease-rules.js';
+export * from './table-layout.js';
+export * from './task-model.js';
+export { TaskStore, type TaskStoreOptions } from './store/task-store.js';
+export { createDocumentClient } from './store/dynamo.js';
+export { ensureTable } from './store/table-setup.js';
+export type { Claimed, ClaimResult } from './store/claim.js';
+export type { EnqueueResult } from './store/enqueue.js';
+export type { Lease, SlotLease, EnqueueInput, ClaimInput, ListInput, RenewInput } from './store/inputs.js';
+export type { RenewOutcome } from './store/lease-writes.js';
+export type { RecoveryReport } from './store/recovery.js';
+export type { TaskPage } from './store/task-queries.js';

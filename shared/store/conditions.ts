@@ -1,0 +1,73 @@
+/**
+ * The named parts every conditional write is built from. Each says which race it closes; a write
+ * states its guarantees by listing parts, never by inlining expression text.
+ */
+import { INDEX, KEY } from '../table-layout.js';
+import { LEASED_STATUSES, TaskStatus } from '../task-model.js';
+import type { ConditionPart } from './expression.js';
+
+/** Enqueue: a second put with the same id (a retried or repeated idempotent enqueue) must not overwrite the first. */
+export const itemIsNew: ConditionPart = (e) => `attribute_not_exists(${e.name(KEY.partition)})`;
+
+/** The item must exist: updates never create half-formed items for ids that were never enqueued. */
+export const itemExists: ConditionPart = (e) => `attribute_exists(${e.name(KEY.partition)})`;
+
+/**
+ * Claim (SKIP LOCKED): the task is still QUEUED at the head entry we read. Another worker's claim, a
+ * cancel, or a stale (lagging) index entry all make this fail, and the claimer moves on without waiting.
+ */
+export const stillQueuedAt =
+  (readySk: string): ConditionPart =>
+  (e) =>
+    `${e.name('status')} = ${e.value(TaskStatus.QUEUED)} AND ${e.name(INDEX.ready.sort)} = ${e.value(readySk)}`;
+
+/** Claim: invariant 4, attempts never exceed maxAttempts, even if a task re-enters the queue by a path we did not foresee. */
+export const hasAttemptsLeft: ConditionPart = (e) => `${e.name('attempts')} < ${e.name('maxAttempts')}`;
+
+/**
+ * Every write under a lease: the writer holds this very claim. The token grows with every claim, so
+ * a worker that lost the lease (paused, partitioned, recovered and re-claimed, even by itself under
+ * the same worker id) cannot write over the current holder.
+ */
+export const holdsLease =
+  (owner: string, token: number): ConditionPart =>
+  (e) =>
+    `${e.name('leaseToken')} = ${e.value(token)} AND ${e.name('leaseOwner')} = ${e.value(owner)} AND ${e.name('status')} IN (${LEASED_STATUSES.map((s) => e.value(s)).join(', ')})`;
+
+/** Finishing a cancel: only a task whose cancel was requested becomes CANCELLED from the holder's side. */
+export const hasStatus =
+  (status: TaskStatus): ConditionPart =>
+  (e) =>
+    `${e.name('status')} = ${e.value(status)}`;
+
+/**
+ * Recovery: the lease is exactly as we read it (same token, status and expiry). A renewal, a claim,
+ * a completion or a second sweep in between changes one of them, so two sweeps never both fix a task.
+ */
+export const leaseAsObserved =
+  (token: number, status: TaskStatus, leaseUntil: number): ConditionPart =>
+  (e) =>
+    `${e.name('leaseToken')} = ${e.value(token)} AND ${e.name('status')} = ${e.value(status)} AND ${e.name('leaseUntil')} = ${e.value(leaseUntil)}`;
+
+/** Promotion of a delayed task: it is still QUEUED, still in that delay partition, and due. A cancel or a second promoter fails here. */
+export const stillDelayedAndDue =
+  (sweepPk: string, now: number): ConditionPart =>
+  (e) =>
+    `${e.name('status')} = ${e.value(TaskStatus.QUEUED)} AND ${e.name(INDEX.sweep.partition)} = ${e.value(sweepPk)} AND ${e.name(INDEX.sweep.sort)} <= ${e.value(now)}`;
+
+/**
+ * Taking a concurrency slot: nobody took it since we read it (its token is unchanged) and it is
+ * still free (a holder may have renewed it since, which does not change the token).
+ */
+export const slotStillFree =
+  (observedToken: number | undefined, cutoff: number): ConditionPart =>
+  (e) =>
+    observedToken === undefined
+      ? `attribute_not_exists(${e.name(KEY.partition)})`
+      : `${e.name('slotToken')} = ${e.value(observedToken)} AND (attribute_not_exists(${e.name('holder')}) OR ${e.name('leaseUntil')} < ${e.value(cutoff)})`;
+
+/** Renewing or giving back a slot: only its current holder, under the token of its own acquisition. */
+export const holdsSlot =
+  (holder: string, token: number): ConditionPart =>
+  (e) =>
+    `${e.name('slotToken')} = ${e.value(token)} AND ${e.name('holder')} = ${e.value(holder)}`;

@@ -1,0 +1,147 @@
+/**
+ * Recovery: find leases that ran out (sweep index, sharded, keys only), read each task back
+ * consistently, decide with the pure rules, and fix it with a write conditioned on exactly the lease
+ * it observed, so two sweeps racing over the same tasks fix each one once. The same sweep promotes
+ * delayed tasks that became due into the ready index.
+ */
+import { QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { decideRecovery, sweepQueryBound } from '../lease-rules.js';
+import { delaySweepPartition, INDEX, KEY, leaseSweepPartition, readyPartition, readySortKey, SHARD_COUNT, taskIdFromPk, taskKey, TTL_ATTRIBUTE } from '../table-layout.js';
+import { TaskStatus } from '../task-model.js';
+import type { StoreContext } from './context.js';
+import { leaseAsObserved, stillDelayedAndDue } from './conditions.js';
+import { isConditionalCheckFailed } from './dynamo.js';
+import { Expression } from './expression.js';
+import { readItems, readTaskItem } from './task-reads.js';
+import { LEASE_FIELDS_CLEARED, type TaskItem } from './task-item.js';
+
+export interface RecoveryReport {
+  requeued: number;
+  failed: number;
+  cancelled: number;
+  promoted: number;
+  /** Candidates that turned out live, or that another sweep or their holder fixed first. */
+  skipped: number;
+  /** Query pages read (each at most one batch). */
+  batches: number;
+  /** True when the item budget ran out before every shard was swept. */
+  truncated: boolean;
+}
+
+type Fix = 'requeued' | 'failed' | 'cancelled' | 'skipped';
+
+export async function recoverExpired(ctx: StoreContext): Promise<RecoveryReport> {
+  const report: RecoveryReport = { requeued: 0, failed: 0, cancelled: 0, promoted: 0, skipped: 0, batches: 0, truncated: false };
+  const { recoveryBatchSize: batchSize, recoveryMaxBatches: maxBatches } = ctx.config;
+  let budget = batchSize * maxBatches;
+  const now = ctx.clock.now();
+  const work: { partition: string; bound: number; kind: 'lease' | 'delay' }[] = [];
+  for (let shard = 0; shard < SHARD_COUNT; shard++) {
+    work.push({ partition: leaseSweepPartition(shard), bound: sweepQueryBound(now, ctx.config), kind: 'lease' });
+    work.push({ partition: delaySweepPartition(shard), bound: now, kind: 'delay' });
+  }
+  for (const { partition, bound, kind } of work) {
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      if (budget <= 0) {
+        report.truncated = true;
+        return report;
+      }
+      const page = await sweepPage(ctx, partition, bound, Math.min(batchSize, budget), startKey);
+      if (page.keys.length > 0) report.batches++;
+      budget -= page.keys.length;
+      startKey = page.next;
+      if (kind === 'delay') {
+        const results = await Promise.all(page.keys.map((k) => promote(ctx, k.pk, partition, now)));
+        report.promoted += results.filter(Boolean).length;
+        report.skipped += results.filter((r) => !r).length;
+      } else if (page.keys.length > 0) {
+        const items = await readItems<TaskItem>(ctx, page.keys.map((k) => taskKey(taskIdFromPk(k.pk))));
+        const fixes = await Promise.all(items.map((item) => fixExpired(ctx, item, now)));
+        for (const fix of fixes) report[fix]++;
+      }
+    } while (startKey);
+  }
+  return report;
+}
+
+/** Recovers one task by id if its lease ran out (used when a claimer takes over the expired slot of a dead holder). */
+export async function recoverTask(ctx: StoreContext, taskId: string, slotHolder: string): Promise<'lease-valid' | 'done'> {
+  const item = await readTaskItem(ctx, taskId);
+  if (!item) return 'done';
+  const now = ctx.clock.now();
+  const decision = decideRecovery(item, now, ctx.config);
+  if (decision.action === 'skip') return decision.reason === 'lease-valid' && item.leaseOwner === slotHolder ? 'lease-valid' : 'done';
+  await fixExpired(ctx, item, now);
+  return 'done';
+}
+
+async function sweepPage(ctx: StoreContext, partition: string, bound: number, limit: number, startKey: Record<string, unknown> | undefined) {
+  const out = await ctx.doc.send(
+    new QueryCommand({
+      TableName: ctx.tableName,
+      IndexName: INDEX.sweep.name,
+      KeyConditionExpression: '#p = :p AND #s <= :bound',
+      ExpressionAttributeNames: { '#p': INDEX.sweep.partition, '#s': INDEX.sweep.sort },
+      ExpressionAttributeValues: { ':p': partition, ':bound': bound },
+      Limit: limit,
+      ...(startKey ? { ExclusiveStartKey: startKey } : {}),
+    }),
+  );
+  return { keys: (out.Items ?? []) as { pk: string }[], next: out.LastEvaluatedKey };
+}
+
+async function fixExpired(ctx: StoreContext, item: TaskItem, now: number): Promise<Fix> {
+  const decision = decideRecovery(item, now, ctx.config);
+  if (decision.action === 'skip') return 'skipped';
+  const e = new Expression().require(leaseAsObserved(item.leaseToken, item.status, item.leaseUntil!));
+  const common = { ...LEASE_FIELDS_CLEARED, updatedAt: now, writeId: ctx.newId() };
+  const finished = { finishedAt: now, [TTL_ATTRIBUTE]: Math.floor((now + ctx.config.retentionDays * 86_400_000) / 1000) };
+  let fix: Fix;
+  switch (decision.action) {
+    case 'cancel':
+      e.assign({ ...common, ...finished, status: TaskStatus.CANCELLED });
+      fix = 'cancelled';
+      break;
+    case 'requeue':
+      // Back at its old place in the queue, due now: the attempt that died is already counted.
+      e.assign({
+        ...common,
+        status: TaskStatus.QUEUED,
+        error: `lease expired (holder ${item.leaseOwner ?? 'unknown'}) on attempt ${item.attempts} of ${item.maxAttempts}`,
+        [INDEX.ready.partition]: readyPartition(item.type, item.shard),
+        [INDEX.ready.sort]: readySortKey(item.priority, item.availableAt, item.createdAt, item.id),
+      });
+      fix = 'requeued';
+      break;
+    case 'fail':
+      e.assign({ ...common, ...finished, status: TaskStatus.FAILED, error: decision.error });
+      fix = 'failed';
+      break;
+  }
+  try {
+    await ctx.doc.send(new UpdateCommand({ TableName: ctx.tableName, Key: taskKey(item.id), ...e.params() }));
+    return fix;
+  } catch (error) {
+    if (isConditionalCheckFailed(error)) return 'skipped';
+    throw error;
+  }
+}
+
+/** Moves a due delayed task into the ready index, copying its precomputed ready keys inside DynamoDB (no read). */
+async function promote(ctx: StoreContext, pk: string, partition: string, now: number): Promise<boolean> {
+  const e = new Expression()
+    .require(stillDelayedAndDue(partition, now))
+    .copy(INDEX.ready.partition, 'dueReadyPk')
+    .copy(INDEX.ready.sort, 'dueReadySk')
+    .set('updatedAt', now)
+    .remove(INDEX.sweep.partition, INDEX.sweep.sort, 'dueReadyPk', 'dueReadySk');
+  try {
+    await ctx.doc.send(new UpdateCommand({ TableName: ctx.tableName, Key: { [KEY.partition]: pk, [KEY.sort]: 'TASK' }, ...e.params() }));
+    return true;
+  } catch (error) {
+    if (isConditionalCheckFailed(error)) return false;
+    throw error;
+  }
+}
+

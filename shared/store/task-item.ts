@@ -1,0 +1,76 @@
+/** The task as stored, and its conversion to the Task callers see. */
+import { TaskStatus, type Task } from '../task-model.js';
+
+/** Attributes of a task item. JSON values (payload, result) are stored as text so any JSON survives unchanged. */
+export interface TaskItem {
+  pk: string;
+  sk: string;
+  id: string;
+  type: string;
+  status: TaskStatus;
+  priority: number;
+  payload: string;
+  owner: string;
+  shard: number;
+  attempts: number;
+  maxAttempts: number;
+  createdAt: number;
+  updatedAt: number;
+  availableAt: number;
+  leaseToken: number;
+  timeoutMs?: number;
+  idempotencyKey?: string;
+  requestHash?: string;
+  startedAt?: number;
+  finishedAt?: number;
+  leaseOwner?: string;
+  leaseUntil?: number;
+  progress?: number;
+  progressNote?: string;
+  result?: string;
+  error?: string;
+  /** Id of the last write made to the item: a read-back compares it to tell our own applied write from someone else's. */
+  writeId?: string;
+  readyPk?: string;
+  readySk?: string;
+  sweepPk?: string;
+  sweepAt?: number;
+  /** The ready keys a delayed task takes when it becomes due (copied by promotion without a read). */
+  dueReadyPk?: string;
+  dueReadySk?: string;
+  ownerPk: string;
+  ownerSk: string;
+  expiresAt?: number;
+}
+
+const optional = <K extends keyof Task>(key: K, value: Task[K] | undefined): Partial<Task> => (value === undefined ? {} : { [key]: value });
+
+export function toTask(item: TaskItem): Task {
+  return {
+    id: item.id,
+    type: item.type,
+    status: item.status,
+    priority: item.priority,
+    payload: JSON.parse(item.payload) as unknown,
+    owner: item.owner,
+    attempts: item.attempts,
+    maxAttempts: item.maxAttempts,
+    createdAt: item.createdAt,
+    updatedAt: item.updatedAt,
+    availableAt: item.availableAt,
+    leaseToken: item.leaseToken,
+    ...optional('timeoutMs', item.timeoutMs),
+    ...optional('idempotencyKey', item.idempotencyKey),
+    ...optional('startedAt', item.startedAt),
+    ...optional('finishedAt', item.finishedAt),
+    ...optional('leaseOwner', item.leaseOwner),
+    ...optional('leaseUntil', item.leaseUntil),
+    ...optional('progress', item.progress),
+    ...optional('progressNote', item.progressNote),
+    ...optional('result', item.result === undefined ? undefined : (JSON.parse(item.result) as unknown)),
+    ...optional('error', item.error),
+  };
+}
+
+/** Fields cleared whenever a task leaves its lease (terminal, requeued or released). */
+export const LEASE_FIELDS_CLEARED = { leaseOwner: undefined, leaseUntil: undefined, sweepPk: undefined, sweepAt: undefined } as const;

@@ -1,0 +1,86 @@
+/** The task store: every operation of the lease protocol on one DynamoDB table, with injected clock and generators. */
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { systemClock, type Clock } from '../clock.js';
+import type { LeaseholdConfig } from '../config.js';
+import { mathRandom, randomId, type IdGenerator, type RandomSource } from '../ids.js';
+import type { Task } from '../task-model.js';
+import { requestCancel } from './cancel.js';
+import { claim, ClaimState, type ClaimResult } from './claim.js';
+import type { StoreContext } from './context.js';
+import { enqueue, type EnqueueResult } from './enqueue.js';
+import type { ClaimInput, EnqueueInput, Lease, ListInput, RenewInput } from './inputs.js';
+import { complete, fail, finishCancel, release, renewLeases, type RenewOutcome } from './lease-writes.js';
+import { recoverExpired, recoverTask, type RecoveryReport } from './recovery.js';
+import { getTask, listTasks, type TaskPage } from './task-queries.js';
+
+export interface TaskStoreOptions {
+  doc: DynamoDBDocumentClient;
+  config: LeaseholdConfig;
+  clock?: Clock;
+  newId?: IdGenerator;
+  random?: RandomSource;
+}
+
+export class TaskStore {
+  readonly ctx: StoreContext;
+  private readonly claimStates = new Map<string, ClaimState>();
+
+  constructor(options: TaskStoreOptions) {
+    this.ctx = {
+      doc: options.doc,
+      tableName: options.config.tableName,
+      config: options.config,
+      clock: options.clock ?? systemClock(),
+      newId: options.newId ?? randomId,
+      random: options.random ?? mathRandom,
+    };
+  }
+
+  enqueue(input: EnqueueInput): Promise<EnqueueResult> {
+    return enqueue(this.ctx, input);
+  }
+
+  get(input: { id: string; owner?: string }): Promise<Task> {
+    return getTask(this.ctx, input);
+  }
+
+  list(input: ListInput): Promise<TaskPage> {
+    return listTasks(this.ctx, input);
+  }
+
+  /** Claims up to `max` due tasks of the given types for a worker (SKIP LOCKED: never waits on another claimer). */
+  claim(input: ClaimInput): Promise<ClaimResult> {
+    let state = this.claimStates.get(input.workerId);
+    if (!state) this.claimStates.set(input.workerId, (state = new ClaimState()));
+    return claim(this.ctx, input, state, (taskId, holder) => recoverTask(this.ctx, taskId, holder));
+  }
+
+  renew(input: RenewInput): Promise<RenewOutcome[]> {
+    return renewLeases(this.ctx, input);
+  }
+
+  complete(input: { lease: Lease; result?: unknown }): Promise<Task> {
+    return complete(this.ctx, input);
+  }
+
+  fail(input: { lease: Lease; error: string; retryable?: boolean; backoff?: { baseMs: number; maxMs: number } }): Promise<Task> {
+    return fail(this.ctx, input);
+  }
+
+  release(input: { lease: Lease }): Promise<Task> {
+    return release(this.ctx, input);
+  }
+
+  finishCancel(input: { lease: Lease }): Promise<Task> {
+    return finishCancel(this.ctx, input);
+  }
+
+  requestCancel(input: { id: string; owner?: string }): Promise<Task> {
+    return requestCancel(this.ctx, input);
+  }
+
+  /** One bounded recovery sweep: expired leases fixed, due delayed tasks promoted. */
+  recover(): Promise<RecoveryReport> {
+    return recoverExpired(this.ctx);
+  }
+}

@@ -1,0 +1,45 @@
+/** Statuses exactly as the API shows them. */
+export const TaskStatus = {
+  QUEUED: 'QUEUED',
+  RUNNING: 'RUNNING',
+  SUCCESS: 'SUCCESS',
+  FAILED: 'FAILED',
+  CANCEL_REQUESTED: 'CANCEL_REQUESTED',
+  CANCELLED: 'CANCELLED',
+} as const;
+export type TaskStatus = (typeof TaskStatus)[keyof typeof TaskStatus];
+
+export const TERMINAL_STATUSES: readonly TaskStatus[] = [TaskStatus.SUCCESS, TaskStatus.FAILED, TaskStatus.CANCELLED];
+/** Statuses in which a worker holds a lease on the task. */
+export const LEASED_STATUSES: readonly TaskStatus[] = [TaskStatus.RUNNING, TaskStatus.CANCEL_REQUESTED];
+
+export function isTerminal(status: TaskStatus): boolean {
+  return TERMINAL_STATUSES.includes(status);
+}
+
+/** A task as callers see it. Times are epoch milliseconds; JSON payload/result are parsed values. */
+export interface Task {
+  id: string;
+  type: string;
+  status: TaskStatus;
+  priority: number;
+  payload: unknown;
+  owner: string;
+  attempts: number;
+  maxAttempts: number;
+  createdAt: number;
+  updatedAt: number;
+  availableAt: number;
+  /** Fencing token: grows by one with every claim of this task. */
+  leaseToken: number;
+  timeoutMs?: number;
+  idempotencyKey?: string;
+  startedAt?: number;
+  finishedAt?: number;
+  leaseOwner?: string;
+  leaseUntil?: number;
+  progress?: number;
+  progressNote?: string;
+  result?: unknown;
+  error?: string;
+}

@@ -1,0 +1,39 @@
+/**
+ * Counts DynamoDB requests by operation with SDK middleware, including each retry the SDK sends, and
+ * the capacity DynamoDB reports when asked (`ReturnConsumedCapacity` is added to every request).
+ */
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+
+export class RequestMeter {
+  readonly sent = new Map<string, number>();
+  readonly capacity = new Map<string, number>();
+
+  attach(client: DynamoDBClient | DynamoDBDocumentClient): void {
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        const op = String(context.commandName ?? 'unknown').replace(/Command$/, '');
+        this.sent.set(op, (this.sent.get(op) ?? 0) + 1);
+        const out = await next(args);
+        const consumed = (out.output as { ConsumedCapacity?: { CapacityUnits?: number } | { CapacityUnits?: number }[] } | undefined)?.ConsumedCapacity;
+        const units = [consumed ?? []].flat().reduce((sum, c) => sum + (c.CapacityUnits ?? 0), 0);
+        this.capacity.set(op, (this.capacity.get(op) ?? 0) + units);
+        return out;
+      },
+      { step: 'deserialize', name: 'leaseholdRequestMeter', priority: 'high' },
+    );
+  }
+
+  count(...ops: string[]): number {
+    return ops.reduce((sum, op) => sum + (this.sent.get(op) ?? 0), 0);
+  }
+
+  reset(): void {
+    this.sent.clear();
+    this.capacity.clear();
+  }
+}
+
+export const WRITE_OPERATIONS = ['PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem', 'TransactWriteItems'];
+export const QUERY_OPERATIONS = ['Query'];
+export const READ_OPERATIONS = ['GetItem', 'BatchGetItem'];

@@ -1,0 +1,57 @@
+/** A fresh table on the file's dynalite, and a store on it with a manual clock. */
+import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { defineConfig, type ConfigInput, type LeaseholdConfig } from '../../shared/config.js';
+import { TaskStore } from '../../shared/store/task-store.js';
+import { ensureTable } from '../../shared/store/table-setup.js';
+import { ManualClock, sequentialIds } from './manual-clock.js';
+import { RequestMeter } from './request-meter.js';
+
+let tableCounter = 0;
+
+export interface TestStore {
+  store: TaskStore;
+  clock: ManualClock;
+  config: LeaseholdConfig;
+  doc: DynamoDBDocumentClient;
+  client: DynamoDBClient;
+  meter: RequestMeter;
+  /** Another store on the same table, as another process would have (own client, shared clock). */
+  peer(overrides?: { random?: () => number }): TaskStore;
+  scanAll(): Promise<Record<string, unknown>[]>;
+}
+
+export async function createTestStore(endpoint: string, overrides: ConfigInput = {}, options: { random?: () => number } = {}): Promise<TestStore> {
+  const config = defineConfig({ tableName: `t${process.pid}-${++tableCounter}-${Date.now()}`, dynamodbEndpoint: endpoint, ...overrides });
+  const client = new DynamoDBClient({ endpoint, region: 'us-east-1', credentials: { accessKeyId: 'x', secretAccessKey: 'x' }, maxAttempts: 3 });
+  const meter = new RequestMeter();
+  meter.attach(client);
+  const doc = DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
+  await ensureTable(client, config.tableName);
+  const clock = new ManualClock();
+  const store = new TaskStore({ doc, config, clock, newId: sequentialIds('t'), ...(options.random ? { random: options.random } : {}) });
+  let peers = 0;
+  return {
+    store,
+    clock,
+    config,
+    doc,
+    client,
+    meter,
+    peer: (o = {}) => {
+      const peerClient = new DynamoDBClient({ endpoint, region: 'us-east-1', credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
+      const peerDoc = DynamoDBDocumentClient.from(peerClient, { marshallOptions: { removeUndefinedValues: true } });
+      return new TaskStore({ doc: peerDoc, config, clock, newId: sequentialIds(`p${++peers}`), ...(o.random ? { random: o.random } : {}) });
+    },
+    scanAll: async () => {
+      const items: Record<string, unknown>[] = [];
+      let startKey: Record<string, unknown> | undefined;
+      do {
+        const out = await doc.send(new ScanCommand({ TableName: config.tableName, ExclusiveStartKey: startKey, ConsistentRead: true }));
+        items.push(...(out.Items ?? []));
+        startKey = out.LastEvaluatedKey;
+      } while (startKey);
+      return items;
+    },
+  };
+}
