@@ -1,0 +1,146 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TaskStore } from '../shared/store/task-store.js';
+import { LeaseLostError } from '../shared/errors.js';
+import { startDynalite, type DynaliteServer } from './support/dynalite-server.js';
+import { createTestStore, type TestStore } from './support/test-store.js';
+import { idsInShard } from './support/shard-ids.js';
+import { dropNextAnswer } from './support/lost-answer.js';
+
+let server: DynaliteServer;
+let t: TestStore;
+
+beforeAll(async () => {
+  server = await startDynalite();
+  t = await createTestStore(server.endpoint);
+});
+afterAll(() => server.close());
+
+describe('claim (SKIP LOCKED)', () => {
+  it('32 claimers racing over 300 tasks claim every task exactly once and skip none', { timeout: 120_000 }, async () => {
+    const type = 'race';
+    for (let i = 0; i < 300; i += 50) {
+      await Promise.all(Array.from({ length: 50 }, (_, j) => t.store.enqueue({ type, owner: 'racer', payload: { n: i + j } })));
+    }
+    const claims = new Map<string, string[]>();
+    let lostRaces = 0;
+    let claimCalls = 0;
+    const claimers = Array.from({ length: 32 }, (_, w) => ({ id: `claimer-${w}`, store: t.peer({ random: Math.random }) }));
+    await Promise.all(
+      claimers.map(async ({ id, store }) => {
+        for (let idle = 0; idle < 3; ) {
+          const round = await store.claim({ workerId: id, types: [type], max: 4 });
+          claimCalls++;
+          lostRaces += round.lostRaces;
+          if (round.claimed.length === 0) idle++;
+          for (const c of round.claimed) {
+            claims.set(c.task.id, [...(claims.get(c.task.id) ?? []), id]);
+            await store.complete({ lease: c.lease });
+          }
+        }
+      }),
+    );
+    expect(claims.size).toBe(300);
+    expect([...claims.values()].filter((holders) => holders.length !== 1)).toEqual([]);
+    const tasks = (await t.scanAll()).filter((i) => i.type === type);
+    expect(tasks).toHaveLength(300);
+    expect(tasks.every((i) => i.status === 'SUCCESS' && i.leaseToken === 1 && i.attempts === 1)).toBe(true);
+    console.info(`32 claimers / 300 tasks: ${lostRaces} lost conditional writes (${(lostRaces / 300).toFixed(3)} per claim), ${claimCalls} claim rounds`);
+  });
+
+  it('takes heads in priority, then due time, then age order within a shard', async () => {
+    const shard = 3;
+    const s = await createTestStore(server.endpoint);
+    const store = new TaskStore({ doc: s.doc, config: s.config, clock: s.clock, newId: idsInShard(shard) });
+    const now = s.clock.now();
+    const enq = (name: string, priority: number, availableAt?: number) =>
+      store.enqueue({ type: 'ordered', owner: 'o', payload: name, priority, ...(availableAt === undefined ? {} : { availableAt }) }).then((r) => r.task.id);
+    const names = new Map<string, string>();
+    for (const [name, priority, at] of [
+      ['low-old', -5, now - 3000],
+      ['mid-late', 0, now - 1000],
+      ['mid-early', 0, now - 2000],
+      ['high', 7, now],
+      ['mid-early-younger', 0, now - 2000],
+    ] as const) {
+      s.clock.advance(1);
+      names.set(await enq(name, priority, at), name);
+    }
+    const order: string[] = [];
+    for (;;) {
+      const { claimed } = await store.claim({ workerId: 'solo', types: ['ordered'], max: 1 });
+      if (claimed.length === 0) break;
+      order.push(names.get(claimed[0]!.task.id)!);
+    }
+    expect(order).toEqual(['high', 'mid-early', 'mid-early-younger', 'mid-late', 'low-old']);
+  });
+
+  it('a delayed high-priority task never blocks due lower-priority ones, and runs once it is due', async () => {
+    const s = await createTestStore(server.endpoint);
+    const delayed = (await s.store.enqueue({ type: 'mixed', owner: 'o', priority: 1000, delayMs: 60_000 })).task;
+    for (let i = 0; i < 3; i++) await s.store.enqueue({ type: 'mixed', owner: 'o', priority: -1000 });
+    const first = await s.store.claim({ workerId: 'w', types: ['mixed'], max: 10 });
+    expect(first.claimed.map((c) => c.task.priority)).toEqual([-1000, -1000, -1000]);
+
+    s.clock.advance(60_000);
+    expect((await s.store.recover()).promoted).toBe(1);
+    const second = await s.store.claim({ workerId: 'w', types: ['mixed'], max: 10 });
+    expect(second.claimed.map((c) => c.task.id)).toEqual([delayed.id]);
+  });
+
+  it('claims only the types asked for, and never a task that is not yet due', async () => {
+    const s = await createTestStore(server.endpoint);
+    await s.store.enqueue({ type: 'a', owner: 'o' });
+    await s.store.enqueue({ type: 'b', owner: 'o' });
+    await s.store.enqueue({ type: 'a', owner: 'o', delayMs: 1 });
+    const got = await s.store.claim({ workerId: 'w', types: ['a'], max: 10 });
+    expect(got.claimed.map((c) => c.task.type)).toEqual(['a']);
+  });
+
+  it('a claim whose answer was lost is still ours: the retry fails its condition, the read-back finds our write', async () => {
+    const s = await createTestStore(server.endpoint);
+    const { task } = await s.store.enqueue({ type: 'lost-claim', owner: 'o' });
+    const fault = dropNextAnswer(s.client, 'UpdateItem');
+    const { claimed, lostRaces } = await s.store.claim({ workerId: 'w', types: ['lost-claim'], max: 1 });
+    expect(fault.dropped).toBe(1);
+    expect(lostRaces).toBe(0);
+    expect(claimed.map((c) => c.task.id)).toEqual([task.id]);
+    expect(claimed[0]!.task.leaseToken).toBe(1);
+  });
+});
+
+describe('writes under a lease', () => {
+  it('a complete whose first attempt applied but whose answer was lost is reported as success', async () => {
+    const s = await createTestStore(server.endpoint);
+    await s.store.enqueue({ type: 'lost-complete', owner: 'o' });
+    const c = (await s.store.claim({ workerId: 'w', types: ['lost-complete'], max: 1 })).claimed[0]!;
+    const fault = dropNextAnswer(s.client, 'UpdateItem');
+    s.meter.reset();
+    const done = await s.store.complete({ lease: c.lease, result: 42 });
+    expect(fault.dropped).toBe(1);
+    expect(done).toMatchObject({ status: 'SUCCESS', result: 42 });
+    // Sent twice (the retry failed its condition), then read back once.
+    expect(s.meter.count('UpdateItem')).toBe(2);
+    expect(s.meter.count('GetItem')).toBe(1);
+  });
+
+  it('a stale token is refused after recovery and a re-claim by the same worker id', async () => {
+    const s = await createTestStore(server.endpoint);
+    const { task } = await s.store.enqueue({ type: 'stale', owner: 'o' });
+    const old = (await s.store.claim({ workerId: 'same-worker', types: ['stale'], max: 1 })).claimed[0]!;
+    s.clock.advance(s.config.leaseTimeoutMs + s.config.clockSkewMs + 1);
+    expect((await s.store.recover()).requeued).toBe(1);
+    const fresh = (await s.store.claim({ workerId: 'same-worker', types: ['stale'], max: 1 })).claimed[0]!;
+    expect(fresh.lease).toMatchObject({ taskId: task.id, owner: 'same-worker', token: 2 });
+
+    const error = await s.store.complete({ lease: old.lease, result: 'late' }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LeaseLostError);
+    expect(error).toMatchObject({ name: 'LeaseLostError', taskId: task.id, token: 1 });
+    expect((error as LeaseLostError).current).toMatchObject({ status: 'RUNNING', leaseToken: 2 });
+    await expect(s.store.fail({ lease: old.lease, error: 'late' })).rejects.toBeInstanceOf(LeaseLostError);
+    await expect(s.store.release({ lease: old.lease })).rejects.toBeInstanceOf(LeaseLostError);
+    const [renewal] = await s.store.renew({ leases: [old.lease] });
+    expect(renewal).toMatchObject({ outcome: 'lost', current: { leaseToken: 2 } });
+
+    expect(await s.store.complete({ lease: fresh.lease, result: 'on time' })).toMatchObject({ status: 'SUCCESS', result: 'on time', leaseToken: 2, attempts: 2 });
+  });
+});
