@@ -80,6 +80,10 @@ export async function claim(ctx: StoreContext, rawInput: ClaimInput, state: Clai
   for (let i = 0; i < partitions.length && result.claimed.length < input.max; i++) {
     const { type, shard } = partitions[i]!;
     if (limitedTypes.has(type)) continue;
+    if (!(await gate.mayAdmit(type))) {
+      limitedTypes.add(type);
+      continue;
+    }
     const window = input.max - result.claimed.length + ctx.config.claimWindow - 1;
     const candidates = await readHeads(ctx, type, shard, window);
     result.queries++;

@@ -53,6 +53,16 @@ export class SlotGate {
     private readonly recoverStranded: StrandedTaskRecovery,
   ) {}
 
+  /** False when some limit on `type` had no free slot when read this round: no point reading its queue. */
+  async mayAdmit(type: string): Promise<boolean> {
+    const now = this.ctx.clock.now();
+    for (const { scope, limit } of limitsFor(this.ctx, type)) {
+      const slots = await this.read(scope);
+      if (![...Array(limit).keys()].some((i) => slotIsFree(slots.get(i), now, this.ctx.config))) return false;
+    }
+    return true;
+  }
+
   /** Takes one slot of every limit on `type` for `taskId`, or none (releasing any partial take). */
   async acquire(type: string, taskId: string, leaseUntil: number): Promise<SlotLease[] | undefined> {
     const taken: SlotLease[] = [];
