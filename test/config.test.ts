@@ -1,0 +1,85 @@
+import { describe, expect, it } from 'vitest';
+import { checkConfigRules, defineConfig, loadConfig, settings } from '../shared/config.js';
+import { ConfigError } from '../shared/errors.js';
+
+const problemsOf = (fn: () => unknown): ConfigError => {
+  try {
+    fn();
+  } catch (e) {
+    if (e instanceof ConfigError) return e;
+    throw e;
+  }
+  throw new Error('expected a ConfigError');
+};
+
+describe('configuration', () => {
+  it('has seed 000’s defaults', () => {
+    expect(loadConfig({})).toMatchObject({
+      leaseTimeoutMs: 60_000,
+      heartbeatIntervalMs: 10_000,
+      recoveryIntervalMs: 60_000,
+      maxExecutionMs: 300_000,
+      recoveryBatchSize: 100,
+      recoveryMaxBatches: 10,
+      typeConcurrency: {},
+    });
+  });
+
+  it('reads every setting from its environment variable', () => {
+    const c = loadConfig({
+      LEASEHOLD_TABLE: 'my-tasks',
+      LEASEHOLD_LEASE_TIMEOUT_MS: '30000',
+      LEASEHOLD_HEARTBEAT_INTERVAL_MS: '6000',
+      LEASEHOLD_REQUEST_DEADLINE_MS: '2000',
+      LEASEHOLD_RECOVERY_INTERVAL_MS: '45000',
+      LEASEHOLD_MAX_EXECUTION_MS: '120000',
+      LEASEHOLD_GLOBAL_CONCURRENCY: '50',
+      LEASEHOLD_TYPE_CONCURRENCY: 'email.send=5, report=1',
+      LEASEHOLD_DYNAMODB_ENDPOINT: 'http://127.0.0.1:4567',
+    });
+    expect(c).toMatchObject({
+      tableName: 'my-tasks',
+      leaseTimeoutMs: 30_000,
+      heartbeatIntervalMs: 6_000,
+      recoveryIntervalMs: 45_000,
+      maxExecutionMs: 120_000,
+      globalConcurrency: 50,
+      typeConcurrency: { 'email.send': 5, report: 1 },
+      dynamodbEndpoint: 'http://127.0.0.1:4567',
+    });
+    expect(Object.values(settings).every((s) => s.env.startsWith('LEASEHOLD_'))).toBe(true);
+  });
+
+  it('names the variable and the value of a setting that does not parse, and lists them all', () => {
+    const error = problemsOf(() => loadConfig({ LEASEHOLD_LEASE_TIMEOUT_MS: 'sixty', LEASEHOLD_WORKER_CONCURRENCY: '-2', LEASEHOLD_TYPE_CONCURRENCY: 'email=0' }));
+    expect(error.problems.map((p) => p.path).sort()).toEqual(['LEASEHOLD_LEASE_TIMEOUT_MS', 'LEASEHOLD_TYPE_CONCURRENCY', 'LEASEHOLD_WORKER_CONCURRENCY']);
+    expect(error.message).toContain('LEASEHOLD_LEASE_TIMEOUT_MS');
+    expect(error.message).toContain('"sixty"');
+    expect(error.message).toContain('"email=0" is not of the form type=limit');
+  });
+
+  it.each([
+    [{ heartbeatIntervalMs: 30_000 }, 'LEASEHOLD_HEARTBEAT_INTERVAL_MS', 'must be less than half the lease timeout'],
+    [{ leaseTimeoutMs: 300_000 }, 'LEASEHOLD_LEASE_TIMEOUT_MS', 'must be less than the maximum execution time'],
+    [{ clockSkewMs: 50_000 }, 'LEASEHOLD_CLOCK_SKEW_MS', 'must be less than lease timeout minus heartbeat interval'],
+    [{ requestDeadlineMs: 10_000 }, 'LEASEHOLD_REQUEST_DEADLINE_MS', 'must be less than the heartbeat interval'],
+    [{ backoffBaseMs: 10_000, backoffMaxMs: 5_000 }, 'LEASEHOLD_BACKOFF_BASE_MS', 'must not exceed the backoff maximum'],
+  ])('rule: %o is refused with a message on %s', (values, variable, text) => {
+    const error = problemsOf(() => defineConfig(values));
+    expect(error.problems).toHaveLength(1);
+    expect(error.problems[0]).toMatchObject({ path: variable });
+    expect(error.problems[0]!.message).toContain(text);
+  });
+
+  it('reports every broken rule in one error', () => {
+    const error = problemsOf(() => defineConfig({ heartbeatIntervalMs: 58_000, leaseTimeoutMs: 60_000, maxExecutionMs: 50_000, backoffBaseMs: 9, backoffMaxMs: 1 }));
+    expect(error.problems.map((p) => p.path)).toEqual(['LEASEHOLD_HEARTBEAT_INTERVAL_MS', 'LEASEHOLD_LEASE_TIMEOUT_MS', 'LEASEHOLD_CLOCK_SKEW_MS', 'LEASEHOLD_BACKOFF_BASE_MS']);
+  });
+
+  it('warns about (but allows) a recovery interval outside lease..2 x lease', () => {
+    const base = defineConfig();
+    expect(checkConfigRules({ ...base, recoveryIntervalMs: 30_000 }).warnings[0]).toContain('below the lease timeout');
+    expect(checkConfigRules({ ...base, recoveryIntervalMs: 200_000 }).warnings[0]).toContain('above twice the lease timeout');
+    expect(checkConfigRules(base)).toEqual({ problems: [], warnings: [] });
+  });
+});

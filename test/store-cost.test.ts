@@ -1,0 +1,62 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { taskKey } from '../shared/table-layout.js';
+import { writeCost } from '../shared/write-cost.js';
+import { startDynalite, type DynaliteServer } from './support/dynalite-server.js';
+import { createTestStore } from './support/test-store.js';
+import { QUERY_OPERATIONS, READ_OPERATIONS, WRITE_OPERATIONS } from './support/request-meter.js';
+
+let server: DynaliteServer;
+beforeAll(async () => {
+  server = await startDynalite();
+});
+afterAll(() => server.close());
+
+describe('what one short task costs in DynamoDB requests and write units', () => {
+  it('enqueue, claim and complete are three writes; a drain costs at most 0.25 queries per task', async () => {
+    const s = await createTestStore(server.endpoint);
+    const tasks = 400;
+    for (let i = 0; i < tasks; i += 50) await Promise.all(Array.from({ length: 50 }, () => s.store.enqueue({ type: 'short', owner: 'o', payload: { n: i } })));
+    const enqueueWrites = s.meter.count(...WRITE_OPERATIONS);
+    s.meter.reset();
+    let done = 0;
+    for (;;) {
+      const { claimed } = await s.store.claim({ workerId: 'drainer', types: ['short'], max: 8 });
+      if (claimed.length === 0) break;
+      await Promise.all(claimed.map((c) => s.store.complete({ lease: c.lease })));
+      done += claimed.length;
+    }
+    expect(done).toBe(tasks);
+    const perTask = {
+      writes: (enqueueWrites + s.meter.count(...WRITE_OPERATIONS)) / tasks,
+      queries: s.meter.count(...QUERY_OPERATIONS) / tasks,
+      reads: s.meter.count(...READ_OPERATIONS) / tasks,
+    };
+    console.info(`per short task: ${JSON.stringify(perTask)} (requests by operation: ${JSON.stringify(Object.fromEntries(s.meter.sent))})`);
+    expect(perTask.writes).toBe(3);
+    expect(perTask.reads).toBe(0);
+    expect(perTask.queries).toBeLessThanOrEqual(0.25);
+  });
+
+  it('counts 8 write units with index writes for enqueue -> claim -> complete, and 1 for most renewals', async () => {
+    const s = await createTestStore(server.endpoint);
+    const read = async (id: string) => (await s.doc.send(new GetCommand({ TableName: s.config.tableName, Key: taskKey(id), ConsistentRead: true }))).Item;
+    const { task } = await s.store.enqueue({ type: 'short', owner: 'someone@example.com', payload: { to: 'someone@example.com', template: 'welcome' } });
+    const queued = await read(task.id);
+    const { lease } = (await s.store.claim({ workerId: 'worker-1', types: ['short'], max: 1 })).claimed[0]!;
+    const running = await read(task.id);
+    s.clock.advance(s.config.heartbeatIntervalMs);
+    const [renewal] = await s.store.renew({ leases: [lease] });
+    const renewed = await read(task.id);
+    await s.store.complete({ lease: renewal!.outcome === 'renewed' ? renewal!.lease : lease, result: { ok: true } });
+    const finished = await read(task.id);
+
+    const steps = { enqueue: writeCost(undefined, queued), claim: writeCost(queued, running), renew: writeCost(running, renewed), complete: writeCost(renewed, finished) };
+    console.info(`write units: ${JSON.stringify(steps)}`);
+    expect(steps.enqueue).toMatchObject({ table: 1, indexes: { ready: 1, owner: 1, sweep: 0 } });
+    expect(steps.claim).toMatchObject({ table: 1, indexes: { ready: 1, sweep: 1, owner: 0 } });
+    expect(steps.renew.total).toBe(1);
+    expect(steps.complete).toMatchObject({ table: 1, indexes: { sweep: 1, ready: 0, owner: 0 } });
+    expect(steps.enqueue.total + steps.claim.total + steps.complete.total).toBeLessThanOrEqual(8.5);
+  });
+});
