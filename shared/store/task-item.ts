@@ -1,34 +1,17 @@
 /** The task as stored, and its conversion to the Task callers see. */
 import { TaskStatus, type Task } from '../task-model.js';
 
-/** Attributes of a task item. JSON values (payload, result) are stored as text so any JSON survives unchanged. */
-export interface TaskItem {
+/**
+ * Attributes of a task item: the Task fields, with JSON values (payload, result) stored as text so any
+ * JSON survives unchanged, plus the keys and bookkeeping only the store uses.
+ */
+export interface TaskItem extends Omit<Task, 'payload' | 'result'> {
   pk: string;
   sk: string;
-  id: string;
-  type: string;
-  status: TaskStatus;
-  priority: number;
   payload: string;
-  owner: string;
-  shard: number;
-  attempts: number;
-  maxAttempts: number;
-  createdAt: number;
-  updatedAt: number;
-  availableAt: number;
-  leaseToken: number;
-  timeoutMs?: number;
-  idempotencyKey?: string;
-  requestHash?: string;
-  startedAt?: number;
-  finishedAt?: number;
-  leaseOwner?: string;
-  leaseUntil?: number;
-  progress?: number;
-  progressNote?: string;
   result?: string;
-  error?: string;
+  shard: number;
+  requestHash?: string;
   /** Id of the last write made to the item: a read-back compares it to tell our own applied write from someone else's. */
   writeId?: string;
   readyPk?: string;
