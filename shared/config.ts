@@ -44,6 +44,8 @@ export const settings = {
   globalConcurrency: { env: 'LEASEHOLD_GLOBAL_CONCURRENCY', schema: positiveInt.max(10_000).optional(), default: undefined },
   typeConcurrency: { env: 'LEASEHOLD_TYPE_CONCURRENCY', schema: typeLimits, default: '' },
   retentionDays: { env: 'LEASEHOLD_RETENTION_DAYS', schema: positiveInt.max(3650), default: 30 },
+  idleStopMs: { env: 'LEASEHOLD_IDLE_STOP_MS', schema: positiveMs, default: 10_000 },
+  drainMarginMs: { env: 'LEASEHOLD_DRAIN_MARGIN_MS', schema: positiveMs, default: 20_000 },
 } as const;
 
 type Settings = typeof settings;
@@ -80,6 +82,12 @@ export function checkConfigRules(c: LeaseholdConfig): { problems: InputProblem[]
     problems.push({
       path: env('requestDeadlineMs'),
       message: `request deadline ${c.requestDeadlineMs} ms must be less than the heartbeat interval (${c.heartbeatIntervalMs} ms), so one slow renewal cannot overlap the next`,
+    });
+  }
+  if (c.drainMarginMs <= 2 * c.requestDeadlineMs) {
+    problems.push({
+      path: env('drainMarginMs'),
+      message: `drain margin ${c.drainMarginMs} ms must exceed two request deadlines (${2 * c.requestDeadlineMs} ms): a returning worker needs time to wait for its handlers and release its leases`,
     });
   }
   if (c.backoffBaseMs > c.backoffMaxMs) {

@@ -6,13 +6,14 @@
  */
 import { QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { decideRecovery, sweepQueryBound } from '../lease-rules.js';
-import { delaySweepPartition, INDEX, KEY, leaseSweepPartition, readyPartition, readySortKey, SHARD_COUNT, taskIdFromPk, taskKey, TTL_ATTRIBUTE } from '../table-layout.js';
+import { delaySweepPartition, INDEX, KEY, leaseSweepPartition, readyPartition, readySortKey, SHARD_COUNT, shardForId, taskIdFromPk, taskKey, TTL_ATTRIBUTE } from '../table-layout.js';
 import { TaskStatus } from '../task-model.js';
 import type { StoreContext } from './context.js';
 import { leaseAsObserved, stillDelayedAndDue } from './conditions.js';
 import { isConditionalCheckFailed } from './dynamo.js';
 import { Expression } from './expression.js';
 import { readItems, readTaskItem } from './task-reads.js';
+import { parseInput, taskRefInput } from './inputs.js';
 import { LEASE_FIELDS_CLEARED, type TaskItem } from './task-item.js';
 
 export interface RecoveryReport {
@@ -126,6 +127,12 @@ async function fixExpired(ctx: StoreContext, item: TaskItem, now: number): Promi
     if (isConditionalCheckFailed(error)) return 'skipped';
     throw error;
   }
+}
+
+/** Promotes one delayed task by id if it is due (the worker that scheduled a retry calls this when the backoff ends). */
+export async function promoteTask(ctx: StoreContext, rawInput: { id: string }): Promise<boolean> {
+  const { id } = parseInput(taskRefInput, 'promote', rawInput);
+  return promote(ctx, taskKey(id).pk, delaySweepPartition(shardForId(id)), ctx.clock.now());
 }
 
 /** Moves a due delayed task into the ready index, copying its precomputed ready keys inside DynamoDB (no read). */

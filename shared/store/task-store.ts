@@ -10,7 +10,8 @@ import type { StoreContext } from './context.js';
 import { enqueue, type EnqueueResult } from './enqueue.js';
 import type { ClaimInput, EnqueueInput, Lease, ListInput, RenewInput } from './inputs.js';
 import { complete, fail, finishCancel, release, renewLeases, type RenewOutcome } from './lease-writes.js';
-import { recoverExpired, recoverTask, type RecoveryReport } from './recovery.js';
+import { promoteTask, recoverExpired, recoverTask, type RecoveryReport } from './recovery.js';
+import { redrive } from './redrive.js';
 import { getTask, listTasks, type TaskPage } from './task-queries.js';
 
 export interface TaskStoreOptions {
@@ -77,6 +78,16 @@ export class TaskStore {
 
   requestCancel(input: { id: string; owner?: string }): Promise<Task> {
     return requestCancel(this.ctx, input);
+  }
+
+  /** Puts a FAILED or CANCELLED task back in the queue with a fresh attempt budget. */
+  redrive(input: { id: string; owner?: string }): Promise<Task> {
+    return redrive(this.ctx, input);
+  }
+
+  /** Moves one delayed task into the ready index if it is due; false if it is not (or no longer) waiting. */
+  promote(input: { id: string }): Promise<boolean> {
+    return promoteTask(this.ctx, input);
   }
 
   /** One bounded recovery sweep: expired leases fixed, due delayed tasks promoted. */

@@ -5,6 +5,7 @@ import { defineConfig, type ConfigInput, type LeaseholdConfig } from '../../shar
 import { TaskStore } from '../../shared/store/task-store.js';
 import { ensureTable } from '../../shared/store/table-setup.js';
 import { ManualClock, sequentialIds } from './manual-clock.js';
+import type { Clock } from '../../shared/clock.js';
 import { RequestMeter } from './request-meter.js';
 
 let tableCounter = 0;
@@ -12,16 +13,18 @@ let tableCounter = 0;
 export interface TestStore {
   store: TaskStore;
   clock: ManualClock;
+  /** The clock the stores use: the manual one unless a test passed its own. */
+  storeClock: Clock;
   config: LeaseholdConfig;
   doc: DynamoDBDocumentClient;
   client: DynamoDBClient;
   meter: RequestMeter;
   /** Another store on the same table, as another process would have (own client, shared clock). */
-  peer(overrides?: { random?: () => number }): TaskStore;
+  peer(overrides?: { random?: () => number; clock?: Clock }): TaskStore;
   scanAll(): Promise<Record<string, unknown>[]>;
 }
 
-export async function createTestStore(endpoint: string, overrides: ConfigInput = {}, options: { random?: () => number } = {}): Promise<TestStore> {
+export async function createTestStore(endpoint: string, overrides: ConfigInput = {}, options: { random?: () => number; clock?: Clock } = {}): Promise<TestStore> {
   const config = defineConfig({ tableName: `t${process.pid}-${++tableCounter}-${Date.now()}`, dynamodbEndpoint: endpoint, ...overrides });
   const client = new DynamoDBClient({ endpoint, region: 'us-east-1', credentials: { accessKeyId: 'x', secretAccessKey: 'x' }, maxAttempts: 3 });
   const meter = new RequestMeter();
@@ -29,11 +32,13 @@ export async function createTestStore(endpoint: string, overrides: ConfigInput =
   const doc = DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
   await ensureTable(client, config.tableName);
   const clock = new ManualClock();
-  const store = new TaskStore({ doc, config, clock, newId: sequentialIds('t'), ...(options.random ? { random: options.random } : {}) });
+  const storeClock = options.clock ?? clock;
+  const store = new TaskStore({ doc, config, clock: storeClock, newId: sequentialIds('t'), ...(options.random ? { random: options.random } : {}) });
   let peers = 0;
   return {
     store,
     clock,
+    storeClock,
     config,
     doc,
     client,
@@ -41,7 +46,7 @@ export async function createTestStore(endpoint: string, overrides: ConfigInput =
     peer: (o = {}) => {
       const peerClient = new DynamoDBClient({ endpoint, region: 'us-east-1', credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
       const peerDoc = DynamoDBDocumentClient.from(peerClient, { marshallOptions: { removeUndefinedValues: true } });
-      return new TaskStore({ doc: peerDoc, config, clock, newId: sequentialIds(`p${++peers}`), ...(o.random ? { random: o.random } : {}) });
+      return new TaskStore({ doc: peerDoc, config, clock: o.clock ?? storeClock, newId: sequentialIds(`p${++peers}`), ...(o.random ? { random: o.random } : {}) });
     },
     scanAll: async () => {
       const items: Record<string, unknown>[] = [];

@@ -1,0 +1,51 @@
+/** How users declare task types: a name, a zod schema for the payload, the handler and its policy. */
+import type { z } from 'zod';
+import type { BackoffPolicy } from '../lease-rules.js';
+
+/** What a handler can use while it runs. */
+export interface TaskContext {
+  taskId: string;
+  /** 1 for the first attempt. */
+  attempt: number;
+  /**
+   * The fencing token of this claim: it grows with every claim of the task. Pass it to the systems
+   * you write to (a conditional write, a version column) so a stale attempt cannot overwrite a newer one.
+   */
+  token: number;
+  /** Aborts when the lease is lost, a cancel is requested, the timeout passes or the worker shuts down. */
+  signal: AbortSignal;
+  /** Renews this task's lease now: call it inside long CPU-bound loops that starve the heartbeat timer. */
+  heartbeat(): Promise<void>;
+  /** Reports progress (0..1); stored with the next lease renewal, so it costs no extra write. */
+  progress(fraction: number, note?: string): void;
+  logger: TaskLogger;
+}
+
+export interface TaskLogger {
+  debug(message: string, extra?: Record<string, unknown>): void;
+  info(message: string, extra?: Record<string, unknown>): void;
+  warn(message: string, extra?: Record<string, unknown>): void;
+  error(message: string, extra?: Record<string, unknown>): void;
+}
+
+export interface TaskDefinition<S extends z.ZodType = z.ZodType> {
+  name: string;
+  schema: S;
+  handler: (payload: z.output<S>, context: TaskContext) => unknown;
+  maxAttempts?: number;
+  /** Abort the handler and count a failed attempt after this long (default: LEASEHOLD_MAX_EXECUTION_MS). */
+  timeoutMs?: number;
+  /** At most this many tasks of this type run at once, across all workers. */
+  concurrency?: number;
+  backoff?: BackoffPolicy;
+}
+
+/** Declares a task type; the payload type of the handler follows from the schema. */
+export function defineTask<S extends z.ZodType>(definition: TaskDefinition<S>): TaskDefinition<S> {
+  return definition;
+}
+
+/** Throw from a handler to fail the task at once, without the retries left. */
+export class NonRetryableError extends Error {
+  override name = 'NonRetryableError';
+}

@@ -1,0 +1,62 @@
+/** The set of task types a deployment knows: checked once, consulted at enqueue and at run time. */
+import { z } from 'zod';
+import type { LeaseholdConfig } from '../config.js';
+import { ConfigError, ValidationError, type InputProblem } from '../errors.js';
+import { taskTypeSchema } from '../store/inputs.js';
+import type { TaskDefinition } from './define.js';
+
+const policySchema = z.object({
+  maxAttempts: z.number().int().min(1).max(100).optional(),
+  timeoutMs: z.number().int().positive().optional(),
+  concurrency: z.number().int().min(1).max(10_000).optional(),
+  backoff: z.object({ baseMs: z.number().int().min(0), maxMs: z.number().int().min(0) }).optional(),
+});
+
+export class TaskRegistry {
+  private readonly byName = new Map<string, TaskDefinition>();
+
+  constructor(definitions: TaskDefinition[], config: Pick<LeaseholdConfig, 'maxExecutionMs'>) {
+    const problems: InputProblem[] = [];
+    for (const def of definitions) {
+      const name = taskTypeSchema.safeParse(def.name);
+      if (!name.success) problems.push({ path: `task ${JSON.stringify(def.name)}`, message: `name ${name.error.issues[0]!.message}` });
+      if (this.byName.has(def.name)) problems.push({ path: `task ${def.name}`, message: 'is defined twice' });
+      const policy = policySchema.safeParse(def);
+      if (!policy.success) problems.push(...policy.error.issues.map((i) => ({ path: `task ${def.name}.${i.path.join('.')}`, message: i.message })));
+      if (def.timeoutMs !== undefined && def.timeoutMs > config.maxExecutionMs) {
+        problems.push({ path: `task ${def.name}.timeoutMs`, message: `${def.timeoutMs} ms exceeds LEASEHOLD_MAX_EXECUTION_MS (${config.maxExecutionMs} ms)` });
+      }
+      this.byName.set(def.name, def);
+    }
+    if (problems.length > 0) throw new ConfigError(problems);
+  }
+
+  names(): string[] {
+    return [...this.byName.keys()];
+  }
+
+  get(name: string): TaskDefinition | undefined {
+    return this.byName.get(name);
+  }
+
+  /** Per-type concurrency limits declared by the definitions. */
+  limits(): Record<string, number> {
+    return Object.fromEntries([...this.byName.values()].flatMap((d) => (d.concurrency === undefined ? [] : [[d.name, d.concurrency]])));
+  }
+
+  /** The definition and the parsed payload, or a ValidationError naming the type or each bad payload field. */
+  parsePayload(type: string, payload: unknown, operation = 'enqueue'): { definition: TaskDefinition; payload: unknown } {
+    const definition = this.byName.get(type);
+    if (!definition) {
+      throw new ValidationError(operation, [{ path: 'type', message: `unknown task type "${type}"; known types: ${this.names().join(', ') || '(none)'}` }]);
+    }
+    const parsed = definition.schema.safeParse(payload);
+    if (!parsed.success) {
+      throw new ValidationError(
+        operation,
+        parsed.error.issues.map((i) => ({ path: ['payload', ...i.path.map(String)].join('.'), message: i.message })),
+      );
+    }
+    return { definition, payload: parsed.data };
+  }
+}

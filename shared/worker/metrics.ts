@@ -1,0 +1,62 @@
+/**
+ * The worker's and recovery's figures. The runtime talks to this small interface; in Lambda it is
+ * backed by Powertools Metrics (CloudWatch Embedded Metric Format), in tests by a recorder.
+ */
+import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+
+export const COUNTERS = [
+  'Claims',
+  'WastedClaimWrites',
+  'LeaseRenewals',
+  'LeaseRenewalsOk',
+  'LeasesLost',
+  'TasksSucceeded',
+  'TasksRetried',
+  'TasksFailed',
+  'TasksCancelled',
+  'TasksReleased',
+  'LateCompletionsRejected',
+  'RecoveredRequeued',
+  'RecoveredFailed',
+  'RecoveredCancelled',
+  'DelayedPromoted',
+] as const;
+export const TIMINGS = ['TaskDuration', 'QueueWait', 'EventLoopLag'] as const;
+export type CounterName = (typeof COUNTERS)[number];
+export type TimingName = (typeof TIMINGS)[number];
+
+export interface LeaseholdMetrics {
+  count(name: CounterName, value?: number): void;
+  timing(name: TimingName, ms: number): void;
+  /** Sends what was recorded (EMF: one log line). Called before a Lambda invocation returns. */
+  flush(): void;
+}
+
+export function powertoolsMetrics(serviceName: string, namespace = 'Leasehold'): LeaseholdMetrics {
+  const metrics = new Metrics({ namespace, serviceName });
+  return {
+    count: (name, value = 1) => metrics.addMetric(name, MetricUnit.Count, value),
+    timing: (name, ms) => metrics.addMetric(name, MetricUnit.Milliseconds, ms),
+    flush: () => metrics.publishStoredMetrics(),
+  };
+}
+
+/** Keeps every figure in memory: for tests and for the local stack's stats. */
+export class RecordingMetrics implements LeaseholdMetrics {
+  readonly counters = new Map<CounterName, number>();
+  readonly timings = new Map<TimingName, number[]>();
+  flushes = 0;
+
+  count(name: CounterName, value = 1): void {
+    this.counters.set(name, (this.counters.get(name) ?? 0) + value);
+  }
+  timing(name: TimingName, ms: number): void {
+    this.timings.set(name, [...(this.timings.get(name) ?? []), ms]);
+  }
+  flush(): void {
+    this.flushes++;
+  }
+  get(name: CounterName): number {
+    return this.counters.get(name) ?? 0;
+  }
+}

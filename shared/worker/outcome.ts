@@ -1,0 +1,38 @@
+/** What the worker writes when a handler settles: a pure decision from how it ended and why it was aborted. */
+
+export type AbortReason = 'lease-lost' | 'cancel-requested' | 'timeout' | 'shutdown';
+
+export type HandlerEnd =
+  | { kind: 'resolved'; result: unknown }
+  | { kind: 'rejected'; error: unknown; retryable: boolean }
+  /** Still running when the worker stopped waiting for it (it ignored its signal). */
+  | { kind: 'abandoned' };
+
+export type OutcomeWrite =
+  | { write: 'complete'; result: unknown }
+  | { write: 'fail'; error: string; retryable: boolean }
+  | { write: 'finish-cancel' }
+  | { write: 'release' };
+
+export function decideOutcome(end: HandlerEnd, abortReason: AbortReason | undefined, timeoutMs: number): OutcomeWrite {
+  // Work that finished is recorded as done, whatever else happened meanwhile; if the lease is gone the token refuses it.
+  if (end.kind === 'resolved') return { write: 'complete', result: end.result };
+  switch (abortReason) {
+    case 'cancel-requested':
+      return { write: 'finish-cancel' };
+    case 'shutdown':
+      // The worker is going away, not the task failing: give it back without spending the attempt.
+      return { write: 'release' };
+    case 'timeout':
+      return { write: 'fail', error: `timed out after ${timeoutMs} ms`, retryable: true };
+    case 'lease-lost':
+    case undefined:
+      if (end.kind === 'abandoned') return { write: 'release' };
+      return { write: 'fail', error: describeError(end.error), retryable: end.retryable };
+  }
+}
+
+export function describeError(error: unknown): string {
+  if (error instanceof Error) return `${error.name}: ${error.message}`;
+  return typeof error === 'string' ? error : JSON.stringify(error) ?? String(error);
+}

@@ -1,0 +1,59 @@
+/** A table with a fast lease configuration, real time, and workers on it: for runtime and function tests. */
+import { Logger } from '@aws-lambda-powertools/logger';
+import { systemClock } from '../../shared/clock.js';
+import type { ConfigInput } from '../../shared/config.js';
+import type { TaskDefinition } from '../../shared/tasks/define.js';
+import { TaskRegistry } from '../../shared/tasks/registry.js';
+import { TaskQueue } from '../../shared/tasks/task-queue.js';
+import type { TaskStore } from '../../shared/store/task-store.js';
+import { RecordingMetrics } from '../../shared/worker/metrics.js';
+import { Worker } from '../../shared/worker/worker.js';
+import { createTestStore, type TestStore } from './test-store.js';
+
+/** Lease 1.5 s, heartbeat 200 ms: the protocol's ratios at a speed tests can wait for. */
+export const FAST_LEASES: ConfigInput = {
+  leaseTimeoutMs: 1_500,
+  heartbeatIntervalMs: 200,
+  requestDeadlineMs: 150,
+  clockSkewMs: 100,
+  maxExecutionMs: 10_000,
+  drainMarginMs: 400,
+  pollIntervalMs: 20,
+  idleStopMs: 300,
+  recoveryIntervalMs: 2_000,
+  backoffBaseMs: 20,
+  backoffMaxMs: 100,
+};
+
+export const silentLogger = () => new Logger({ serviceName: 'test', logLevel: 'SILENT' });
+
+export interface WorkerWorld extends TestStore {
+  registry: TaskRegistry;
+  queue: TaskQueue;
+  worker(id: string, options?: { store?: TaskStore; metrics?: RecordingMetrics }): Worker & { recorded: RecordingMetrics };
+}
+
+export async function createWorkerWorld(endpoint: string, definitions: TaskDefinition[], overrides: ConfigInput = {}): Promise<WorkerWorld> {
+  const t = await createTestStore(endpoint, { ...FAST_LEASES, ...overrides }, { clock: systemClock(), random: Math.random });
+  const registry = new TaskRegistry(definitions, t.config);
+  const queue = new TaskQueue(t.store, registry, t.config);
+  return {
+    ...t,
+    registry,
+    queue,
+    worker: (id, options = {}) => {
+      const recorded = options.metrics ?? new RecordingMetrics();
+      const worker = new Worker({ store: options.store ?? t.peer(), registry, config: t.config, workerId: id, logger: silentLogger(), metrics: recorded });
+      return Object.assign(worker, { recorded });
+    },
+  };
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Resolves when the signal aborts (or rejects at once with its reason, like fetch does). */
+export const untilAborted = (signal: AbortSignal) =>
+  new Promise<never>((_, reject) => {
+    if (signal.aborted) reject(signal.reason);
+    signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+  });
