@@ -1,0 +1,11 @@
+/** Lambda entry point for recovery, started by its schedule: one bounded sweep of expired leases and due delayed tasks. */
+import { Logger } from '@aws-lambda-powertools/logger';
+import { createLeasehold } from '../shared/app.js';
+import { powertoolsMetrics } from '../shared/worker/metrics.js';
+import { runRecoverySweep } from '../shared/worker/recovery-sweep.js';
+
+const app = createLeasehold(process.env);
+const logger = new Logger({ serviceName: 'leasehold-recovery' });
+const metrics = powertoolsMetrics('leasehold-recovery');
+
+export const handler = async () => runRecoverySweep(app.store, metrics, logger);

@@ -1,0 +1,164 @@
+/**
+ * The HTTP API: API Gateway HTTP API events (payload format 2.0) in, JSON or problem+json out. Routes
+ * by method and path itself, so it answers the same behind explicit routes, a $default route or the
+ * local stack's server. Bad input is a 4xx that names what to fix, and writes nothing.
+ */
+import type { APIGatewayProxyEventV2WithIAMAuthorizer } from 'aws-lambda';
+import type { Logger } from '@aws-lambda-powertools/logger';
+import type { z } from 'zod';
+import { IdempotencyConflictError, LeaseholdError, TaskNotFoundError, TaskStateConflictError, ValidationError } from '../errors.js';
+import type { TaskStore } from '../store/task-store.js';
+import type { TaskQueue } from '../tasks/task-queue.js';
+import type { LeaseholdConfig } from '../config.js';
+import { describeError } from '../worker/outcome.js';
+import { callerOwner } from './caller.js';
+import { json, problem, type ApiResponse } from './http.js';
+import { enqueueBody, listQuery, MAX_BODY_BYTES } from './request-schemas.js';
+import { taskJson } from './task-json.js';
+
+export interface ApiDeps {
+  store: TaskStore;
+  queue: TaskQueue;
+  config: Pick<LeaseholdConfig, 'maxExecutionMs'>;
+  logger: Logger;
+}
+
+export type ApiEvent = Pick<APIGatewayProxyEventV2WithIAMAuthorizer, 'rawPath' | 'headers' | 'body' | 'isBase64Encoded' | 'queryStringParameters' | 'requestContext'>;
+
+interface Route {
+  method: string;
+  pattern: RegExp;
+  handle: (ctx: RequestContext, params: string[]) => Promise<ApiResponse>;
+}
+
+interface RequestContext {
+  event: ApiEvent;
+  owner: string;
+  deps: ApiDeps;
+}
+
+const routes: Route[] = [
+  { method: 'GET', pattern: /^\/health$/, handle: async () => json(200, { status: 'ok' }) },
+  { method: 'POST', pattern: /^\/tasks$/, handle: (ctx) => createTask(ctx) },
+  { method: 'GET', pattern: /^\/tasks$/, handle: (ctx) => listTasks(ctx) },
+  { method: 'GET', pattern: /^\/tasks\/([^/]+)$/, handle: async (ctx, [id]) => json(200, { task: taskJson(await ctx.deps.store.get({ id: id!, owner: ctx.owner })) }) },
+  { method: 'POST', pattern: /^\/tasks\/([^/]+)\/cancel$/, handle: async (ctx, [id]) => json(200, { task: taskJson(await ctx.deps.store.requestCancel({ id: id!, owner: ctx.owner })) }) },
+  { method: 'POST', pattern: /^\/tasks\/([^/]+)\/retry$/, handle: async (ctx, [id]) => json(200, { task: taskJson(await ctx.deps.store.redrive({ id: id!, owner: ctx.owner })) }) },
+];
+
+export async function handleApiEvent(event: ApiEvent, deps: ApiDeps): Promise<ApiResponse> {
+  try {
+    const method = event.requestContext?.http?.method?.toUpperCase() ?? 'GET';
+    const path = routePath(event);
+    const matching = routes.filter((r) => r.pattern.test(path));
+    if (matching.length === 0) return problem(404, 'ROUTE_NOT_FOUND', `No route ${path}. Routes: GET /health, POST|GET /tasks, GET /tasks/{id}, POST /tasks/{id}/cancel, POST /tasks/{id}/retry.`);
+    const route = matching.find((r) => r.method === method);
+    if (!route) {
+      const allow = matching.map((r) => r.method).join(', ');
+      return problem(405, 'METHOD_NOT_ALLOWED', `${method} is not allowed on ${path}; use ${allow}.`, { headers: { allow } });
+    }
+    if (path === '/health') return await route.handle({ event, owner: '', deps }, []);
+    const owner = callerOwner(event);
+    if (!owner) return problem(401, 'NO_CALLER_IDENTITY', 'The request carries no IAM caller identity; sign it with SigV4 (the API uses IAM authorization).');
+    const params = route.pattern.exec(path)!.slice(1).map((p) => safeDecode(p));
+    return await route.handle({ event, owner, deps }, params);
+  } catch (error) {
+    return errorResponse(error, deps.logger);
+  }
+}
+
+function routePath(event: ApiEvent): string {
+  let path = event.rawPath || '/';
+  const stage = event.requestContext?.stage;
+  // A named stage appears as the first path segment; $default does not.
+  if (stage && stage !== '$default' && (path === `/${stage}` || path.startsWith(`/${stage}/`))) path = path.slice(stage.length + 1) || '/';
+  return path.length > 1 ? path.replace(/\/+$/, '') : path;
+}
+
+function safeDecode(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}
+
+async function createTask(ctx: RequestContext): Promise<ApiResponse> {
+  const body = readJsonBody(ctx.event);
+  if ('response' in body) return body.response;
+  const input = parse(enqueueBody, body.value, 'body');
+  if (input.timeoutSeconds !== undefined && input.timeoutSeconds * 1000 > ctx.deps.config.maxExecutionMs) {
+    throw new ValidationError('enqueue', [{ path: 'timeoutSeconds', message: `must be at most ${Math.floor(ctx.deps.config.maxExecutionMs / 1000)} (the maximum execution time)` }]);
+  }
+  const result = await ctx.deps.queue.enqueue({
+    type: input.type,
+    owner: ctx.owner,
+    ...(input.payload === undefined ? {} : { payload: input.payload }),
+    ...(input.priority === undefined ? {} : { priority: input.priority }),
+    ...(input.delaySeconds === undefined ? {} : { delayMs: input.delaySeconds * 1000 }),
+    ...(input.runAt === undefined ? {} : { availableAt: Date.parse(input.runAt) }),
+    ...(input.maxAttempts === undefined ? {} : { maxAttempts: input.maxAttempts }),
+    ...(input.timeoutSeconds === undefined ? {} : { timeoutMs: input.timeoutSeconds * 1000 }),
+    ...(input.idempotencyKey === undefined ? {} : { idempotencyKey: input.idempotencyKey }),
+  });
+  return json(result.created ? 201 : 200, { task: taskJson(result.task) }, result.created ? { location: `/tasks/${result.task.id}` } : {});
+}
+
+async function listTasks(ctx: RequestContext): Promise<ApiResponse> {
+  const query = parse(listQuery, ctx.event.queryStringParameters ?? {}, 'query');
+  const page = await ctx.deps.store.list({
+    owner: ctx.owner,
+    ...(query.status ? { status: query.status } : {}),
+    ...(query.type ? { type: query.type } : {}),
+    ...(query.limit ? { limit: query.limit } : {}),
+    ...(query.cursor ? { cursor: query.cursor } : {}),
+  });
+  return json(200, { tasks: page.tasks.map(taskJson), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) });
+}
+
+function readJsonBody(event: ApiEvent): { value: unknown } | { response: ApiResponse } {
+  const contentType = (headerOf(event, 'content-type') ?? '').split(';')[0]!.trim().toLowerCase();
+  if (!/^application\/([\w.-]+\+)?json$/.test(contentType)) {
+    return { response: problem(415, 'UNSUPPORTED_MEDIA_TYPE', `Send the body as JSON with "Content-Type: application/json"${contentType ? ` (got "${contentType}")` : ''}.`) };
+  }
+  const raw = event.body ?? '';
+  const bytes = event.isBase64Encoded ? Buffer.from(raw, 'base64') : Buffer.from(raw, 'utf8');
+  if (bytes.length > MAX_BODY_BYTES) {
+    return { response: problem(413, 'BODY_TOO_LARGE', `The body is ${bytes.length} bytes; the limit is ${MAX_BODY_BYTES}. Keep large data elsewhere (e.g. S3) and pass a reference.`) };
+  }
+  try {
+    return { value: JSON.parse(bytes.toString('utf8')) as unknown };
+  } catch (error) {
+    return { response: problem(400, 'INVALID_JSON', `The body is not valid JSON: ${(error as Error).message}.`) };
+  }
+}
+
+function headerOf(event: ApiEvent, name: string): string | undefined {
+  const headers = event.headers ?? {};
+  return headers[name] ?? Object.entries(headers).find(([k]) => k.toLowerCase() === name)?.[1];
+}
+
+function parse<S extends z.ZodType>(schema: S, value: unknown, where: 'body' | 'query'): z.output<S> {
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  throw new ValidationError(
+    where === 'body' ? 'POST /tasks' : 'GET /tasks',
+    result.error.issues.map((i) => ({ path: i.path.length ? i.path.map(String).join('.') : where, message: i.message })),
+  );
+}
+
+function errorResponse(error: unknown, logger: Logger): ApiResponse {
+  if (error instanceof ValidationError) {
+    return problem(400, error.code, `Fix these fields and send again: ${error.problems.map((p) => (p.path ? `${p.path} ${p.message}` : p.message)).join('; ')}.`, { errors: error.problems });
+  }
+  if (error instanceof TaskNotFoundError) return problem(404, error.code, `No task ${error.taskId} for this caller.`);
+  if (error instanceof IdempotencyConflictError) return problem(409, error.code, error.message, { taskId: error.existing.id });
+  if (error instanceof TaskStateConflictError) return problem(409, error.code, error.message, { taskStatus: error.task.status });
+  if (error instanceof LeaseholdError) return problem(400, error.code, error.message);
+  const name = (error as { name?: string } | undefined)?.name;
+  if (name === 'ProvisionedThroughputExceededException' || name === 'ThrottlingException' || name === 'RequestLimitExceeded') {
+    return problem(503, 'THROTTLED', 'The task table is throttling requests; retry after a short wait.', { headers: { 'retry-after': '1' } });
+  }
+  logger.error('unexpected error in the API', { error: describeError(error) });
+  return problem(500, 'INTERNAL_ERROR', 'Something went wrong on our side; the request may be retried.');
+}

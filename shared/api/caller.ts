@@ -1,0 +1,14 @@
+/** Who is calling: the IAM principal API Gateway authorised, never anything in the body. */
+import type { APIGatewayProxyEventV2WithIAMAuthorizer } from 'aws-lambda';
+
+/**
+ * The owner of the caller's tasks. An assumed-role session is reduced to its role, so every session of
+ * one role (each Lambda invocation, each CI job) sees the same tasks.
+ */
+export function callerOwner(event: Pick<APIGatewayProxyEventV2WithIAMAuthorizer, 'requestContext'>): string | undefined {
+  const iam = event.requestContext?.authorizer?.iam;
+  const arn = iam?.userArn;
+  if (!arn) return iam?.accountId && iam.userId ? `${iam.accountId}:${iam.userId}` : undefined;
+  const assumed = /^arn:(aws[\w-]*):sts::(\d+):assumed-role\/([^/]+)\/.+$/.exec(arn);
+  return assumed ? `arn:${assumed[1]}:iam::${assumed[2]}:role/${assumed[3]}` : arn;
+}

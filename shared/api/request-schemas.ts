@@ -1,0 +1,29 @@
+/** zod schemas for the API's request bodies and query strings. */
+import { z } from 'zod';
+import { PRIORITY_LIMIT } from '../table-layout.js';
+import { TaskStatus } from '../task-model.js';
+
+export const MAX_BODY_BYTES = 256 * 1024;
+
+export const enqueueBody = z
+  .object({
+    type: z.string({ error: 'is required: the task type to run' }),
+    payload: z.unknown().optional(),
+    priority: z.number().int('must be a whole number').min(-PRIORITY_LIMIT).max(PRIORITY_LIMIT).optional(),
+    delaySeconds: z.number().int('must be whole seconds').min(0).max(366 * 86_400, 'must be at most a year').optional(),
+    runAt: z.iso.datetime({ offset: true, error: 'must be an ISO-8601 date-time with a zone, e.g. 2026-12-01T09:00:00Z' }).optional(),
+    maxAttempts: z.number().int('must be a whole number').min(1).max(100).optional(),
+    timeoutSeconds: z.number().int('must be whole seconds').min(1).optional(),
+    idempotencyKey: z.string().min(1, 'must not be empty').max(128, 'must be at most 128 characters').optional(),
+  })
+  .strict()
+  .refine((b) => b.delaySeconds === undefined || b.runAt === undefined, { message: 'give delaySeconds or runAt, not both', path: ['runAt'] });
+
+export const listQuery = z
+  .object({
+    status: z.enum(Object.values(TaskStatus) as [TaskStatus, ...TaskStatus[]]).optional(),
+    type: z.string().optional(),
+    limit: z.coerce.number().int('must be a whole number').min(1).max(100).optional(),
+    cursor: z.string().optional(),
+  })
+  .strict();

@@ -1,0 +1,20 @@
+/** One bounded recovery sweep with its figures recorded: shared by the recovery Lambda and the local stack's timer. */
+import type { Logger } from '@aws-lambda-powertools/logger';
+import type { RecoveryReport } from '../store/recovery.js';
+import type { TaskStore } from '../store/task-store.js';
+import type { LeaseholdMetrics } from './metrics.js';
+
+export async function runRecoverySweep(store: TaskStore, metrics: LeaseholdMetrics, logger: Logger): Promise<RecoveryReport> {
+  try {
+    const report = await store.recover();
+    metrics.count('RecoveredRequeued', report.requeued);
+    metrics.count('RecoveredFailed', report.failed);
+    metrics.count('RecoveredCancelled', report.cancelled);
+    metrics.count('DelayedPromoted', report.promoted);
+    if (report.truncated) logger.warn('recovery stopped at its batch limit; the next sweep continues', { ...report });
+    else logger.info('recovery sweep done', { ...report });
+    return report;
+  } finally {
+    metrics.flush();
+  }
+}

@@ -1,0 +1,88 @@
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { ensureTable } from '../shared/store/table-setup.js';
+import { TaskStore } from '../shared/store/task-store.js';
+import { loadConfig } from '../shared/config.js';
+import { startDynalite, type DynaliteServer } from './support/dynalite-server.js';
+import { apiEvent } from './support/api-events.js';
+import { sleep } from './support/worker-world.js';
+
+let server: DynaliteServer;
+let fns: { api: typeof import('../functions/api.js'); worker: typeof import('../functions/worker.js'); recovery: typeof import('../functions/recovery.js') };
+let store: TaskStore;
+const table = `fn-${process.pid}`;
+
+/** A Scheduler target event, as EventBridge Scheduler delivers it to the worker and recovery functions. */
+const schedulerEvent = { 'scheduled-time': '2026-11-30T09:00:00Z', source: 'leasehold.schedule' };
+const lambdaContext = (ms: number) => {
+  const until = Date.now() + ms;
+  return { getRemainingTimeInMillis: () => until - Date.now(), awsRequestId: `req-${Math.random()}` };
+};
+
+beforeAll(async () => {
+  server = await startDynalite();
+  const env = {
+    LEASEHOLD_DYNAMODB_ENDPOINT: server.endpoint,
+    LEASEHOLD_TABLE: table,
+    LEASEHOLD_LEASE_TIMEOUT_MS: '1500',
+    LEASEHOLD_HEARTBEAT_INTERVAL_MS: '200',
+    LEASEHOLD_REQUEST_DEADLINE_MS: '150',
+    LEASEHOLD_CLOCK_SKEW_MS: '100',
+    LEASEHOLD_MAX_EXECUTION_MS: '10000',
+    LEASEHOLD_DRAIN_MARGIN_MS: '400',
+    LEASEHOLD_POLL_INTERVAL_MS: '20',
+    LEASEHOLD_IDLE_STOP_MS: '300',
+    LEASEHOLD_RECOVERY_INTERVAL_MS: '2000',
+    LEASEHOLD_BACKOFF_BASE_MS: '20',
+    LEASEHOLD_BACKOFF_MAX_MS: '50',
+    POWERTOOLS_LOG_LEVEL: 'SILENT',
+  };
+  Object.assign(process.env, env);
+  const client = new DynamoDBClient({ endpoint: server.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
+  await ensureTable(client, table);
+  store = new TaskStore({ doc: DynamoDBDocumentClient.from(client), config: loadConfig(env) });
+  fns = { api: await import('../functions/api.js'), worker: await import('../functions/worker.js'), recovery: await import('../functions/recovery.js') };
+});
+afterAll(() => server.close());
+
+const enqueue = async (body: unknown) => JSON.parse((await fns.api.handler(apiEvent({ method: 'POST', path: '/tasks', body }))).body).task.id as string;
+
+describe('the Lambda functions', () => {
+  it('worker: a scheduled invocation runs the queued tasks to their end and emits EMF metrics', async () => {
+    const echo = await enqueue({ type: 'demo.echo', payload: { a: 1 } });
+    const flaky = await enqueue({ type: 'demo.fail', payload: { failTimes: 1 } });
+    const sleeper = await enqueue({ type: 'demo.sleep', payload: { ms: 450 } });
+    const out = vi.spyOn(process.stdout, 'write');
+    const summary = await fns.worker.handler(schedulerEvent, lambdaContext(30_000));
+    const emitted = out.mock.calls.map(([chunk]) => String(chunk)).filter((line) => line.includes('"_aws"'));
+    out.mockRestore();
+    expect(summary).toMatchObject({ claimed: 4, stoppedBecause: 'idle', timersArmed: 0 });
+    expect((await store.get({ id: echo })).result).toEqual({ a: 1 });
+    expect(await store.get({ id: flaky })).toMatchObject({ status: 'SUCCESS', attempts: 2 });
+    expect(await store.get({ id: sleeper })).toMatchObject({ status: 'SUCCESS', progress: expect.any(Number) });
+    const emf = JSON.parse(emitted.at(-1)!) as Record<string, unknown>;
+    expect(emf).toMatchObject({ service: 'leasehold-worker', Claims: expect.anything(), TasksSucceeded: expect.anything(), LeaseRenewals: expect.anything() });
+    const names = (emf._aws as { CloudWatchMetrics: { Metrics: { Name: string }[] }[] }).CloudWatchMetrics[0]!.Metrics.map((m) => m.Name);
+    expect(names).toEqual(expect.arrayContaining(['Claims', 'WastedClaimWrites', 'TasksSucceeded', 'TasksRetried', 'TaskDuration', 'QueueWait', 'EventLoopLag', 'LeaseRenewals', 'LeaseRenewalsOk']));
+  });
+
+  it('worker: an invocation with too little time left claims nothing', async () => {
+    const id = await enqueue({ type: 'demo.echo' });
+    const summary = await fns.worker.handler(schedulerEvent, lambdaContext(5_000));
+    expect(summary).toMatchObject({ claimed: 0, stoppedBecause: 'deadline', timersArmed: 0 });
+    expect((await store.get({ id })).status).toBe('QUEUED');
+    await fns.worker.handler(schedulerEvent, lambdaContext(30_000));
+    expect((await store.get({ id })).status).toBe('SUCCESS');
+  });
+
+  it('recovery: one sweep requeues a task whose holder died', async () => {
+    const id = await enqueue({ type: 'demo.echo' });
+    const { claimed } = await store.claim({ workerId: 'died', types: ['demo.echo'], max: 1 });
+    expect(claimed.map((c) => c.task.id)).toEqual([id]);
+    await sleep(1_500 + 100 + 50);
+    const report = await fns.recovery.handler();
+    expect(report).toMatchObject({ requeued: 1, failed: 0, truncated: false });
+    expect(await store.get({ id })).toMatchObject({ status: 'QUEUED', attempts: 1 });
+  });
+});
