@@ -62,7 +62,8 @@ describe('configuration', () => {
     [{ heartbeatIntervalMs: 30_000 }, 'LEASEHOLD_HEARTBEAT_INTERVAL_MS', 'must be less than half the lease timeout'],
     [{ leaseTimeoutMs: 300_000 }, 'LEASEHOLD_LEASE_TIMEOUT_MS', 'must be less than the maximum execution time'],
     [{ clockSkewMs: 50_000 }, 'LEASEHOLD_CLOCK_SKEW_MS', 'must be less than lease timeout minus heartbeat interval'],
-    [{ requestDeadlineMs: 10_000 }, 'LEASEHOLD_REQUEST_DEADLINE_MS', 'must be less than the heartbeat interval'],
+    [{ requestDeadlineMs: 10_000, drainMarginMs: 30_000 }, 'LEASEHOLD_REQUEST_DEADLINE_MS', 'must be less than the heartbeat interval'],
+    [{ drainMarginMs: 10_000 }, 'LEASEHOLD_DRAIN_MARGIN_MS', 'must exceed two request deadlines'],
     [{ backoffBaseMs: 10_000, backoffMaxMs: 5_000 }, 'LEASEHOLD_BACKOFF_BASE_MS', 'must not exceed the backoff maximum'],
   ])('rule: %o is refused with a message on %s', (values, variable, text) => {
     const error = problemsOf(() => defineConfig(values));
