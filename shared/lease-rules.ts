@@ -91,3 +91,8 @@ export function slotIsFree(slot: SlotState | undefined, now: number, config: Pic
   if (!slot || slot.holder === undefined) return true;
   return slot.leaseUntil === undefined || slot.leaseUntil < recoveryCutoff(now, config);
 }
+
+/** Epoch seconds (DynamoDB TTL) after which a task that finished at `now` may be deleted. */
+export function retentionExpiry(now: number, config: Pick<LeaseholdConfig, 'retentionDays'>): number {
+  return Math.floor((now + config.retentionDays * 86_400_000) / 1000);
+}

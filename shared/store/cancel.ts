@@ -1,6 +1,7 @@
 /** Cancel requests from users: QUEUED ends CANCELLED at once; RUNNING becomes CANCEL_REQUESTED for its holder to act on. */
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { TaskNotFoundError, TaskStateConflictError } from '../errors.js';
+import { retentionExpiry } from '../lease-rules.js';
 import { INDEX, taskKey, TTL_ATTRIBUTE } from '../table-layout.js';
 import { isTerminal, TaskStatus, type Task } from '../task-model.js';
 import type { StoreContext } from './context.js';
@@ -26,7 +27,7 @@ export async function requestCancel(ctx: StoreContext, rawInput: { id: string; o
       e.assign({
         status: TaskStatus.CANCELLED,
         finishedAt: now,
-        [TTL_ATTRIBUTE]: Math.floor((now + ctx.config.retentionDays * 86_400_000) / 1000),
+        [TTL_ATTRIBUTE]: retentionExpiry(now, ctx.config),
         [INDEX.ready.partition]: undefined,
         [INDEX.ready.sort]: undefined,
         [INDEX.sweep.partition]: undefined,

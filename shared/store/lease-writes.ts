@@ -6,7 +6,7 @@
  */
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { LeaseLostError } from '../errors.js';
-import { decideFailure, leaseExpiry, sweepKeyAfterRenewal } from '../lease-rules.js';
+import { decideFailure, leaseExpiry, retentionExpiry, sweepKeyAfterRenewal } from '../lease-rules.js';
 import { delaySweepPartition, INDEX, readyPartition, readySortKey, taskKey, TTL_ATTRIBUTE } from '../table-layout.js';
 import { TaskStatus, type Task } from '../task-model.js';
 import type { StoreContext } from './context.js';
@@ -24,8 +24,6 @@ export type RenewOutcome =
   | { taskId: string; outcome: 'lost'; current: Task | undefined }
   | { taskId: string; outcome: 'error'; error: unknown };
 
-/** Epoch seconds at which DynamoDB TTL may delete a finished task. */
-const expiresAt = (ctx: StoreContext, now: number) => Math.floor((now + ctx.config.retentionDays * 86_400_000) / 1000);
 
 /** Sends one update conditioned on the lease; returns the item after it, or throws LeaseLostError. */
 async function writeUnderLease(ctx: StoreContext, lease: Lease, e: Expression): Promise<TaskItem> {
@@ -83,7 +81,7 @@ export async function complete(ctx: StoreContext, rawInput: { lease: Lease; resu
     result: JSON.stringify(result ?? null),
     finishedAt: now,
     updatedAt: now,
-    [TTL_ATTRIBUTE]: expiresAt(ctx, now),
+    [TTL_ATTRIBUTE]: retentionExpiry(now, ctx.config),
   });
   return settle(ctx, lease, e);
 }
@@ -96,7 +94,7 @@ export async function fail(ctx: StoreContext, rawInput: { lease: Lease; error: s
   const policy = input.backoff ?? { baseMs: ctx.config.backoffBaseMs, maxMs: ctx.config.backoffMaxMs };
   const outcome = decideFailure(lease, now, input.retryable, policy, ctx.random);
   const fields: Record<string, unknown> = { ...LEASE_FIELDS_CLEARED, error: input.error, updatedAt: now, status: outcome.status };
-  if (outcome.status === TaskStatus.FAILED) Object.assign(fields, { finishedAt: now, [TTL_ATTRIBUTE]: expiresAt(ctx, now) });
+  if (outcome.status === TaskStatus.FAILED) Object.assign(fields, { finishedAt: now, [TTL_ATTRIBUTE]: retentionExpiry(now, ctx.config) });
   else Object.assign(fields, { availableAt: outcome.availableAt }, queuePlacement(lease, outcome.availableAt, now));
   return settleOrFinishCancel(ctx, lease, new Expression().assign(fields));
 }
@@ -117,7 +115,7 @@ export async function finishCancel(ctx: StoreContext, rawInput: { lease: Lease }
   const now = ctx.clock.now();
   const e = new Expression()
     .require(hasStatus(TaskStatus.CANCEL_REQUESTED))
-    .assign({ ...LEASE_FIELDS_CLEARED, status: TaskStatus.CANCELLED, finishedAt: now, updatedAt: now, [TTL_ATTRIBUTE]: expiresAt(ctx, now) });
+    .assign({ ...LEASE_FIELDS_CLEARED, status: TaskStatus.CANCELLED, finishedAt: now, updatedAt: now, [TTL_ATTRIBUTE]: retentionExpiry(now, ctx.config) });
   return settle(ctx, lease, e);
 }
 

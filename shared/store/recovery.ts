@@ -5,7 +5,7 @@
  * delayed tasks that became due into the ready index.
  */
 import { QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { decideRecovery, sweepQueryBound } from '../lease-rules.js';
+import { decideRecovery, retentionExpiry, sweepQueryBound } from '../lease-rules.js';
 import { delaySweepPartition, INDEX, KEY, leaseSweepPartition, readyPartition, readySortKey, SHARD_COUNT, shardForId, taskIdFromPk, taskKey, TTL_ATTRIBUTE } from '../table-layout.js';
 import { TaskStatus } from '../task-model.js';
 import type { StoreContext } from './context.js';
@@ -97,7 +97,7 @@ async function fixExpired(ctx: StoreContext, item: TaskItem, now: number): Promi
   if (decision.action === 'skip') return 'skipped';
   const e = new Expression().require(leaseAsObserved(item.leaseToken, item.status, item.leaseUntil!));
   const common = { ...LEASE_FIELDS_CLEARED, updatedAt: now, writeId: ctx.newId() };
-  const finished = { finishedAt: now, [TTL_ATTRIBUTE]: Math.floor((now + ctx.config.retentionDays * 86_400_000) / 1000) };
+  const finished = { finishedAt: now, [TTL_ATTRIBUTE]: retentionExpiry(now, ctx.config) };
   let fix: Fix;
   switch (decision.action) {
     case 'cancel':
