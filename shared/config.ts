@@ -46,6 +46,10 @@ export const settings = {
   retentionDays: { env: 'LEASEHOLD_RETENTION_DAYS', schema: positiveInt.max(3650), default: 30 },
   idleStopMs: { env: 'LEASEHOLD_IDLE_STOP_MS', schema: positiveMs, default: 10_000 },
   drainMarginMs: { env: 'LEASEHOLD_DRAIN_MARGIN_MS', schema: positiveMs, default: 20_000 },
+  // The local stack's own settings.
+  port: { env: 'LEASEHOLD_PORT', schema: z.coerce.number().int('must be a whole number').min(0).max(65_535, 'must be a TCP port (0-65535)'), default: 3000 },
+  dataDir: { env: 'LEASEHOLD_DATA_DIR', schema: z.string().min(1), default: '.leasehold' },
+  workerId: { env: 'LEASEHOLD_WORKER_ID', schema: z.string().regex(/^[A-Za-z0-9._:@/-]{1,128}$/, 'must be 1-128 characters: letters, digits and . _ : @ / -').optional(), default: undefined },
 } as const;
 
 type Settings = typeof settings;

@@ -123,6 +123,26 @@ describe('writes under a lease', () => {
     expect(s.meter.count('GetItem')).toBe(1);
   });
 
+  it('a complete that applied but missed our deadline is sent again and found applied by its write id', async () => {
+    const s = await createTestStore(server.endpoint);
+    await s.store.enqueue({ type: 'deadline-complete', owner: 'o' });
+    const c = (await s.store.claim({ workerId: 'w', types: ['deadline-complete'], max: 1 })).claimed[0]!;
+    const fault = dropNextAnswer(s.client, 'UpdateItem', 'deadline');
+    s.meter.reset();
+    expect(await s.store.complete({ lease: c.lease, result: 'ok' })).toMatchObject({ status: 'SUCCESS', result: 'ok' });
+    expect(fault.dropped).toBe(1);
+    expect([s.meter.count('UpdateItem'), s.meter.count('GetItem')]).toEqual([2, 1]);
+  });
+
+  it('a claim that applied but missed our deadline is found by its write id and kept', async () => {
+    const s = await createTestStore(server.endpoint);
+    const { task } = await s.store.enqueue({ type: 'deadline-claim', owner: 'o' });
+    const fault = dropNextAnswer(s.client, 'UpdateItem', 'deadline');
+    const { claimed } = await s.store.claim({ workerId: 'w', types: ['deadline-claim'], max: 1 });
+    expect(fault.dropped).toBe(1);
+    expect(claimed.map((c) => c.task.id)).toEqual([task.id]);
+  });
+
   it('a stale token is refused after recovery and a re-claim by the same worker id', async () => {
     const s = await createTestStore(server.endpoint);
     const { task } = await s.store.enqueue({ type: 'stale', owner: 'o' });

@@ -9,7 +9,7 @@ import { INDEX, leaseSweepPartition, readyPartition, SHARD_COUNT, taskIdFromPk, 
 import { TaskStatus, type Task } from '../task-model.js';
 import type { StoreContext } from './context.js';
 import { hasAttemptsLeft, stillQueuedAt } from './conditions.js';
-import { deadline, isConditionalCheckFailed, wasRetried } from './dynamo.js';
+import { deadline, isConditionalCheckFailed, isTransient, wasRetried } from './dynamo.js';
 import { Expression } from './expression.js';
 import { claimInput, parseInput, type ClaimInput, type Lease, type SlotLease } from './inputs.js';
 import { releaseSlots, SlotGate, type StrandedTaskRecovery } from './slots.js';
@@ -171,9 +171,9 @@ async function claimOne(ctx: StoreContext, c: Candidate, workerId: string, now: 
     );
     return { outcome: 'won', claimed: claimedFrom(out.Attributes as TaskItem, slots) };
   } catch (error) {
-    if (isConditionalCheckFailed(error) && wasRetried(error)) {
-      // Our first attempt may have applied and only its answer been lost.
-      const current = await readTaskItem(ctx, c.id, deadline(ctx.config.requestDeadlineMs));
+    if ((isConditionalCheckFailed(error) && wasRetried(error)) || isTransient(error)) {
+      // Our write may have applied with only its answer lost (a retried write, or our own deadline).
+      const current = await readTaskItem(ctx, c.id, deadline(ctx.config.requestDeadlineMs)).catch(() => undefined);
       if (current?.writeId === writeId) return { outcome: 'won', claimed: claimedFrom(current, slots) };
     }
     await releaseSlots(ctx, workerId, slots);

@@ -7,8 +7,16 @@ export function createDocumentClient(
   config: Pick<LeaseholdConfig, 'region' | 'dynamodbEndpoint'>,
   extra: DynamoDBClientConfig = {},
 ): DynamoDBDocumentClient {
+  return documentClientFor(createDynamoClient(config, extra));
+}
+
+export function documentClientFor(client: DynamoDBClient): DynamoDBDocumentClient {
+  return DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
+}
+
+export function createDynamoClient(config: Pick<LeaseholdConfig, 'region' | 'dynamodbEndpoint'>, extra: DynamoDBClientConfig = {}): DynamoDBClient {
   const local = config.dynamodbEndpoint !== undefined;
-  const client = new DynamoDBClient({
+  return new DynamoDBClient({
     region: config.region,
     ...(local
       ? {
@@ -19,7 +27,6 @@ export function createDocumentClient(
       : {}),
     ...extra,
   });
-  return DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
 }
 
 export function isConditionalCheckFailed(error: unknown): boolean {
@@ -38,4 +45,24 @@ export function wasRetried(error: unknown): boolean {
 /** Options for an SDK call on the lease path: a hard deadline, since the SDK's requestTimeout only warns. */
 export function deadline(ms: number): { abortSignal: AbortSignal } {
   return { abortSignal: AbortSignal.timeout(ms) };
+}
+
+const TRANSIENT_NAMES = new Set([
+  'AbortError',
+  'TimeoutError',
+  'ThrottlingException',
+  'ProvisionedThroughputExceededException',
+  'RequestLimitExceeded',
+  'InternalServerError',
+  'ServiceUnavailable',
+]);
+
+/**
+ * True for a failure that says nothing about the write itself (our deadline, throttling, a server
+ * or network fault): the write may or may not have applied, and trying it again is safe.
+ */
+export function isTransient(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const e = error as Error & { $fault?: string; $retryable?: unknown; code?: string };
+  return TRANSIENT_NAMES.has(e.name) || e.$fault === 'server' || Boolean(e.$retryable) || ['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT'].includes(e.code ?? '');
 }

@@ -11,7 +11,7 @@ import { delaySweepPartition, INDEX, readyPartition, readySortKey, taskKey, TTL_
 import { TaskStatus, type Task } from '../task-model.js';
 import type { StoreContext } from './context.js';
 import { hasStatus, holdsLease } from './conditions.js';
-import { deadline, isConditionalCheckFailed } from './dynamo.js';
+import { deadline, isConditionalCheckFailed, isTransient } from './dynamo.js';
 import { Expression } from './expression.js';
 import { completeInput, failInput, leaseOnlyInput, parseInput, renewInput, type Lease, type RenewInput } from './inputs.js';
 import { releaseSlots, renewSlots } from './slots.js';
@@ -25,21 +25,30 @@ export type RenewOutcome =
   | { taskId: string; outcome: 'error'; error: unknown };
 
 
-/** Sends one update conditioned on the lease; returns the item after it, or throws LeaseLostError. */
-async function writeUnderLease(ctx: StoreContext, lease: Lease, e: Expression): Promise<TaskItem> {
+/**
+ * Sends one update conditioned on the lease; returns the item after it, or throws LeaseLostError.
+ * A transient failure (our deadline, throttling) leaves it unknown whether the write applied, so the
+ * same write (same write id) is sent again: if the first one applied, the retry fails its condition
+ * and the read-back finds our write id.
+ */
+async function writeUnderLease(ctx: StoreContext, lease: Lease, e: Expression, attempts = 3): Promise<TaskItem> {
   const writeId = ctx.newId();
   e.require(holdsLease(lease.owner, lease.token)).set('writeId', writeId);
-  try {
-    const out = await ctx.doc.send(
-      new UpdateCommand({ TableName: ctx.tableName, Key: taskKey(lease.taskId), ...e.params(), ReturnValues: 'ALL_NEW' }),
-      deadline(ctx.config.requestDeadlineMs),
-    );
-    return out.Attributes as TaskItem;
-  } catch (error) {
-    if (!isConditionalCheckFailed(error)) throw error;
-    const current = await readTaskItem(ctx, lease.taskId, deadline(ctx.config.requestDeadlineMs));
-    if (current?.writeId === writeId) return current;
-    throw new LeaseLostError(lease.taskId, lease.token, current && toTask(current), { cause: error });
+  const command = new UpdateCommand({ TableName: ctx.tableName, Key: taskKey(lease.taskId), ...e.params(), ReturnValues: 'ALL_NEW' });
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const out = await ctx.doc.send(command, deadline(ctx.config.requestDeadlineMs));
+      return out.Attributes as TaskItem;
+    } catch (error) {
+      if (isTransient(error) && attempt < attempts) {
+        await new Promise((r) => setTimeout(r, 25 * 2 ** attempt * (0.5 + ctx.random() / 2)));
+        continue;
+      }
+      if (!isConditionalCheckFailed(error)) throw error;
+      const current = await readTaskItem(ctx, lease.taskId, deadline(ctx.config.requestDeadlineMs));
+      if (current?.writeId === writeId) return current;
+      throw new LeaseLostError(lease.taskId, lease.token, current && toTask(current), { cause: error });
+    }
   }
 }
 
@@ -60,7 +69,7 @@ export async function renewLeases(ctx: StoreContext, rawInput: RenewInput): Prom
         const e = new Expression().set('leaseUntil', leaseUntil);
         if (sweepAt !== undefined) e.set(INDEX.sweep.sort, sweepAt);
         if (progress) e.assign({ progress: progress.fraction, progressNote: progress.note });
-        const item = await writeUnderLease(ctx, lease, e);
+        const item = await writeUnderLease(ctx, lease, e, 2);
         const renewed: Lease = { ...lease, leaseUntil, sweepAt: sweepAt ?? lease.sweepAt, slots: lease.slots.map((s) => ({ ...s, leaseUntil })) };
         return { taskId: lease.taskId, outcome: item.status === TaskStatus.CANCEL_REQUESTED ? 'cancel-requested' : 'renewed', lease: renewed };
       } catch (error) {

@@ -4,7 +4,11 @@
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 
-export function dropNextAnswer(client: DynamoDBClient, operation: string): { readonly dropped: number } {
+/**
+ * `as: 'network'` is a dropped connection (the SDK retries it itself); `as: 'deadline'` is our own
+ * AbortSignal deadline firing after the write applied (the SDK gives up; the store retries).
+ */
+export function dropNextAnswer(client: DynamoDBClient, operation: string, as: 'network' | 'deadline' = 'network'): { readonly dropped: number } {
   const state = { armed: true, dropped: 0 };
   client.middlewareStack.add(
     (next, context) => async (args) => {
@@ -12,6 +16,7 @@ export function dropNextAnswer(client: DynamoDBClient, operation: string): { rea
       if (state.armed && context.commandName === `${operation}Command`) {
         state.armed = false;
         state.dropped++;
+        if (as === 'deadline') throw Object.assign(new Error('Request aborted (deadline, injected by the test)'), { name: 'AbortError' });
         throw Object.assign(new Error('socket hang up (answer dropped by the test)'), { code: 'ECONNRESET', $metadata: {} });
       }
       return out;

@@ -1,0 +1,98 @@
+/** Human-readable output for the CLI: task details, task tables, stats and the watch screen. */
+import type { TaskJson } from './api-client.js';
+
+export function taskDetails(task: TaskJson): string {
+  const rows: [string, unknown][] = [
+    ['id', task.id],
+    ['type', task.type],
+    ['status', task.status],
+    ['priority', task.priority],
+    ['attempts', `${task.attempts} of ${task.maxAttempts}`],
+    ['created', task.createdAt],
+    ['available', task.availableAt],
+    ['started', task.startedAt],
+    ['finished', task.finishedAt],
+    ['lease', task.leaseOwner ? `${task.leaseOwner} until ${task.leaseUntil}` : undefined],
+    ['progress', task.progress === undefined ? undefined : `${Math.round(task.progress * 100)}%`],
+    ['payload', task.payload === undefined ? undefined : JSON.stringify(task.payload)],
+    ['result', task.result === undefined ? undefined : JSON.stringify(task.result)],
+    ['error', task.error],
+  ];
+  return rows
+    .filter(([, v]) => v !== undefined)
+    .map(([k, v]) => `${k.padEnd(10)}${String(v)}`)
+    .join('\n');
+}
+
+export function table(headers: string[], rows: string[][]): string {
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
+  return [line(headers), ...rows.map(line)].join('\n');
+}
+
+export function taskTable(tasks: TaskJson[]): string {
+  if (tasks.length === 0) return '(no tasks)';
+  return table(
+    ['ID', 'TYPE', 'STATUS', 'ATTEMPTS', 'CREATED', 'PROGRESS'],
+    tasks.map((t) => [t.id, t.type, t.status, `${t.attempts}/${t.maxAttempts}`, t.createdAt, t.progress === undefined ? '' : `${Math.round(t.progress * 100)}%`]),
+  );
+}
+
+export interface Stats {
+  byType: Record<string, Record<string, number>>;
+  byStatus: Record<string, number>;
+  runningLeases: number;
+  oldestQueuedAgeMs: number | undefined;
+  total: number;
+}
+
+export function computeStats(tasks: TaskJson[], now: number): Stats {
+  const byType: Stats['byType'] = {};
+  const byStatus: Stats['byStatus'] = {};
+  let oldestDue: number | undefined;
+  let runningLeases = 0;
+  for (const t of tasks) {
+    byType[t.type] ??= {};
+    byType[t.type]![t.status] = (byType[t.type]![t.status] ?? 0) + 1;
+    byStatus[t.status] = (byStatus[t.status] ?? 0) + 1;
+    if (t.leaseUntil && Date.parse(t.leaseUntil) > now) runningLeases++;
+    const due = Date.parse(t.availableAt);
+    if (t.status === 'QUEUED' && due <= now) oldestDue = Math.min(oldestDue ?? due, due);
+  }
+  return { byType, byStatus, runningLeases, oldestQueuedAgeMs: oldestDue === undefined ? undefined : now - oldestDue, total: tasks.length };
+}
+
+const STATUSES = ['QUEUED', 'RUNNING', 'CANCEL_REQUESTED', 'SUCCESS', 'FAILED', 'CANCELLED'];
+
+export function statsText(stats: Stats): string {
+  const types = Object.keys(stats.byType).sort();
+  const counts = table(['TYPE', ...STATUSES], types.map((type) => [type, ...STATUSES.map((s) => String(stats.byType[type]![s] ?? 0))]));
+  return [
+    counts,
+    '',
+    `tasks ${stats.total}, running leases ${stats.runningLeases}, oldest queued ${stats.oldestQueuedAgeMs === undefined ? '-' : `${(stats.oldestQueuedAgeMs / 1000).toFixed(1)} s`}`,
+  ].join('\n');
+}
+
+export function progressBar(fraction: number | undefined, width = 20): string {
+  const f = Math.min(1, Math.max(0, fraction ?? 0));
+  const filled = Math.round(f * width);
+  return `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${String(Math.round(f * 100)).padStart(3)}%`;
+}
+
+export function watchScreen(tasks: TaskJson[], now: number, url: string): string {
+  const stats = computeStats(tasks, now);
+  const running = tasks.filter((t) => t.status === 'RUNNING' || t.status === 'CANCEL_REQUESTED');
+  const lines = [
+    `Leasehold ${url}  ${new Date(now).toISOString()}`,
+    STATUSES.map((s) => `${s} ${stats.byStatus[s] ?? 0}`).join('   '),
+    '',
+    running.length === 0
+      ? '(nothing running)'
+      : table(
+          ['ID', 'TYPE', 'PROGRESS', 'LEASE LEFT', 'HOLDER'],
+          running.map((t) => [t.id, t.type, progressBar(t.progress), t.leaseUntil ? `${Math.max(0, (Date.parse(t.leaseUntil) - now) / 1000).toFixed(1)} s` : '-', t.leaseOwner ?? '']),
+        ),
+  ];
+  return lines.join('\n');
+}

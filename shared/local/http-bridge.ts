@@ -1,0 +1,86 @@
+/**
+ * Serves the HTTP API locally: each HTTP request becomes the same API Gateway HTTP API (payload 2.0)
+ * event the Lambda receives, and goes through the same handler.
+ *
+ * The caller is taken from the `X-Leasehold-Owner` header (default `local`). That header is for local
+ * development only: the Lambda API never reads it, and takes the caller from IAM authorization.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { randomUUID } from 'node:crypto';
+import { handleApiEvent, type ApiDeps, type ApiEvent } from '../api/api-handler.js';
+import { problem } from '../api/http.js';
+import { MAX_BODY_BYTES } from '../api/request-schemas.js';
+
+export const OWNER_HEADER = 'x-leasehold-owner';
+export const DEFAULT_LOCAL_OWNER = 'local';
+
+export interface LocalApiServer {
+  url: string;
+  close(): Promise<void>;
+}
+
+export async function serveApi(deps: ApiDeps, port: number, host = '127.0.0.1'): Promise<LocalApiServer> {
+  const server: Server = createServer((req, res) => {
+    void answer(req, res, deps);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  const address = server.address() as AddressInfo;
+  return {
+    url: `http://${host}:${address.port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+async function answer(req: IncomingMessage, res: ServerResponse, deps: ApiDeps): Promise<void> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let tooLarge = false;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    // Stop keeping the body past the limit (the handler answers 413); the rest is read and dropped.
+    if (size > MAX_BODY_BYTES + 1) tooLarge = true;
+    else chunks.push(chunk as Buffer);
+  }
+  const response = tooLarge
+    ? problem(413, 'BODY_TOO_LARGE', `The body is over ${MAX_BODY_BYTES} bytes. Keep large data elsewhere and pass a reference.`)
+    : await handleApiEvent(toEvent(req, Buffer.concat(chunks)), deps);
+  res.writeHead(response.statusCode, response.headers);
+  res.end(response.body);
+}
+
+function toEvent(req: IncomingMessage, body: Buffer): ApiEvent {
+  const url = new URL(req.url ?? '/', 'http://localhost');
+  const headers: Record<string, string> = {};
+  for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) headers[k.toLowerCase()] = Array.isArray(v) ? v.join(',') : v;
+  const owner = headers[OWNER_HEADER]?.trim() || DEFAULT_LOCAL_OWNER;
+  const query = Object.fromEntries(url.searchParams.entries());
+  return {
+    rawPath: url.pathname,
+    headers,
+    ...(Object.keys(query).length ? { queryStringParameters: query } : {}),
+    ...(body.length ? { body: body.toString('base64'), isBase64Encoded: true } : { isBase64Encoded: false }),
+    requestContext: {
+      accountId: 'local',
+      apiId: 'local',
+      domainName: url.host,
+      domainPrefix: 'local',
+      http: { method: req.method ?? 'GET', path: url.pathname, protocol: `HTTP/${req.httpVersion}`, sourceIp: req.socket.remoteAddress ?? '', userAgent: headers['user-agent'] ?? '' },
+      requestId: randomUUID(),
+      routeKey: '$default',
+      stage: '$default',
+      time: new Date().toUTCString(),
+      timeEpoch: Date.now(),
+      authorizer: {
+        iam: { accessKey: '', accountId: 'local', callerId: owner, cognitoIdentity: null as never, principalOrgId: null as never, userArn: owner, userId: owner },
+      },
+    },
+  };
+}

@@ -1,0 +1,111 @@
+/**
+ * The local stack: the same API, worker and recovery code as the Lambdas, driven by timers instead of
+ * schedules, on an embedded dynalite with its data on disk (or on a DynamoDB-compatible endpoint).
+ */
+import { mkdir } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { join, resolve } from 'node:path';
+import { Logger } from '@aws-lambda-powertools/logger';
+import { createLeasehold, type Leasehold } from '../app.js';
+import { loadConfig } from '../config.js';
+import { randomSuffix } from '../ids.js';
+import { createDynamoClient, documentClientFor } from '../store/dynamo.js';
+import { ensureTable } from '../store/table-setup.js';
+import type { TaskDefinition } from '../tasks/define.js';
+import { RecordingMetrics } from '../worker/metrics.js';
+import { runRecoverySweep } from '../worker/recovery-sweep.js';
+import { Worker, type RunSummary } from '../worker/worker.js';
+import { startDynalite, type DynaliteServer } from './dynalite.js';
+import { serveApi, type LocalApiServer } from './http-bridge.js';
+
+export interface Roles {
+  api: boolean;
+  worker: boolean;
+  recovery: boolean;
+}
+
+export interface StackOptions {
+  env: Record<string, string | undefined>;
+  roles: Roles;
+  definitions?: TaskDefinition[];
+  logger?: Logger;
+}
+
+export interface LocalStack {
+  app: Leasehold;
+  apiUrl: string | undefined;
+  dynamodbEndpoint: string;
+  embedded: boolean;
+  workerId: string | undefined;
+  /** Stops claiming, drains (bounded), releases leases, closes everything. */
+  stop(): Promise<void>;
+}
+
+export async function startStack(options: StackOptions): Promise<LocalStack> {
+  const base = loadConfig(options.env);
+  let dynalite: DynaliteServer | undefined;
+  if (!base.dynamodbEndpoint) {
+    const dir = resolve(base.dataDir, 'dynamodb');
+    await mkdir(dir, { recursive: true });
+    dynalite = await startDynalite({ path: dir });
+  }
+  const env = { ...options.env, LEASEHOLD_DYNAMODB_ENDPOINT: base.dynamodbEndpoint ?? dynalite!.endpoint };
+  const client = createDynamoClient(loadConfig(env));
+  await ensureTable(client, base.tableName);
+  const app = createLeasehold(env, { doc: documentClientFor(client), ...(options.definitions ? { definitions: options.definitions } : {}) });
+  const logger = options.logger ?? new Logger({ serviceName: 'leasehold-local' });
+  const metrics = new RecordingMetrics();
+
+  let api: LocalApiServer | undefined;
+  if (options.roles.api) api = await serveApi({ ...app, logger }, app.config.port);
+
+  const stopWorker = new AbortController();
+  let workerRun: Promise<RunSummary> | undefined;
+  const workerId = options.roles.worker ? (app.config.workerId ?? `${hostname().replace(/[^A-Za-z0-9.-]/g, '-')}-${process.pid}-${randomSuffix()}`) : undefined;
+  if (workerId) {
+    const worker = new Worker({ store: app.store, registry: app.registry, config: app.config, workerId, logger, metrics });
+    workerRun = worker.run({ stop: stopWorker.signal, idleStopMs: Number.POSITIVE_INFINITY });
+  }
+
+  let sweep: Promise<unknown> = Promise.resolve();
+  let recoveryTimer: NodeJS.Timeout | undefined;
+  if (options.roles.recovery) {
+    const runSweep = () => {
+      sweep = sweep.then(() => runRecoverySweep(app.store, metrics, logger)).catch((error: unknown) => logger.error('recovery sweep failed', { error: String(error) }));
+    };
+    runSweep(); // at start: finishes what a crashed earlier run left behind as soon as its leases run out
+    recoveryTimer = setInterval(runSweep, app.config.recoveryIntervalMs);
+  }
+
+  return {
+    app,
+    apiUrl: api?.url,
+    dynamodbEndpoint: env.LEASEHOLD_DYNAMODB_ENDPOINT,
+    embedded: dynalite !== undefined,
+    workerId,
+    stop: async () => {
+      clearInterval(recoveryTimer);
+      stopWorker.abort();
+      await workerRun;
+      await sweep;
+      await api?.close();
+      client.destroy();
+      await dynalite?.close();
+    },
+  };
+}
+
+/** What `serve` prints: where it listens and how to enqueue a first task. */
+export function banner(stack: LocalStack, roles: Roles, dataDir: string): string[] {
+  const lines = ['Leasehold local stack'];
+  if (stack.apiUrl) lines.push(`  API       listening on ${stack.apiUrl} (caller: the X-Leasehold-Owner header, default "local"; development only)`);
+  lines.push(`  DynamoDB  ${stack.dynamodbEndpoint} (${stack.embedded ? `embedded dynalite, data in ${join(dataDir, 'dynamodb')}` : 'external endpoint'}), table ${stack.app.config.tableName}`);
+  if (roles.worker) lines.push(`  worker    ${stack.workerId}, ${stack.app.config.workerConcurrency} at a time, types: ${stack.app.registry.names().join(', ')}`);
+  if (roles.recovery) lines.push(`  recovery  every ${stack.app.config.recoveryIntervalMs / 1000} s`);
+  if (stack.apiUrl) {
+    lines.push('Try:');
+    lines.push(`  curl -s -X POST ${stack.apiUrl}/tasks -H 'content-type: application/json' -d '{"type":"demo.echo","payload":{"hello":"world"}}'`);
+    lines.push(`  npx leasehold list --url ${stack.apiUrl}`);
+  }
+  return lines;
+}

@@ -1,0 +1,60 @@
+/** Runs the local stack (`leasehold serve`) as a child process, the way a user starts it. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+
+export const FAST_STACK_ENV = {
+  LEASEHOLD_PORT: '0',
+  LEASEHOLD_LEASE_TIMEOUT_MS: '1500',
+  LEASEHOLD_HEARTBEAT_INTERVAL_MS: '300',
+  LEASEHOLD_REQUEST_DEADLINE_MS: '250',
+  LEASEHOLD_CLOCK_SKEW_MS: '100',
+  LEASEHOLD_MAX_EXECUTION_MS: '10000',
+  LEASEHOLD_DRAIN_MARGIN_MS: '1000',
+  LEASEHOLD_POLL_INTERVAL_MS: '20',
+  LEASEHOLD_RECOVERY_INTERVAL_MS: '1000',
+  POWERTOOLS_LOG_LEVEL: 'WARN',
+  AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+};
+
+export interface StackProcess {
+  child: ChildProcess;
+  url: string | undefined;
+  output: () => string;
+  /** Resolves with the exit code once the process has ended. */
+  exited: Promise<number | null>;
+}
+
+export async function startStackProcess(args: string[], env: Record<string, string>): Promise<StackProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'shared/cli/leasehold.ts', 'serve', ...args], {
+    env: { ...process.env, ...FAST_STACK_ENV, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let text = '';
+  child.stdout!.on('data', (d: Buffer) => (text += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (text += d.toString()));
+  const exited = once(child, 'exit').then(([code]) => code as number | null);
+  const ready = /(listening on (http:\/\/\S+))|(worker {4}\S+)/;
+  for (let waited = 0; !ready.test(text); waited += 25) {
+    if (child.exitCode !== null || waited > 20_000) throw new Error(`the stack did not start:\n${text}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  return { child, url: /listening on (http:\/\/\S+)/.exec(text)?.[1], output: () => text, exited };
+}
+
+export async function http(url: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
+  const res = await fetch(`${url}${path}`, {
+    method,
+    ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+  });
+  return { status: res.status, body: await res.json() };
+}
+
+export async function waitFor<T>(probe: () => Promise<T | undefined>, timeoutMs: number, what: string): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
