@@ -8,4 +8,4 @@ const app = createLeasehold(process.env);
 const logger = new Logger({ serviceName: 'leasehold-recovery' });
 const metrics = powertoolsMetrics('leasehold-recovery');
 
-export const handler = async () => runRecoverySweep(app.store, metrics, logger);
+export const handler = async () => runRecoverySweep(app.store, metrics, logger, app.registry.names());

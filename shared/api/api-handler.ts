@@ -27,6 +27,8 @@ export type ApiEvent = Pick<APIGatewayProxyEventV2WithIAMAuthorizer, 'rawPath' |
 
 interface Route {
   method: string;
+  /** The route as API Gateway names it (the CDK stack creates one route per entry). */
+  path: string;
   pattern: RegExp;
   handle: (ctx: RequestContext, params: string[]) => Promise<ApiResponse>;
 }
@@ -38,20 +40,23 @@ interface RequestContext {
 }
 
 const routes: Route[] = [
-  { method: 'GET', pattern: /^\/health$/, handle: async () => json(200, { status: 'ok' }) },
-  { method: 'POST', pattern: /^\/tasks$/, handle: (ctx) => createTask(ctx) },
-  { method: 'GET', pattern: /^\/tasks$/, handle: (ctx) => listTasks(ctx) },
-  { method: 'GET', pattern: /^\/tasks\/([^/]+)$/, handle: async (ctx, [id]) => json(200, { task: taskJson(await ctx.deps.store.get({ id: id!, owner: ctx.owner })) }) },
-  { method: 'POST', pattern: /^\/tasks\/([^/]+)\/cancel$/, handle: async (ctx, [id]) => json(200, { task: taskJson(await ctx.deps.store.requestCancel({ id: id!, owner: ctx.owner })) }) },
-  { method: 'POST', pattern: /^\/tasks\/([^/]+)\/retry$/, handle: async (ctx, [id]) => json(200, { task: taskJson(await ctx.deps.store.redrive({ id: id!, owner: ctx.owner })) }) },
+  { method: 'GET', path: '/health', pattern: /^\/health$/, handle: async () => json(200, { status: 'ok' }) },
+  { method: 'POST', path: '/tasks', pattern: /^\/tasks$/, handle: (ctx) => createTask(ctx) },
+  { method: 'GET', path: '/tasks', pattern: /^\/tasks$/, handle: (ctx) => listTasks(ctx) },
+  { method: 'GET', path: '/tasks/{id}', pattern: /^\/tasks\/([^/]+)$/, handle: async (ctx, [id]) => json(200, { task: taskJson(await ctx.deps.store.get({ id: id!, owner: ctx.owner })) }) },
+  { method: 'POST', path: '/tasks/{id}/cancel', pattern: /^\/tasks\/([^/]+)\/cancel$/, handle: async (ctx, [id]) => json(200, { task: taskJson(await ctx.deps.store.requestCancel({ id: id!, owner: ctx.owner })) }) },
+  { method: 'POST', path: '/tasks/{id}/retry', pattern: /^\/tasks\/([^/]+)\/retry$/, handle: async (ctx, [id]) => json(200, { task: taskJson(await ctx.deps.store.redrive({ id: id!, owner: ctx.owner })) }) },
 ];
+
+/** Every route of the API, for the infrastructure. */
+export const API_ROUTES: readonly { method: string; path: string }[] = routes.map(({ method, path }) => ({ method, path }));
 
 export async function handleApiEvent(event: ApiEvent, deps: ApiDeps): Promise<ApiResponse> {
   try {
     const method = event.requestContext?.http?.method?.toUpperCase() ?? 'GET';
     const path = routePath(event);
     const matching = routes.filter((r) => r.pattern.test(path));
-    if (matching.length === 0) return problem(404, 'ROUTE_NOT_FOUND', `No route ${path}. Routes: GET /health, POST|GET /tasks, GET /tasks/{id}, POST /tasks/{id}/cancel, POST /tasks/{id}/retry.`);
+    if (matching.length === 0) return problem(404, 'ROUTE_NOT_FOUND', `No route ${path}. Routes: ${API_ROUTES.map((r) => `${r.method} ${r.path}`).join(', ')}.`);
     const route = matching.find((r) => r.method === method);
     if (!route) {
       const allow = matching.map((r) => r.method).join(', ');

@@ -13,6 +13,7 @@ import { complete, fail, finishCancel, release, renewLeases, type RenewOutcome }
 import { promoteTask, recoverExpired, recoverTask, type RecoveryReport } from './recovery.js';
 import { redrive } from './redrive.js';
 import { getTask, listTasks, type TaskPage } from './task-queries.js';
+import { queueDepth, type QueueDepth } from './queue-depth.js';
 
 export interface TaskStoreOptions {
   doc: DynamoDBDocumentClient;
@@ -88,6 +89,11 @@ export class TaskStore {
   /** Moves one delayed task into the ready index if it is due; false if it is not (or no longer) waiting. */
   promote(input: { id: string }): Promise<boolean> {
     return promoteTask(this.ctx, input);
+  }
+
+  /** Due tasks waiting for the given types, and tasks under a lease (gauges for the dashboard). */
+  depth(types: string[]): Promise<QueueDepth> {
+    return queueDepth(this.ctx, types);
   }
 
   /** One bounded recovery sweep: expired leases fixed, due delayed tasks promoted. */

@@ -22,12 +22,16 @@ export const COUNTERS = [
   'DelayedPromoted',
 ] as const;
 export const TIMINGS = ['TaskDuration', 'QueueWait', 'EventLoopLag'] as const;
+export const GAUGES = ['QueueDepth', 'RunningTasks'] as const;
 export type CounterName = (typeof COUNTERS)[number];
 export type TimingName = (typeof TIMINGS)[number];
+export type GaugeName = (typeof GAUGES)[number];
 
 export interface LeaseholdMetrics {
   count(name: CounterName, value?: number): void;
   timing(name: TimingName, ms: number): void;
+  /** A level at this moment (queue depth), not a count of events. */
+  gauge(name: GaugeName, value: number): void;
   /** Sends what was recorded (EMF: one log line). Called before a Lambda invocation returns. */
   flush(): void;
 }
@@ -37,6 +41,7 @@ export function powertoolsMetrics(serviceName: string, namespace = 'Leasehold'):
   return {
     count: (name, value = 1) => metrics.addMetric(name, MetricUnit.Count, value),
     timing: (name, ms) => metrics.addMetric(name, MetricUnit.Milliseconds, ms),
+    gauge: (name, value) => metrics.addMetric(name, MetricUnit.Count, value),
     flush: () => metrics.publishStoredMetrics(),
   };
 }
@@ -45,6 +50,7 @@ export function powertoolsMetrics(serviceName: string, namespace = 'Leasehold'):
 export class RecordingMetrics implements LeaseholdMetrics {
   readonly counters = new Map<CounterName, number>();
   readonly timings = new Map<TimingName, number[]>();
+  readonly gauges = new Map<GaugeName, number>();
   flushes = 0;
 
   count(name: CounterName, value = 1): void {
@@ -52,6 +58,9 @@ export class RecordingMetrics implements LeaseholdMetrics {
   }
   timing(name: TimingName, ms: number): void {
     this.timings.set(name, [...(this.timings.get(name) ?? []), ms]);
+  }
+  gauge(name: GaugeName, value: number): void {
+    this.gauges.set(name, value);
   }
   flush(): void {
     this.flushes++;

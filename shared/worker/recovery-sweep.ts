@@ -4,9 +4,15 @@ import type { RecoveryReport } from '../store/recovery.js';
 import type { TaskStore } from '../store/task-store.js';
 import type { LeaseholdMetrics } from './metrics.js';
 
-export async function runRecoverySweep(store: TaskStore, metrics: LeaseholdMetrics, logger: Logger): Promise<RecoveryReport> {
+/** `types`: the task types whose queue depth is published as a gauge (none: no gauges). */
+export async function runRecoverySweep(store: TaskStore, metrics: LeaseholdMetrics, logger: Logger, types: string[] = []): Promise<RecoveryReport> {
   try {
     const report = await store.recover();
+    if (types.length > 0) {
+      const depth = await store.depth(types);
+      metrics.gauge('QueueDepth', depth.ready);
+      metrics.gauge('RunningTasks', depth.leased);
+    }
     metrics.count('RecoveredRequeued', report.requeued);
     metrics.count('RecoveredFailed', report.failed);
     metrics.count('RecoveredCancelled', report.cancelled);

@@ -1,0 +1,18 @@
+/** The Lambda functions' environment: every setting of the config schema, as the functions read it back. */
+import { settings, type LeaseholdConfig } from '../shared/config.js';
+
+/** Settings that only the local stack uses; a Lambda never reads them. */
+const LOCAL_ONLY: (keyof LeaseholdConfig)[] = ['port', 'dataDir', 'workerId', 'dynamodbEndpoint', 'region', 'tableName'];
+
+export function lambdaEnvironment(config: LeaseholdConfig): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [key, setting] of Object.entries(settings) as [keyof LeaseholdConfig, (typeof settings)[keyof LeaseholdConfig]][]) {
+    if (LOCAL_ONLY.includes(key)) continue;
+    const value = config[key];
+    if (value === undefined) continue;
+    env[setting.env] = key === 'typeConcurrency' ? Object.entries(value as Record<string, number>).map(([t, n]) => `${t}=${n}`).join(',') : String(value);
+  }
+  // An empty list would read back as "no limits" anyway; leave it out.
+  if (env.LEASEHOLD_TYPE_CONCURRENCY === '') delete env.LEASEHOLD_TYPE_CONCURRENCY;
+  return env;
+}

@@ -1,0 +1,94 @@
+/**
+ * One Leasehold Lambda function: bundled by the local esbuild with the AWS SDK inside (so the deployed
+ * code is the tested code, not the runtime's SDK), ARM64, its own log group with retention, and its
+ * own role that lists exactly the DynamoDB actions it uses on exactly the table and indexes it uses.
+ */
+import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { Effect, PolicyDocument, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { Architecture, Runtime } from 'aws-cdk-lib/aws-lambda';
+import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { Construct } from 'constructs';
+import { fileURLToPath } from 'node:url';
+import { dirname, join } from 'node:path';
+import type { TaskTable } from './task-table.js';
+
+const projectRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
+
+export interface TableAccess {
+  /** Actions on the table's items. */
+  table: string[];
+  /** Actions on each named index (Query only ever). */
+  indexes: Record<string, string[]>;
+}
+
+export interface LeaseholdFunctionProps {
+  /** The entry point under functions/. */
+  entry: 'api' | 'worker' | 'recovery';
+  description: string;
+  timeout: Duration;
+  memorySize: number;
+  environment: Record<string, string>;
+  taskTable: TaskTable;
+  access: TableAccess;
+  logRetention: RetentionDays;
+  reservedConcurrentExecutions?: number;
+}
+
+/** What DynamoDB needs from a caller to use a table encrypted with a customer-managed key. */
+export const TABLE_KEY_ACTIONS = ['kms:Decrypt', 'kms:DescribeKey', 'kms:Encrypt', 'kms:GenerateDataKey'];
+
+export class LeaseholdFunction extends Construct {
+  readonly fn: NodejsFunction;
+  readonly logGroup: LogGroup;
+
+  constructor(scope: Construct, id: string, props: LeaseholdFunctionProps) {
+    super(scope, id);
+    this.logGroup = new LogGroup(this, 'Logs', { retention: props.logRetention, removalPolicy: RemovalPolicy.DESTROY });
+    const { taskTable, access } = props;
+    const statements = [
+      new PolicyStatement({ sid: 'WriteOwnLogs', actions: ['logs:CreateLogStream', 'logs:PutLogEvents'], resources: [this.logGroup.logGroupArn] }),
+      new PolicyStatement({ sid: 'TaskItems', actions: access.table, resources: [taskTable.table.tableArn] }),
+      ...Object.entries(access.indexes).map(
+        ([index, actions]) => new PolicyStatement({ sid: `Index${index[0]!.toUpperCase()}${index.slice(1)}`, actions, resources: [taskTable.indexArn(index)] }),
+      ),
+      new PolicyStatement({ sid: 'TableKey', effect: Effect.ALLOW, actions: TABLE_KEY_ACTIONS, resources: [taskTable.key.keyArn] }),
+    ];
+    const role = new Role(this, 'Role', {
+      assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
+      description: `Leasehold ${props.entry}: least privilege`,
+      inlinePolicies: { leasehold: new PolicyDocument({ statements }) },
+    });
+    this.fn = new NodejsFunction(this, 'Function', {
+      entry: join(projectRoot, 'functions', `${props.entry}.ts`),
+      handler: 'handler',
+      description: props.description,
+      runtime: Runtime.NODEJS_22_X,
+      architecture: Architecture.ARM_64,
+      memorySize: props.memorySize,
+      timeout: props.timeout,
+      role,
+      logGroup: this.logGroup,
+      environment: {
+        ...props.environment,
+        LEASEHOLD_TABLE: taskTable.table.tableName,
+        POWERTOOLS_METRICS_NAMESPACE: 'Leasehold',
+        AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+        // Stack traces point into the TypeScript sources through the bundled source maps.
+        NODE_OPTIONS: '--enable-source-maps',
+      },
+      ...(props.reservedConcurrentExecutions === undefined ? {} : { reservedConcurrentExecutions: props.reservedConcurrentExecutions }),
+      projectRoot,
+      depsLockFilePath: join(projectRoot, 'package-lock.json'),
+      bundling: {
+        minify: true,
+        sourceMap: true,
+        target: 'node22',
+        format: OutputFormat.CJS,
+        // Bundle the pinned AWS SDK instead of using the runtime's copy.
+        externalModules: [],
+        mainFields: ['module', 'main'],
+      },
+    });
+  }
+}

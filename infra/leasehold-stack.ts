@@ -1,0 +1,82 @@
+/** Everything Leasehold needs in an AWS account: `npx cdk deploy`. */
+import { Aws, CfnOutput, Duration, Stack, type StackProps } from 'aws-cdk-lib';
+import { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type { Construct } from 'constructs';
+import { loadConfig, type LeaseholdConfig } from '../shared/config.js';
+import { INDEX } from '../shared/table-layout.js';
+import { LeaseholdHttpApi } from './http-api.js';
+import { lambdaEnvironment } from './lambda-env.js';
+import { LeaseholdFunction, type TableAccess } from './leasehold-function.js';
+import { Monitoring } from './monitoring.js';
+import { LeaseholdSchedules } from './schedules.js';
+import { sizeFunctions } from './sizing.js';
+import { TaskTable } from './task-table.js';
+
+export interface LeaseholdStackProps extends StackProps {
+  /** Default: read from the environment at synth time (the same LEASEHOLD_* variables). */
+  config?: LeaseholdConfig;
+  logRetention?: RetentionDays;
+  apiThrottle?: { rateLimit: number; burstLimit: number };
+  /** Default: derived from the worker timeout (one invocation per minute overlapping). */
+  workerReservedConcurrency?: number;
+}
+
+/** Exactly the DynamoDB actions each function's code uses (see shared/store/). */
+export const FUNCTION_ACCESS: Record<'api' | 'worker' | 'recovery', TableAccess> = {
+  // enqueue (put, read-back), get, cancel, retry, list (owner index + batch read)
+  api: { table: ['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'], indexes: { [INDEX.owner.name]: ['dynamodb:Query'] } },
+  // claim (ready heads, slot partitions on the table), lease writes, read-backs
+  worker: { table: ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem'], indexes: { [INDEX.ready.name]: ['dynamodb:Query'] } },
+  // sweep (sweep index + batch read), fixes and promotions, queue-depth counts (ready index)
+  recovery: { table: ['dynamodb:BatchGetItem', 'dynamodb:UpdateItem'], indexes: { [INDEX.sweep.name]: ['dynamodb:Query'], [INDEX.ready.name]: ['dynamodb:Query'] } },
+};
+
+export class LeaseholdStack extends Stack {
+  readonly taskTable: TaskTable;
+  readonly functions: Record<'api' | 'worker' | 'recovery', LeaseholdFunction>;
+  readonly httpApi: LeaseholdHttpApi;
+  readonly schedules: LeaseholdSchedules;
+  readonly monitoring: Monitoring;
+
+  constructor(scope: Construct, id: string, props: LeaseholdStackProps = {}) {
+    super(scope, id, props);
+    const config = props.config ?? loadConfig(process.env);
+    const sizing = sizeFunctions(config);
+    const environment = lambdaEnvironment(config);
+    const logRetention = props.logRetention ?? RetentionDays.ONE_MONTH;
+    this.taskTable = new TaskTable(this, 'Tasks');
+
+    const fn = (name: 'api' | 'worker' | 'recovery', description: string, timeoutMs: number, memorySize: number, reserved?: number) =>
+      new LeaseholdFunction(this, `${name[0]!.toUpperCase()}${name.slice(1)}`, {
+        entry: name,
+        description,
+        timeout: Duration.millis(timeoutMs),
+        memorySize,
+        environment: { ...environment, LEASEHOLD_REGION: Aws.REGION, POWERTOOLS_SERVICE_NAME: `leasehold-${name}` },
+        taskTable: this.taskTable,
+        access: FUNCTION_ACCESS[name],
+        logRetention,
+        ...(reserved === undefined ? {} : { reservedConcurrentExecutions: reserved }),
+      });
+    this.functions = {
+      api: fn('api', 'Leasehold HTTP API', sizing.apiTimeoutMs, sizing.apiMemoryMb),
+      worker: fn('worker', 'Leasehold worker: claims, runs and renews tasks', sizing.workerTimeoutMs, sizing.workerMemoryMb, props.workerReservedConcurrency ?? sizing.workerReservedConcurrency),
+      recovery: fn('recovery', 'Leasehold recovery: expired leases and due delayed tasks', sizing.recoveryTimeoutMs, sizing.recoveryMemoryMb),
+    };
+
+    this.httpApi = new LeaseholdHttpApi(this, 'Http', { handler: this.functions.api.fn, throttle: props.apiThrottle ?? { rateLimit: 100, burstLimit: 200 }, logRetention });
+    this.schedules = new LeaseholdSchedules(this, 'Schedules', { worker: this.functions.worker.fn, recovery: this.functions.recovery.fn, recoveryIntervalMs: config.recoveryIntervalMs });
+    this.monitoring = new Monitoring(this, 'Monitoring', {
+      worker: this.functions.worker.fn,
+      recovery: this.functions.recovery.fn,
+      api: this.functions.api.fn,
+      deadLetters: this.schedules.deadLetters,
+    });
+
+    new CfnOutput(this, 'ApiUrl', { value: this.httpApi.url, description: 'Base URL of the HTTP API (sign requests with SigV4, service execute-api)' });
+    new CfnOutput(this, 'TableName', { value: this.taskTable.table.tableName });
+    new CfnOutput(this, 'DashboardUrl', {
+      value: `https://${Aws.REGION}.console.aws.amazon.com/cloudwatch/home?region=${Aws.REGION}#dashboards:name=${this.monitoring.dashboard.dashboardName}`,
+    });
+  }
+}

@@ -1,0 +1,212 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { App, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import { AttributeType, Table } from 'aws-cdk-lib/aws-dynamodb';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import { API_ROUTES } from '../shared/api/api-handler.js';
+import { defineConfig } from '../shared/config.js';
+import { INDEX, KEY, TTL_ATTRIBUTE } from '../shared/table-layout.js';
+import { FUNCTION_ACCESS } from '../infra/leasehold-stack.js';
+import { lambdaEnvironment } from '../infra/lambda-env.js';
+import { sizeFunctions } from '../infra/sizing.js';
+
+let template: Template;
+let outDir: string;
+let json: { Resources: Record<string, { Type: string; Properties: any; DeletionPolicy?: string }>; Outputs: Record<string, unknown> };
+let report: { pluginReports: { pluginName: string; conclusion: string; violations: unknown[]; suppressedViolations: { ruleName: string; reason: string }[] }[] };
+const resources = (type: string) => Object.entries(json.Resources).filter(([, r]) => r.Type === type);
+
+beforeAll(() => {
+  // `cdk synth` as a user runs it: offline, with no credentials at all.
+  const out = (outDir = mkdtempSync(join(tmpdir(), 'cdk-out-')));
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('AWS_') && !k.startsWith('LEASEHOLD_')));
+  const run = spawnSync('npx', ['cdk', 'synth', '--quiet', '--no-notices', '-o', out], { env: { ...env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' }, encoding: 'utf8', timeout: 120_000 });
+  if (run.status !== 0) throw new Error(`cdk synth failed (${run.status}):\n${run.stdout}\n${run.stderr}`);
+  json = JSON.parse(readFileSync(join(out, 'Leasehold.template.json'), 'utf8'));
+  template = Template.fromJSON(json);
+  report = JSON.parse(readFileSync(join(out, 'validation-report.json'), 'utf8'));
+}, 120_000);
+
+describe('cdk synth and cdk-nag', () => {
+  it('AwsSolutions checks pass with zero unacknowledged findings; each acknowledgement names its rule and a reason', () => {
+    const nag = report.pluginReports.find((p) => p.pluginName === 'AwsSolutions')!;
+    expect(nag.conclusion).toBe('success');
+    expect(nag.violations).toEqual([]);
+    expect([...new Set(nag.suppressedViolations.map((v) => v.ruleName.replace(/\[.*$/, '')))].sort()).toEqual(['AwsSolutions-IAM5', 'AwsSolutions-L1', 'AwsSolutions-SQS3']);
+    // The wildcard acknowledged is only the Scheduler's right to invoke a function's versions.
+    expect(nag.suppressedViolations.filter((v) => v.ruleName.startsWith('AwsSolutions-IAM5')).map((v) => v.ruleName)).toEqual([
+      expect.stringMatching(/^AwsSolutions-IAM5\[Resource::<WorkerFunction\w+\.Arn>:\*\]$/),
+      expect.stringMatching(/^AwsSolutions-IAM5\[Resource::<RecoveryFunction\w+\.Arn>:\*\]$/),
+    ]);
+    expect(nag.suppressedViolations.every((v) => v.reason.length > 40)).toBe(true);
+  });
+
+  it('the checks can fail: a table without point-in-time recovery stops synthesis', () => {
+    const app = new App();
+    const stack = new Stack(app, 'Bad');
+    new Table(stack, 'T', { partitionKey: { name: 'pk', type: AttributeType.STRING }, removalPolicy: RemovalPolicy.DESTROY });
+    Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
+    expect(() => app.synth()).toThrow(/Point-in-time Recovery/i);
+  });
+});
+
+describe('the table', () => {
+  it('is on-demand, keyed and indexed exactly as the layout module says', () => {
+    const [, table] = resources('AWS::DynamoDB::GlobalTable')[0]!;
+    expect(table.DeletionPolicy).toBe('Retain');
+    expect(table.Properties.BillingMode).toBe('PAY_PER_REQUEST');
+    expect(table.Properties.KeySchema).toEqual([
+      { AttributeName: KEY.partition, KeyType: 'HASH' },
+      { AttributeName: KEY.sort, KeyType: 'RANGE' },
+    ]);
+    const gsis = table.Properties.GlobalSecondaryIndexes as { IndexName: string; KeySchema: unknown; Projection: unknown }[];
+    expect(gsis.map((g) => g.IndexName).sort()).toEqual(Object.values(INDEX).map((i) => i.name).sort());
+    for (const ix of Object.values(INDEX)) {
+      const g = gsis.find((x) => x.IndexName === ix.name)!;
+      expect(g.KeySchema).toEqual([
+        { AttributeName: ix.partition, KeyType: 'HASH' },
+        { AttributeName: ix.sort, KeyType: 'RANGE' },
+      ]);
+      expect(g.Projection).toEqual('include' in ix ? { ProjectionType: 'INCLUDE', NonKeyAttributes: [...ix.include] } : { ProjectionType: 'KEYS_ONLY' });
+    }
+    expect(table.Properties.AttributeDefinitions).toEqual(
+      expect.arrayContaining(Object.values(INDEX).map((ix) => ({ AttributeName: ix.sort, AttributeType: ix.sortType }))),
+    );
+    expect(table.Properties.TimeToLiveSpecification).toEqual({ AttributeName: TTL_ATTRIBUTE, Enabled: true });
+  });
+
+  it('has point-in-time recovery, deletion protection and a customer-managed key with rotation', () => {
+    const [, table] = resources('AWS::DynamoDB::GlobalTable')[0]!;
+    const replica = table.Properties.Replicas[0];
+    expect(replica.PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: true });
+    expect(replica.DeletionProtectionEnabled).toBe(true);
+    expect(replica.SSESpecification.KMSMasterKeyId).toEqual({ 'Fn::GetAtt': [expect.stringMatching(/^TasksKey/), 'Arn'] });
+    expect(table.Properties.SSESpecification).toEqual({ SSEEnabled: true, SSEType: 'KMS' });
+    template.hasResourceProperties('AWS::KMS::Key', { EnableKeyRotation: true });
+    template.hasResource('AWS::KMS::Key', { DeletionPolicy: 'Retain' });
+  });
+});
+
+describe('the functions', () => {
+  const config = defineConfig();
+  const sizing = sizeFunctions(config);
+
+  it('are ARM64 Node 22 with source maps, sized from the config, with the config as environment', () => {
+    const fns = resources('AWS::Lambda::Function');
+    expect(fns).toHaveLength(3);
+    for (const [, fn] of fns) {
+      expect(fn.Properties).toMatchObject({ Runtime: 'nodejs22.x', Architectures: ['arm64'], Handler: 'index.handler' });
+      expect(fn.Properties.Environment.Variables).toMatchObject({ ...lambdaEnvironment(config), NODE_OPTIONS: '--enable-source-maps', LEASEHOLD_TABLE: { Ref: expect.any(String) } });
+      expect(fn.Properties.LoggingConfig.LogGroup).toBeDefined();
+    }
+    const byName = (name: string) => fns.find(([id]) => id.startsWith(name))![1].Properties;
+    expect(byName('Worker')).toMatchObject({ Timeout: sizing.workerTimeoutMs / 1000, MemorySize: sizing.workerMemoryMb, ReservedConcurrentExecutions: sizing.workerReservedConcurrency });
+    expect(sizing).toMatchObject({ workerTimeoutMs: 320_000, workerReservedConcurrency: 7 });
+    expect(byName('Recovery')).toMatchObject({ Timeout: 60 });
+    expect(byName('Api')).toMatchObject({ Timeout: 10 });
+  });
+
+  it('each role lists exactly the DynamoDB actions its function uses, on the table and the indexes it uses, and nothing with *', () => {
+    for (const name of ['Api', 'Worker', 'Recovery'] as const) {
+      const [, role] = resources('AWS::IAM::Role').find(([id]) => id.startsWith(`${name}Role`))!;
+      const statements = role.Properties.Policies[0].PolicyDocument.Statement as { Sid: string; Action: string | string[]; Resource: unknown }[];
+      const access = FUNCTION_ACCESS[name.toLowerCase() as 'api' | 'worker' | 'recovery'];
+      const dynamo = statements.filter((s) => [s.Action].flat().some((a) => a.startsWith('dynamodb:')));
+      expect(dynamo.find((s) => s.Sid === 'TaskItems')!.Action).toEqual(access.table);
+      expect(dynamo.find((s) => s.Sid === 'TaskItems')!.Resource).toEqual({ 'Fn::GetAtt': [expect.stringMatching(/^TasksTable/), 'Arn'] });
+      for (const [index, actions] of Object.entries(access.indexes)) {
+        const s = dynamo.find((x) => JSON.stringify(x.Resource).includes(`/index/${index}`))!;
+        expect([s.Action].flat()).toEqual(actions);
+      }
+      expect(dynamo).toHaveLength(1 + Object.keys(access.indexes).length);
+      const all = JSON.stringify(statements);
+      expect(all).not.toMatch(/dynamodb:Scan|dynamodb:DeleteItem|dynamodb:\*|"\*"/);
+    }
+    expect(FUNCTION_ACCESS.worker.table).not.toContain('dynamodb:PutItem');
+  });
+
+  it('bundles the pinned AWS SDK into each function instead of using the runtime copy', () => {
+    const pinned = (JSON.parse(readFileSync('node_modules/@aws-sdk/client-dynamodb/package.json', 'utf8')) as { version: string }).version;
+    const bundles = readdirSync(outDir).filter((d) => d.startsWith('asset.')).map((d) => readFileSync(join(outDir, d, 'index.js'), 'utf8'));
+    expect(bundles).toHaveLength(3);
+    for (const code of bundles) {
+      expect(code).toContain('"DynamoDB_20120810"');
+      expect(code).toContain(`version:"${pinned}"`);
+    }
+  });
+});
+
+describe('the HTTP API', () => {
+  it('has every route of the handler, each with IAM authorization', () => {
+    const routes = resources('AWS::ApiGatewayV2::Route').map(([, r]) => r.Properties);
+    expect(routes.map((r) => r.RouteKey).sort()).toEqual(API_ROUTES.map((r) => `${r.method} ${r.path}`).sort());
+    expect(routes.every((r) => r.AuthorizationType === 'AWS_IAM')).toBe(true);
+  });
+
+  it('throttles the default route and writes access logs', () => {
+    template.hasResourceProperties('AWS::ApiGatewayV2::Stage', {
+      StageName: '$default',
+      AutoDeploy: true,
+      DefaultRouteSettings: { ThrottlingRateLimit: 100, ThrottlingBurstLimit: 200 },
+      AccessLogSettings: { DestinationArn: Match.anyValue(), Format: Match.stringLikeRegexp('requestId') },
+    });
+  });
+});
+
+describe('the schedules', () => {
+  it('run the worker every minute and recovery at the recovery interval, in their group, with retries, a maximum age and a DLQ', () => {
+    const schedules = resources('AWS::Scheduler::Schedule').map(([, s]) => s.Properties);
+    expect(schedules).toHaveLength(2);
+    for (const s of schedules) {
+      expect(s.ScheduleExpression).toBe('rate(1 minute)');
+      expect(s.GroupName).toMatch(/Schedules-Group/);
+      expect(s.Target.RetryPolicy).toEqual({ MaximumEventAgeInSeconds: 60, MaximumRetryAttempts: expect.any(Number) });
+      expect(s.Target.DeadLetterConfig.Arn).toEqual({ 'Fn::GetAtt': [expect.stringMatching(/^SchedulesDeadLetters/), 'Arn'] });
+      expect(s.Target.Input).toContain('<aws.scheduler.scheduled-time>');
+    }
+    template.resourceCountIs('AWS::Scheduler::ScheduleGroup', 1);
+  });
+
+  it('the dead-letter queue is encrypted and TLS-only', () => {
+    template.hasResourceProperties('AWS::SQS::Queue', { KmsMasterKeyId: 'alias/aws/sqs' });
+    template.hasResourceProperties('AWS::SQS::QueuePolicy', {
+      PolicyDocument: { Statement: Match.arrayWith([Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } })]) },
+    });
+  });
+});
+
+describe('observability', () => {
+  it('alarms at seed 000’s thresholds and on failures, dead letters, worker errors and throttles', () => {
+    const alarms = Object.fromEntries(resources('AWS::CloudWatch::Alarm').map(([id, a]) => [id.replace(/^Monitoring/, '').replace(/[0-9A-F]{8}$/, ''), a.Properties]));
+    expect(Object.keys(alarms).sort()).toEqual(['ExpiredLeases', 'LeaseRenewalSuccess', 'RecoveryErrors', 'ScheduleDeadLetters', 'TasksFailed', 'WorkerErrors', 'WorkerThrottles']);
+    expect(alarms.LeaseRenewalSuccess).toMatchObject({ Threshold: 0.99, ComparisonOperator: 'LessThanThreshold', EvaluationPeriods: 5 });
+    expect(JSON.stringify(alarms.LeaseRenewalSuccess.Metrics)).toContain('LeaseRenewalsOk');
+    expect(alarms.LeaseRenewalSuccess.Metrics.find((m: { Id: string }) => m.Id === 'ok').MetricStat.Period).toBe(60);
+    expect(alarms.ExpiredLeases).toMatchObject({ Threshold: 10, ComparisonOperator: 'GreaterThanThreshold', EvaluationPeriods: 1 });
+    expect(alarms.ExpiredLeases.Metrics.find((m: { Id: string }) => m.Id === 'requeued').MetricStat.Period).toBe(300);
+    for (const a of Object.values(alarms)) expect(a.AlarmActions).toEqual({ 'Fn::If': [expect.stringMatching(/NotifyTopic/), [{ Ref: expect.stringMatching(/AlarmTopicArn/) }], { Ref: 'AWS::NoValue' }] });
+    template.hasParameter('*', { Type: 'String', Default: '' });
+  });
+
+  it('has a dashboard, log groups with retention, and the outputs', () => {
+    template.resourceCountIs('AWS::CloudWatch::Dashboard', 1);
+    const body = JSON.stringify(resources('AWS::CloudWatch::Dashboard')[0]![1].Properties.DashboardBody);
+    for (const title of ['Queue depth', 'Throughput', 'Task duration', 'Lease health', 'Event-loop lag']) expect(body).toContain(title);
+    const logs = resources('AWS::Logs::LogGroup');
+    expect(logs).toHaveLength(4);
+    expect(logs.every(([, l]) => l.Properties.RetentionInDays === 30)).toBe(true);
+    expect(Object.keys(json.Outputs).sort()).toEqual(['ApiUrl', 'DashboardUrl', 'TableName']);
+  });
+});
+
+describe('sizing rules (pure)', () => {
+  it('derives the worker timeout from the maximum execution time plus the drain margin, and refuses more than Lambda allows', () => {
+    expect(sizeFunctions(defineConfig({ maxExecutionMs: 120_000 }))).toMatchObject({ workerTimeoutMs: 140_000, workerReservedConcurrency: 4 });
+    expect(sizeFunctions(defineConfig({ workerConcurrency: 64 })).workerMemoryMb).toBe(640);
+    expect(() => sizeFunctions(defineConfig({ maxExecutionMs: 890_000 }))).toThrow(/at most 900000 ms/);
+  });
+});
