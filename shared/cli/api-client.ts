@@ -1,5 +1,6 @@
 /** A small client of the HTTP API for the CLI: JSON in and out, problem+json turned into ApiError. */
 import { OWNER_HEADER } from '../local/http-bridge.js';
+import type { RequestSigner } from './sigv4.js';
 
 export class ApiError extends Error {
   override name = 'ApiError';
@@ -39,21 +40,23 @@ export class ApiClient {
   constructor(
     readonly baseUrl: string,
     private readonly owner: string | undefined,
+    /** Signs each request (SigV4) for the deployed API; none for the local stack. */
+    private readonly sign?: RequestSigner,
   ) {}
 
   async request<T>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
     let res: Response;
+    const url = new URL(path, this.baseUrl);
+    const text = body === undefined ? undefined : JSON.stringify(body);
+    let headers: Record<string, string> = { ...(text === undefined ? {} : { 'content-type': 'application/json' }), ...(this.owner ? { [OWNER_HEADER]: this.owner } : {}) };
+    if (this.sign) headers = await this.sign(url, { method, headers, ...(text === undefined ? {} : { body: text }) });
     try {
-      res = await fetch(new URL(path, this.baseUrl), {
-        method,
-        headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...(this.owner ? { [OWNER_HEADER]: this.owner } : {}) },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      });
+      res = await fetch(url, { method, headers, ...(text === undefined ? {} : { body: text }) });
     } catch (error) {
       throw new UnreachableError(`cannot reach the Leasehold API at ${this.baseUrl} (${(error as Error).cause ?? (error as Error).message}); is \`npm start\` running?`);
     }
-    const text = await res.text();
-    const parsed = text ? (JSON.parse(text) as unknown) : {};
+    const answer = await res.text();
+    const parsed = answer ? (JSON.parse(answer) as unknown) : {};
     if (!res.ok) throw new ApiError(res.status, parsed as ApiError['problem']);
     return { status: res.status, body: parsed as T };
   }

@@ -10,6 +10,7 @@ import { ConfigError } from '../errors.js';
 import { startDynalite } from '../local/dynalite.js';
 import { banner, startStack, type Roles } from '../local/stack.js';
 import { ApiClient, ApiError, UnreachableError, type TaskJson } from './api-client.js';
+import { regionOfApiUrl, sigv4Signer } from './sigv4.js';
 import { computeStats, statsText, taskDetails, taskTable, watchScreen } from './format.js';
 
 const USAGE = `Usage: leasehold <command> [options]
@@ -25,7 +26,9 @@ const USAGE = `Usage: leasehold <command> [options]
   watch [--interval MS] [--count N]        a live view of counts and running tasks
 
 Options for the API commands:
-  --url URL       the API (default http://127.0.0.1:$LEASEHOLD_PORT, port 3000)
+  --url URL       the API (default http://127.0.0.1:$LEASEHOLD_PORT, port 3000); an
+                  https://<id>.execute-api.<region>.amazonaws.com URL is called with SigV4,
+                  signed with your AWS credentials (environment, profile, SSO or role)
   --owner OWNER   sent as X-Leasehold-Owner (local stack only; default "local")
   --json          print JSON for scripts`;
 
@@ -129,7 +132,10 @@ async function dynamodb(flags: Flags, env: Record<string, string | undefined>, p
 }
 
 async function apiCommand(command: string, args: string[], flags: Flags, env: Record<string, string | undefined>, print: (t: string) => void): Promise<number> {
-  const client = new ApiClient(flags.url ?? `http://127.0.0.1:${env.LEASEHOLD_PORT || '3000'}`, flags.owner);
+  const baseUrl = flags.url ?? `http://127.0.0.1:${env.LEASEHOLD_PORT || '3000'}`;
+  // The deployed API takes the caller from IAM: requests to it are signed with your AWS credentials.
+  const region = regionOfApiUrl(new URL(baseUrl));
+  const client = new ApiClient(baseUrl, flags.owner, region ? sigv4Signer(region) : undefined);
   const show = (value: unknown, human: () => string) => print(flags.json ? JSON.stringify(value, null, 2) : human());
   switch (command) {
     case 'enqueue': {
