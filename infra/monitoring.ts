@@ -3,7 +3,7 @@
  * in 5 minutes) and for failed tasks, dead letters and worker errors and throttles, plus a dashboard.
  * Metrics come from the functions' Embedded Metric Format logs (namespace Leasehold, dimension service).
  */
-import { Aws, CfnCondition, CfnParameter, Duration, Fn } from 'aws-cdk-lib';
+import { Aws, CfnCondition, CfnParameter, Duration, Fn, Stack } from 'aws-cdk-lib';
 import {
   Alarm,
   CfnAlarm,
@@ -42,7 +42,8 @@ export class Monitoring extends Construct {
 
   constructor(scope: Construct, id: string, props: MonitoringProps) {
     super(scope, id);
-    const topicArn = new CfnParameter(this, 'AlarmTopicArn', {
+    // At stack level, so its name is plain: `cdk deploy --parameters AlarmTopicArn=arn:aws:sns:...`.
+    const topicArn = new CfnParameter(Stack.of(this), 'AlarmTopicArn', {
       type: 'String',
       default: '',
       description: 'SNS topic ARN the alarms notify (leave empty for no notifications)',

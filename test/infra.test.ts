@@ -188,8 +188,8 @@ describe('observability', () => {
     expect(alarms.LeaseRenewalSuccess.Metrics.find((m: { Id: string }) => m.Id === 'ok').MetricStat.Period).toBe(60);
     expect(alarms.ExpiredLeases).toMatchObject({ Threshold: 10, ComparisonOperator: 'GreaterThanThreshold', EvaluationPeriods: 1 });
     expect(alarms.ExpiredLeases.Metrics.find((m: { Id: string }) => m.Id === 'requeued').MetricStat.Period).toBe(300);
-    for (const a of Object.values(alarms)) expect(a.AlarmActions).toEqual({ 'Fn::If': [expect.stringMatching(/NotifyTopic/), [{ Ref: expect.stringMatching(/AlarmTopicArn/) }], { Ref: 'AWS::NoValue' }] });
-    template.hasParameter('*', { Type: 'String', Default: '' });
+    for (const a of Object.values(alarms)) expect(a.AlarmActions).toEqual({ 'Fn::If': [expect.stringMatching(/NotifyTopic/), [{ Ref: 'AlarmTopicArn' }], { Ref: 'AWS::NoValue' }] });
+    template.hasParameter('AlarmTopicArn', { Type: 'String', Default: '' });
   });
 
   it('has a dashboard, log groups with retention, and the outputs', () => {
