@@ -14,3 +14,6 @@ export type { Lease, SlotLease, EnqueueInput, ClaimInput, ListInput, RenewInput 
 export type { RenewOutcome } from './store/lease-writes.js';
 export type { RecoveryReport } from './store/recovery.js';
 export type { TaskPage } from './store/task-queries.js';
+export { LockClient, LockLostError, LockNotAcquiredError, type Lock, type LockOptions } from './locks/lock-client.js';
+export { defineTask, NonRetryableError, type TaskContext, type TaskDefinition } from './tasks/define.js';
+export { createLeasehold, type Leasehold } from './app.js';

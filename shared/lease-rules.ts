@@ -81,13 +81,13 @@ export function decideFailure(task: Pick<Task, 'attempts' | 'maxAttempts'>, now:
   return { status: TaskStatus.QUEUED, availableAt: now + retryDelayMs(task.attempts, policy, random) };
 }
 
-export interface SlotState {
+export interface HeldLease {
   holder?: string;
   leaseUntil?: number;
 }
 
-/** A concurrency slot can be taken when nobody holds it or its holder's lease ran out (with the skew margin). */
-export function slotIsFree(slot: SlotState | undefined, now: number, config: Pick<LeaseholdConfig, 'clockSkewMs'>): boolean {
+/** A slot or lock can be taken when nobody holds it or its holder's lease ran out (with the skew margin). */
+export function leaseIsFree(slot: HeldLease | undefined, now: number, config: Pick<LeaseholdConfig, 'clockSkewMs'>): boolean {
   if (!slot || slot.holder === undefined) return true;
   return slot.leaseUntil === undefined || slot.leaseUntil < recoveryCutoff(now, config);
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { defineConfig } from '../shared/config.js';
-import { decideFailure, decideRecovery, leaseExpiry, recoveryCutoff, retryDelayMs, slotIsFree, sweepKeyAfterRenewal, sweepKeyFor, sweepQueryBound, sweepSlackMs } from '../shared/lease-rules.js';
+import { decideFailure, decideRecovery, leaseExpiry, recoveryCutoff, retryDelayMs, leaseIsFree, sweepKeyAfterRenewal, sweepKeyFor, sweepQueryBound, sweepSlackMs } from '../shared/lease-rules.js';
 
 const config = defineConfig(); // lease 60 s, heartbeat 10 s, skew 5 s
 const T0 = 1_800_000_000_000;
@@ -61,9 +61,9 @@ describe('lease rules (pure, fixed clock)', () => {
   });
 
   it('a slot is free when unheld or expired past the skew margin', () => {
-    expect(slotIsFree(undefined, T0, config)).toBe(true);
-    expect(slotIsFree({}, T0, config)).toBe(true);
-    expect(slotIsFree({ holder: 'w', leaseUntil: T0 - 5_000 }, T0, config)).toBe(false);
-    expect(slotIsFree({ holder: 'w', leaseUntil: T0 - 5_001 }, T0, config)).toBe(true);
+    expect(leaseIsFree(undefined, T0, config)).toBe(true);
+    expect(leaseIsFree({}, T0, config)).toBe(true);
+    expect(leaseIsFree({ holder: 'w', leaseUntil: T0 - 5_000 }, T0, config)).toBe(false);
+    expect(leaseIsFree({ holder: 'w', leaseUntil: T0 - 5_001 }, T0, config)).toBe(true);
   });
 });

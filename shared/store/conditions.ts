@@ -64,10 +64,24 @@ export const slotStillFree =
   (e) =>
     observedToken === undefined
       ? `attribute_not_exists(${e.name(KEY.partition)})`
-      : `${e.name('slotToken')} = ${e.value(observedToken)} AND (attribute_not_exists(${e.name('holder')}) OR ${e.name('leaseUntil')} < ${e.value(cutoff)})`;
+      : `${e.name('slotToken')} = ${e.value(observedToken)} AND (${leaseFreeToTake(cutoff)(e)})`;
 
-/** Renewing or giving back a slot: only its current holder, under the token of its own acquisition. */
-export const holdsSlot =
-  (holder: string, token: number): ConditionPart =>
+/** Taking a lock: it was never taken, was released, or its holder's lease ran out (past the skew margin). */
+export const lockFreeToTake =
+  (cutoff: number): ConditionPart =>
   (e) =>
-    `${e.name('slotToken')} = ${e.value(token)} AND ${e.name('holder')} = ${e.value(holder)}`;
+    `attribute_not_exists(${e.name(KEY.partition)}) OR ${leaseFreeToTake(cutoff)(e)}`;
+
+const leaseFreeToTake =
+  (cutoff: number): ConditionPart =>
+  (e) =>
+    `attribute_not_exists(${e.name('holder')}) OR ${e.name('leaseUntil')} < ${e.value(cutoff)}`;
+
+/**
+ * Renewing or giving back a slot or a lock: only its current holder, under the token of its own
+ * acquisition. A holder that was paused past its lease, and whose lock was taken over, fails here.
+ */
+export const holdsTokenLease =
+  (holder: string, token: number, tokenAttribute: 'slotToken' | 'lockToken'): ConditionPart =>
+  (e) =>
+    `${e.name(tokenAttribute)} = ${e.value(token)} AND ${e.name('holder')} = ${e.value(holder)}`;

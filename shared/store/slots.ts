@@ -6,9 +6,9 @@
  */
 import { QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { KEY, limitPartition, slotSortKey } from '../table-layout.js';
-import { recoveryCutoff, slotIsFree } from '../lease-rules.js';
+import { recoveryCutoff, leaseIsFree } from '../lease-rules.js';
 import type { StoreContext } from './context.js';
-import { holdsSlot, slotStillFree } from './conditions.js';
+import { holdsTokenLease, slotStillFree } from './conditions.js';
 import { deadline, isConditionalCheckFailed } from './dynamo.js';
 import { Expression } from './expression.js';
 import type { SlotLease } from './inputs.js';
@@ -58,7 +58,7 @@ export class SlotGate {
     const now = this.ctx.clock.now();
     for (const { scope, limit } of limitsFor(this.ctx, type)) {
       const slots = await this.read(scope);
-      if (![...Array(limit).keys()].some((i) => slotIsFree(slots.get(i), now, this.ctx.config))) return false;
+      if (![...Array(limit).keys()].some((i) => leaseIsFree(slots.get(i), now, this.ctx.config))) return false;
     }
     return true;
   }
@@ -80,7 +80,7 @@ export class SlotGate {
   private async takeOne(scope: string, limit: number, taskId: string, leaseUntil: number): Promise<SlotLease | undefined> {
     const slots = await this.read(scope);
     const now = this.ctx.clock.now();
-    const free = [...Array(limit).keys()].filter((i) => slotIsFree(slots.get(i), now, this.ctx.config));
+    const free = [...Array(limit).keys()].filter((i) => leaseIsFree(slots.get(i), now, this.ctx.config));
     // Different claimers try different free slots first, so they rarely race for the same item.
     free.sort(() => this.ctx.random() - 0.5);
     for (const index of free) {
@@ -129,7 +129,7 @@ const slotKey = (scope: string, index: number) => ({ [KEY.partition]: limitParti
 export async function renewSlots(ctx: StoreContext, holder: string, slots: SlotLease[], leaseUntil: number): Promise<boolean> {
   const results = await Promise.all(
     slots.map(async (slot) => {
-      const e = new Expression().require(holdsSlot(holder, slot.token)).set('leaseUntil', leaseUntil);
+      const e = new Expression().require(holdsTokenLease(holder, slot.token, 'slotToken')).set('leaseUntil', leaseUntil);
       try {
         await ctx.doc.send(new UpdateCommand({ TableName: ctx.tableName, Key: slotKey(slot.scope, slot.index), ...e.params() }), deadline(ctx.config.requestDeadlineMs));
         return true;
@@ -146,7 +146,7 @@ export async function renewSlots(ctx: StoreContext, holder: string, slots: SlotL
 export async function releaseSlots(ctx: StoreContext, holder: string, slots: SlotLease[]): Promise<void> {
   await Promise.all(
     slots.map(async (slot) => {
-      const e = new Expression().require(holdsSlot(holder, slot.token)).remove('holder', 'leaseUntil', 'taskId');
+      const e = new Expression().require(holdsTokenLease(holder, slot.token, 'slotToken')).remove('holder', 'leaseUntil', 'taskId');
       try {
         await ctx.doc.send(new UpdateCommand({ TableName: ctx.tableName, Key: slotKey(slot.scope, slot.index), ...e.params() }), deadline(ctx.config.requestDeadlineMs));
       } catch (error) {

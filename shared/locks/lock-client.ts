@@ -1,0 +1,192 @@
+/**
+ * Distributed locks on the task table (seeds 003 and 004): a lock is an item with a holder, a lease
+ * and a fencing token that grows with every acquisition of that key. Two modes: a fixed lease that
+ * simply runs out, and auto-renewal every lease/3 while held. Release and renewal need the holder's
+ * own token, so a holder paused past its lease cannot touch the lock of the one who took it over.
+ */
+import { GetCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { z } from 'zod';
+import { systemClock, type Clock } from '../clock.js';
+import type { LeaseholdConfig } from '../config.js';
+import { LeaseholdError } from '../errors.js';
+import { randomId, type IdGenerator } from '../ids.js';
+import { recoveryCutoff } from '../lease-rules.js';
+import { holdsTokenLease, lockFreeToTake } from '../store/conditions.js';
+import { deadline, isConditionalCheckFailed, isTransient, wasRetried } from '../store/dynamo.js';
+import { Expression } from '../store/expression.js';
+import { parseInput } from '../store/inputs.js';
+
+export const lockOptionsSchema = z
+  .object({
+    leaseMs: z.number().int('must be whole milliseconds').min(100, 'must be at least 100 ms').max(86_400_000, 'must be at most a day'),
+    mode: z.enum(['fixed', 'auto-renew']),
+    /** More tries after the first when the lock is busy (seed 003: 3 tries, 500 ms apart). */
+    retries: z.number().int().min(0).max(100).default(0),
+    retryDelayMs: z.number().int().min(0).max(60_000).default(500),
+  })
+  .strict();
+export type LockOptions = z.input<typeof lockOptionsSchema>;
+const lockKeySchema = z.string().min(1, 'must not be empty').max(512, 'must be at most 512 characters');
+
+/** The lock is held by someone else (after the retries asked for). */
+export class LockNotAcquiredError extends LeaseholdError {
+  override name = 'LockNotAcquiredError';
+  override readonly code = 'LOCK_NOT_ACQUIRED';
+  constructor(
+    readonly key: string,
+    readonly current: { holder?: string; leaseUntil?: number; token?: number } | undefined,
+  ) {
+    super(`Lock "${key}" is held${current?.holder ? ` by ${current.holder} until ${new Date(current.leaseUntil ?? 0).toISOString()}` : ''}; try again later.`);
+  }
+}
+
+/** Why a held lock's signal aborted. */
+export class LockLostError extends LeaseholdError {
+  override name = 'LockLostError';
+  override readonly code = 'LOCK_LOST';
+  constructor(
+    readonly key: string,
+    readonly reason: 'expired' | 'taken-over' | 'renewal-failed' | 'released',
+  ) {
+    super(`Lock "${key}" is no longer held: ${reason}.`);
+  }
+}
+
+interface LockItem {
+  holder?: string;
+  leaseUntil?: number;
+  lockToken?: number;
+  writeId?: string;
+}
+
+export interface Lock {
+  key: string;
+  holder: string;
+  /** Fencing token: larger for every later acquisition of this key. Pass it to what the lock guards. */
+  token: number;
+  /** Aborts when the lock is lost: the fixed lease ran out, or a renewal failed or found it taken over. */
+  signal: AbortSignal;
+  /** When the lease runs out unless renewed (epoch ms, from the lock client's clock). */
+  readonly leaseUntil: number;
+  /** True once the lease has run out by this holder's clock (a fixed-lease holder checks this). */
+  expired(): boolean;
+  /** Gives the lock back; false if it was no longer ours (expired and taken over). */
+  release(): Promise<boolean>;
+}
+
+export interface LockClientOptions {
+  doc: DynamoDBDocumentClient;
+  config: Pick<LeaseholdConfig, 'tableName' | 'clockSkewMs' | 'requestDeadlineMs'>;
+  clock?: Clock;
+  newId?: IdGenerator;
+}
+
+const lockKey = (key: string) => ({ pk: `LOCK#${key}`, sk: 'LOCK' });
+
+export class LockClient {
+  private readonly clock: Clock;
+  private readonly newId: IdGenerator;
+
+  constructor(private readonly options: LockClientOptions) {
+    this.clock = options.clock ?? systemClock();
+    this.newId = options.newId ?? randomId;
+  }
+
+  async acquire(key: string, rawOptions: LockOptions): Promise<Lock> {
+    parseInput(lockKeySchema, 'acquire', key);
+    const options = parseInput(lockOptionsSchema, 'acquire', rawOptions);
+    for (let attempt = 0; ; attempt++) {
+      const lock = await this.tryAcquire(key, options);
+      if ('lock' in lock) return lock.lock;
+      if (attempt >= options.retries) throw new LockNotAcquiredError(key, lock.current);
+      await new Promise((r) => setTimeout(r, options.retryDelayMs));
+    }
+  }
+
+  /** Runs `fn` under the lock and always releases it, whether `fn` returns or throws. */
+  async withLock<T>(key: string, options: LockOptions, fn: (lock: Lock) => Promise<T> | T): Promise<T> {
+    const lock = await this.acquire(key, options);
+    try {
+      return await fn(lock);
+    } finally {
+      await lock.release();
+    }
+  }
+
+  private async tryAcquire(key: string, options: z.output<typeof lockOptionsSchema>): Promise<{ lock: Lock } | { current: LockItem | undefined }> {
+    const { doc, config } = this.options;
+    const now = this.clock.now();
+    const holder = this.newId();
+    const writeId = this.newId();
+    const leaseUntil = now + options.leaseMs;
+    const e = new Expression().require(lockFreeToTake(recoveryCutoff(now, config))).assign({ holder, leaseUntil, writeId }).add('lockToken', 1);
+    try {
+      const out = await doc.send(new UpdateCommand({ TableName: config.tableName, Key: lockKey(key), ...e.params(), ReturnValues: 'ALL_NEW' }), deadline(config.requestDeadlineMs));
+      return { lock: this.held(key, holder, (out.Attributes as LockItem).lockToken!, leaseUntil, options) };
+    } catch (error) {
+      if (!isConditionalCheckFailed(error) && !isTransient(error)) throw error;
+      // A retried write whose first attempt applied, or an answer our deadline cut off: look before giving up.
+      const current = await this.read(key);
+      if (current?.writeId === writeId) return { lock: this.held(key, holder, current.lockToken!, leaseUntil, options) };
+      if (isConditionalCheckFailed(error) || wasRetried(error)) return { current };
+      throw error;
+    }
+  }
+
+  private async read(key: string): Promise<LockItem | undefined> {
+    const out = await this.options.doc.send(new GetCommand({ TableName: this.options.config.tableName, Key: lockKey(key), ConsistentRead: true }), deadline(this.options.config.requestDeadlineMs));
+    return out.Item as LockItem | undefined;
+  }
+
+  private held(key: string, holder: string, token: number, firstLeaseUntil: number, options: z.output<typeof lockOptionsSchema>): Lock {
+    const controller = new AbortController();
+    let leaseUntil = firstLeaseUntil;
+    let timer: NodeJS.Timeout | undefined;
+    const lose = (reason: LockLostError['reason']) => {
+      clearTimeout(timer);
+      timer = undefined;
+      if (!controller.signal.aborted) controller.abort(new LockLostError(key, reason));
+    };
+    const { doc, config } = this.options;
+    const conditionalUpdate = async (e: Expression) => {
+      try {
+        await doc.send(new UpdateCommand({ TableName: config.tableName, Key: lockKey(key), ...e.require(holdsTokenLease(holder, token, 'lockToken')).params() }), deadline(config.requestDeadlineMs));
+        return true;
+      } catch (error) {
+        if (isConditionalCheckFailed(error)) return false;
+        throw error;
+      }
+    };
+    const renew = async () => {
+      const next = this.clock.now() + options.leaseMs;
+      try {
+        if (await conditionalUpdate(new Expression().set('leaseUntil', next))) leaseUntil = next;
+        else return lose('taken-over');
+      } catch {
+        // Unknown whether it applied; keep trying until our own view says the lease ran out.
+        if (this.clock.now() >= leaseUntil) return lose('renewal-failed');
+      }
+      if (!controller.signal.aborted) timer = setTimeout(() => void renew(), options.leaseMs / 3);
+    };
+    if (options.mode === 'auto-renew') timer = setTimeout(() => void renew(), options.leaseMs / 3);
+    else timer = setTimeout(() => lose('expired'), Math.max(0, leaseUntil - this.clock.now()));
+
+    return {
+      key,
+      holder,
+      token,
+      signal: controller.signal,
+      get leaseUntil() {
+        return leaseUntil;
+      },
+      expired: () => this.clock.now() >= leaseUntil,
+      release: async () => {
+        clearTimeout(timer);
+        timer = undefined;
+        const released = await conditionalUpdate(new Expression().remove('holder', 'leaseUntil'));
+        if (!controller.signal.aborted) controller.abort(new LockLostError(key, released ? 'released' : 'taken-over'));
+        return released;
+      },
+    };
+  }
+}
