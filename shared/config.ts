@@ -46,6 +46,11 @@ export const settings = {
   retentionDays: { env: 'LEASEHOLD_RETENTION_DAYS', schema: positiveInt.max(3650), default: 30 },
   idleStopMs: { env: 'LEASEHOLD_IDLE_STOP_MS', schema: positiveMs, default: 10_000 },
   drainMarginMs: { env: 'LEASEHOLD_DRAIN_MARGIN_MS', schema: positiveMs, default: 20_000 },
+  // Recurring schedules in AWS (set by the CDK stack); without them schedules are evaluated locally.
+  scheduleGroup: { env: 'LEASEHOLD_SCHEDULE_GROUP', schema: z.string().min(1).optional(), default: undefined },
+  schedulerRoleArn: { env: 'LEASEHOLD_SCHEDULER_ROLE_ARN', schema: z.string().startsWith('arn:', 'must be an IAM role ARN').optional(), default: undefined },
+  fireFunctionArn: { env: 'LEASEHOLD_FIRE_FUNCTION_ARN', schema: z.string().startsWith('arn:', 'must be a Lambda function ARN').optional(), default: undefined },
+  scheduleDeadLetterArn: { env: 'LEASEHOLD_SCHEDULE_DLQ_ARN', schema: z.string().startsWith('arn:', 'must be an SQS queue ARN').optional(), default: undefined },
   // The local stack's own settings.
   port: { env: 'LEASEHOLD_PORT', schema: z.coerce.number().int('must be a whole number').min(0).max(65_535, 'must be a TCP port (0-65535)'), default: 3000 },
   dataDir: { env: 'LEASEHOLD_DATA_DIR', schema: z.string().min(1), default: '.leasehold' },

@@ -14,7 +14,7 @@ let api: LocalApiServer;
 beforeAll(async () => {
   server = await startDynalite();
   const w = await createWorkerWorld(server.endpoint, demoTasks);
-  api = await serveApi({ store: w.store, queue: w.queue, config: w.config, logger: silentLogger() }, 0);
+  api = await serveApi({ ...w, logger: silentLogger() }, 0);
 });
 afterAll(async () => {
   await api.close();

@@ -13,12 +13,15 @@ import type { LeaseholdConfig } from '../config.js';
 import { describeError } from '../worker/outcome.js';
 import { callerOwner } from './caller.js';
 import { json, problem, type ApiResponse } from './http.js';
-import { enqueueBody, listQuery, MAX_BODY_BYTES } from './request-schemas.js';
+import { enqueueBody, firesQuery, listQuery, MAX_BODY_BYTES } from './request-schemas.js';
+import { fireJson, scheduleJson } from '../schedules/schedule-model.js';
+import { ScheduleNameTakenError, ScheduleNotFoundError, ScheduleSyncError, type ScheduleService } from '../schedules/schedule-service.js';
 import { taskJson } from './task-json.js';
 
 export interface ApiDeps {
   store: TaskStore;
   queue: TaskQueue;
+  schedules: ScheduleService;
   config: Pick<LeaseholdConfig, 'maxExecutionMs'>;
   logger: Logger;
 }
@@ -46,6 +49,11 @@ const routes: Route[] = [
   { method: 'GET', path: '/tasks/{id}', pattern: /^\/tasks\/([^/]+)$/, handle: async (ctx, [id]) => json(200, { task: taskJson(await ctx.deps.store.get({ id: id!, owner: ctx.owner })) }) },
   { method: 'POST', path: '/tasks/{id}/cancel', pattern: /^\/tasks\/([^/]+)\/cancel$/, handle: async (ctx, [id]) => json(200, { task: taskJson(await ctx.deps.store.requestCancel({ id: id!, owner: ctx.owner })) }) },
   { method: 'POST', path: '/tasks/{id}/retry', pattern: /^\/tasks\/([^/]+)\/retry$/, handle: async (ctx, [id]) => json(200, { task: taskJson(await ctx.deps.store.redrive({ id: id!, owner: ctx.owner })) }) },
+  { method: 'GET', path: '/schedules', pattern: /^\/schedules$/, handle: (ctx) => listSchedules(ctx) },
+  { method: 'PUT', path: '/schedules/{name}', pattern: /^\/schedules\/([^/]+)$/, handle: (ctx, [name]) => putSchedule(ctx, name!) },
+  { method: 'GET', path: '/schedules/{name}', pattern: /^\/schedules\/([^/]+)$/, handle: (ctx, [name]) => getSchedule(ctx, name!) },
+  { method: 'DELETE', path: '/schedules/{name}', pattern: /^\/schedules\/([^/]+)$/, handle: (ctx, [name]) => deleteSchedule(ctx, name!) },
+  { method: 'GET', path: '/schedules/{name}/fires', pattern: /^\/schedules\/([^/]+)\/fires$/, handle: (ctx, [name]) => listFires(ctx, name!) },
 ];
 
 /** Every route of the API, for the infrastructure. */
@@ -121,6 +129,34 @@ async function listTasks(ctx: RequestContext): Promise<ApiResponse> {
   return json(200, { tasks: page.tasks.map(taskJson), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) });
 }
 
+async function putSchedule(ctx: RequestContext, name: string): Promise<ApiResponse> {
+  const body = readJsonBody(ctx.event);
+  if ('response' in body) return body.response;
+  const { schedule, created } = await ctx.deps.schedules.put(name, ctx.owner, body.value);
+  return json(created ? 201 : 200, { schedule: scheduleJson(schedule, ctx.deps.schedules.nextFire(schedule)) });
+}
+
+async function getSchedule(ctx: RequestContext, name: string): Promise<ApiResponse> {
+  const schedule = await ctx.deps.schedules.get(name, ctx.owner);
+  return json(200, { schedule: scheduleJson(schedule, ctx.deps.schedules.nextFire(schedule)) });
+}
+
+async function listSchedules(ctx: RequestContext): Promise<ApiResponse> {
+  const schedules = await ctx.deps.schedules.list(ctx.owner);
+  return json(200, { schedules: schedules.map((s) => scheduleJson(s, ctx.deps.schedules.nextFire(s))) });
+}
+
+async function deleteSchedule(ctx: RequestContext, name: string): Promise<ApiResponse> {
+  await ctx.deps.schedules.delete(name, ctx.owner);
+  return { statusCode: 204, headers: {}, body: '' };
+}
+
+async function listFires(ctx: RequestContext, name: string): Promise<ApiResponse> {
+  const { limit } = parse(firesQuery, ctx.event.queryStringParameters ?? {}, 'query');
+  const { fires, missed } = await ctx.deps.schedules.fires(name, ctx.owner, limit);
+  return json(200, { fires: fires.map(fireJson), missed: missed.map((t) => new Date(t).toISOString()) });
+}
+
 function readJsonBody(event: ApiEvent): { value: unknown } | { response: ApiResponse } {
   const contentType = (headerOf(event, 'content-type') ?? '').split(';')[0]!.trim().toLowerCase();
   if (!/^application\/([\w.-]+\+)?json$/.test(contentType)) {
@@ -147,7 +183,7 @@ function parse<S extends z.ZodType>(schema: S, value: unknown, where: 'body' | '
   const result = schema.safeParse(value);
   if (result.success) return result.data;
   throw new ValidationError(
-    where === 'body' ? 'POST /tasks' : 'GET /tasks',
+    where === 'body' ? 'request body' : 'query string',
     result.error.issues.map((i) => ({ path: i.path.length ? i.path.map(String).join('.') : where, message: i.message })),
   );
 }
@@ -157,6 +193,9 @@ function errorResponse(error: unknown, logger: Logger): ApiResponse {
     return problem(400, error.code, `Fix these fields and send again: ${error.problems.map((p) => (p.path ? `${p.path} ${p.message}` : p.message)).join('; ')}.`, { errors: error.problems });
   }
   if (error instanceof TaskNotFoundError) return problem(404, error.code, `No task ${error.taskId} for this caller.`);
+  if (error instanceof ScheduleNotFoundError) return problem(404, error.code, error.message);
+  if (error instanceof ScheduleNameTakenError) return problem(409, error.code, error.message);
+  if (error instanceof ScheduleSyncError) return problem(503, error.code, error.message, { headers: { 'retry-after': '5' } });
   if (error instanceof IdempotencyConflictError) return problem(409, error.code, error.message, { taskId: error.existing.id });
   if (error instanceof TaskStateConflictError) return problem(409, error.code, error.message, { taskStatus: error.task.status });
   if (error instanceof LeaseholdError) return problem(400, error.code, error.message);

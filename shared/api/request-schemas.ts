@@ -27,3 +27,5 @@ export const listQuery = z
     cursor: z.string().optional(),
   })
   .strict();
+
+export const firesQuery = z.object({ limit: z.coerce.number().int('must be a whole number').min(1).max(100).default(20) }).strict();

@@ -16,6 +16,8 @@ import { RecordingMetrics } from '../worker/metrics.js';
 import { runRecoverySweep } from '../worker/recovery-sweep.js';
 import { Worker, type RunSummary } from '../worker/worker.js';
 import { startDynalite, type DynaliteServer } from './dynalite.js';
+import { LocalScheduleTicker } from '../schedules/local-ticker.js';
+import { systemClock } from '../clock.js';
 import { serveApi, type LocalApiServer } from './http-bridge.js';
 
 export interface Roles {
@@ -77,6 +79,10 @@ export async function startStack(options: StackOptions): Promise<LocalStack> {
     recoveryTimer = setInterval(runSweep, app.config.recoveryIntervalMs);
   }
 
+  // Every running stack fires the schedules' ticks; each tick's idempotency key makes it one task.
+  const ticker = app.schedules.evaluatedLocally ? new LocalScheduleTicker(app.schedules, systemClock(), logger) : undefined;
+  ticker?.start();
+
   return {
     app,
     apiUrl: api?.url,
@@ -85,6 +91,7 @@ export async function startStack(options: StackOptions): Promise<LocalStack> {
     workerId,
     stop: async () => {
       clearInterval(recoveryTimer);
+      await ticker?.stop();
       stopWorker.abort();
       await workerRun;
       await sweep;
@@ -102,6 +109,7 @@ export function banner(stack: LocalStack, roles: Roles, dataDir: string): string
   lines.push(`  DynamoDB  ${stack.dynamodbEndpoint} (${stack.embedded ? `embedded dynalite, data in ${join(dataDir, 'dynamodb')}` : 'external endpoint'}), table ${stack.app.config.tableName}`);
   if (roles.worker) lines.push(`  worker    ${stack.workerId}, ${stack.app.config.workerConcurrency} at a time, types: ${stack.app.registry.names().join(', ')}`);
   if (roles.recovery) lines.push(`  recovery  every ${stack.app.config.recoveryIntervalMs / 1000} s`);
+  if (stack.app.schedules.evaluatedLocally) lines.push('  schedules evaluated here every second (PUT /schedules/{name})');
   if (stack.apiUrl) {
     lines.push('Try:');
     lines.push(`  curl -s -X POST ${stack.apiUrl}/tasks -H 'content-type: application/json' -d '{"type":"demo.echo","payload":{"hello":"world"}}'`);

@@ -9,6 +9,9 @@ import type { TaskStore } from '../../shared/store/task-store.js';
 import { RecordingMetrics } from '../../shared/worker/metrics.js';
 import { Worker } from '../../shared/worker/worker.js';
 import { createTestStore, type TestStore } from './test-store.js';
+import { ScheduleService } from '../../shared/schedules/schedule-service.js';
+import { ScheduleStore } from '../../shared/schedules/schedule-store.js';
+import { localSync, type SchedulerSync } from '../../shared/schedules/scheduler-sync.js';
 
 /** Lease 1.5 s, heartbeat 200 ms: the protocol's ratios at a speed tests can wait for. */
 export const FAST_LEASES: ConfigInput = {
@@ -30,10 +33,11 @@ export const silentLogger = () => new Logger({ serviceName: 'test', logLevel: 'S
 export interface WorkerWorld extends TestStore {
   registry: TaskRegistry;
   queue: TaskQueue;
+  schedules: ScheduleService;
   worker(id: string, options?: { store?: TaskStore; metrics?: RecordingMetrics }): Worker & { recorded: RecordingMetrics };
 }
 
-export async function createWorkerWorld(endpoint: string, definitions: TaskDefinition[], overrides: ConfigInput = {}): Promise<WorkerWorld> {
+export async function createWorkerWorld(endpoint: string, definitions: TaskDefinition[], overrides: ConfigInput = {}, sync: SchedulerSync = localSync): Promise<WorkerWorld> {
   const t = await createTestStore(endpoint, { ...FAST_LEASES, ...overrides }, { clock: systemClock(), random: Math.random });
   const registry = new TaskRegistry(definitions, t.config);
   const queue = new TaskQueue(t.store, registry, t.config);
@@ -41,6 +45,7 @@ export async function createWorkerWorld(endpoint: string, definitions: TaskDefin
     ...t,
     registry,
     queue,
+    schedules: new ScheduleService(new ScheduleStore(t.store.ctx), sync, queue, t.storeClock),
     worker: (id, options = {}) => {
       const recorded = options.metrics ?? new RecordingMetrics();
       const worker = new Worker({ store: options.store ?? t.peer(), registry, config: t.config, workerId: id, logger: silentLogger(), metrics: recorded });

@@ -1,0 +1,77 @@
+/**
+ * Keeps EventBridge Scheduler in step with the definitions in the table. Upsert is idempotent (update,
+ * or create when missing), so a retried PUT repairs whatever a failed one left.
+ */
+import {
+  ConflictException,
+  CreateScheduleCommand,
+  DeleteScheduleCommand,
+  ResourceNotFoundException,
+  SchedulerClient,
+  UpdateScheduleCommand,
+  type CreateScheduleCommandInput,
+} from '@aws-sdk/client-scheduler';
+import type { ScheduleDefinition } from './schedule-model.js';
+
+export interface SchedulerSync {
+  /** 'LOCAL': no EventBridge; the local stack evaluates the expressions itself. */
+  readonly mode: 'eventbridge' | 'local';
+  upsert(def: ScheduleDefinition): Promise<void>;
+  remove(name: string): Promise<void>;
+}
+
+export const localSync: SchedulerSync = { mode: 'local', upsert: async () => undefined, remove: async () => undefined };
+
+export interface EventBridgeSyncOptions {
+  client: SchedulerClient;
+  groupName: string;
+  /** The fire function the schedules invoke. */
+  targetArn: string;
+  /** The role EventBridge Scheduler assumes to invoke it (the API passes it: iam:PassRole). */
+  roleArn: string;
+  deadLetterArn?: string;
+}
+
+export function eventBridgeSync(options: EventBridgeSyncOptions): SchedulerSync {
+  const input = (def: ScheduleDefinition): CreateScheduleCommandInput => ({
+    Name: def.name,
+    GroupName: options.groupName,
+    ScheduleExpression: def.expression,
+    ScheduleExpressionTimezone: def.timezone,
+    FlexibleTimeWindow: { Mode: 'OFF' },
+    State: def.enabled ? 'ENABLED' : 'DISABLED',
+    Description: `Leasehold schedule ${def.name} (version ${def.version})`,
+    Target: {
+      Arn: options.targetArn,
+      RoleArn: options.roleArn,
+      // The scheduled time (not the delivery time) makes each tick's idempotency key.
+      Input: JSON.stringify({ scheduleName: def.name, scheduledTime: '<aws.scheduler.scheduled-time>' }),
+      RetryPolicy: { MaximumRetryAttempts: 5, MaximumEventAgeInSeconds: 3600 },
+      ...(options.deadLetterArn ? { DeadLetterConfig: { Arn: options.deadLetterArn } } : {}),
+    },
+  });
+  return {
+    mode: 'eventbridge',
+    upsert: async (def) => {
+      try {
+        await options.client.send(new UpdateScheduleCommand(input(def)));
+      } catch (error) {
+        if (!(error instanceof ResourceNotFoundException)) throw error;
+        try {
+          await options.client.send(new CreateScheduleCommand(input(def)));
+        } catch (createError) {
+          // Created meanwhile by a concurrent PUT: bring it to this version.
+          if (!(createError instanceof ConflictException)) throw createError;
+          await options.client.send(new UpdateScheduleCommand(input(def)));
+        }
+      }
+    },
+    remove: async (name) => {
+      try {
+        await options.client.send(new DeleteScheduleCommand({ Name: name, GroupName: options.groupName }));
+      } catch (error) {
+        if (!(error instanceof ResourceNotFoundException)) throw error;
+      }
+    },
+  };
+}
