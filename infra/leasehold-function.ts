@@ -24,7 +24,7 @@ export interface TableAccess {
 
 export interface LeaseholdFunctionProps {
   /** The entry point under functions/. */
-  entry: 'api' | 'worker' | 'recovery';
+  entry: 'api' | 'worker' | 'recovery' | 'fire';
   description: string;
   timeout: Duration;
   memorySize: number;

@@ -11,6 +11,7 @@ import { Monitoring } from './monitoring.js';
 import { LeaseholdSchedules } from './schedules.js';
 import { sizeFunctions } from './sizing.js';
 import { TaskTable } from './task-table.js';
+import { UserSchedules } from './user-schedules.js';
 
 export interface LeaseholdStackProps extends StackProps {
   /** Default: read from the environment at synth time (the same LEASEHOLD_* variables). */
@@ -22,18 +23,27 @@ export interface LeaseholdStackProps extends StackProps {
 }
 
 /** Exactly the DynamoDB actions each function's code uses (see shared/store/). */
-export const FUNCTION_ACCESS: Record<'api' | 'worker' | 'recovery', TableAccess> = {
-  // enqueue (put, read-back), get, cancel, retry, list (owner index + batch read)
-  api: { table: ['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'], indexes: { [INDEX.owner.name]: ['dynamodb:Query'] } },
+export const FUNCTION_ACCESS: Record<FunctionName, TableAccess> = {
+  // enqueue (put, read-back), get, cancel, retry, list (owner index + batch read); schedule
+  // definitions and fires (query their partitions, put, update the sync state, delete a definition)
+  api: {
+    table: ['dynamodb:BatchGetItem', 'dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:UpdateItem'],
+    indexes: { [INDEX.owner.name]: ['dynamodb:Query'] },
+  },
   // claim (ready heads, slot partitions on the table), lease writes, read-backs
   worker: { table: ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem'], indexes: { [INDEX.ready.name]: ['dynamodb:Query'] } },
   // sweep (sweep index + batch read), fixes and promotions, queue-depth counts (ready index)
   recovery: { table: ['dynamodb:BatchGetItem', 'dynamodb:UpdateItem'], indexes: { [INDEX.sweep.name]: ['dynamodb:Query'], [INDEX.ready.name]: ['dynamodb:Query'] } },
+  // a schedule tick: read the definition, enqueue (put, read-back), record the fire
+  fire: { table: ['dynamodb:GetItem', 'dynamodb:PutItem'], indexes: {} },
 };
+
+export type FunctionName = 'api' | 'worker' | 'recovery' | 'fire';
 
 export class LeaseholdStack extends Stack {
   readonly taskTable: TaskTable;
-  readonly functions: Record<'api' | 'worker' | 'recovery', LeaseholdFunction>;
+  readonly functions: Record<FunctionName, LeaseholdFunction>;
+  readonly userSchedules: UserSchedules;
   readonly httpApi: LeaseholdHttpApi;
   readonly schedules: LeaseholdSchedules;
   readonly monitoring: Monitoring;
@@ -46,7 +56,7 @@ export class LeaseholdStack extends Stack {
     const logRetention = props.logRetention ?? RetentionDays.ONE_MONTH;
     this.taskTable = new TaskTable(this, 'Tasks');
 
-    const fn = (name: 'api' | 'worker' | 'recovery', description: string, timeoutMs: number, memorySize: number, reserved?: number) =>
+    const fn = (name: FunctionName, description: string, timeoutMs: number, memorySize: number, reserved?: number) =>
       new LeaseholdFunction(this, `${name[0]!.toUpperCase()}${name.slice(1)}`, {
         entry: name,
         description,
@@ -62,11 +72,22 @@ export class LeaseholdStack extends Stack {
       api: fn('api', 'Leasehold HTTP API', sizing.apiTimeoutMs, sizing.apiMemoryMb),
       worker: fn('worker', 'Leasehold worker: claims, runs and renews tasks', sizing.workerTimeoutMs, sizing.workerMemoryMb, props.workerReservedConcurrency ?? sizing.workerReservedConcurrency),
       recovery: fn('recovery', 'Leasehold recovery: expired leases and due delayed tasks', sizing.recoveryTimeoutMs, sizing.recoveryMemoryMb),
+      fire: fn('fire', 'Leasehold schedule tick: enqueues the schedule task once per tick', sizing.apiTimeoutMs, sizing.apiMemoryMb),
     };
 
     this.httpApi = new LeaseholdHttpApi(this, 'Http', { handler: this.functions.api.fn, throttle: props.apiThrottle ?? { rateLimit: 100, burstLimit: 200 }, logRetention });
     this.schedules = new LeaseholdSchedules(this, 'Schedules', { worker: this.functions.worker.fn, recovery: this.functions.recovery.fn, recoveryIntervalMs: config.recoveryIntervalMs });
+    this.userSchedules = new UserSchedules(this, 'UserSchedules', { api: this.functions.api.fn, fire: this.functions.fire.fn, deadLetters: this.schedules.deadLetters });
+    const scheduleEnvironment = {
+      LEASEHOLD_SCHEDULE_GROUP: this.userSchedules.group.scheduleGroupName,
+      LEASEHOLD_SCHEDULER_ROLE_ARN: this.userSchedules.invokeRole.roleArn,
+      LEASEHOLD_FIRE_FUNCTION_ARN: this.functions.fire.fn.functionArn,
+      LEASEHOLD_SCHEDULE_DLQ_ARN: this.schedules.deadLetters.queueArn,
+    };
+    for (const [k, v] of Object.entries(scheduleEnvironment)) this.functions.api.fn.addEnvironment(k, v);
+
     this.monitoring = new Monitoring(this, 'Monitoring', {
+      fire: this.functions.fire.fn,
       worker: this.functions.worker.fn,
       recovery: this.functions.recovery.fn,
       api: this.functions.api.fn,

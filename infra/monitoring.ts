@@ -27,6 +27,7 @@ export interface MonitoringProps {
   worker: IFunction;
   recovery: IFunction;
   api: IFunction;
+  fire: IFunction;
   deadLetters: IQueue;
 }
 
@@ -76,6 +77,7 @@ export class Monitoring extends Construct {
     alarm('ScheduleDeadLetters', props.deadLetters.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(5), statistic: 'Maximum' }), 0, ComparisonOperator.GREATER_THAN_THRESHOLD, 1, 'A scheduled worker or recovery invocation failed all its retries and went to the dead-letter queue.');
     alarm('WorkerErrors', props.worker.metricErrors({ period: Duration.minutes(5) }), 0, ComparisonOperator.GREATER_THAN_THRESHOLD, 1, 'The worker function returned errors.');
     alarm('WorkerThrottles', props.worker.metricThrottles({ period: Duration.minutes(5) }), 0, ComparisonOperator.GREATER_THAN_THRESHOLD, 1, 'Worker invocations were throttled (reserved concurrency reached).');
+    alarm('FireErrors', props.fire.metricErrors({ period: Duration.minutes(5) }), 0, ComparisonOperator.GREATER_THAN_THRESHOLD, 1, 'The schedule fire function returned errors: ticks are being retried or sent to the dead-letter queue.');
     alarm('RecoveryErrors', props.recovery.metricErrors({ period: Duration.minutes(5) }), 0, ComparisonOperator.GREATER_THAN_THRESHOLD, 1, 'The recovery function returned errors: expired leases are not being recovered.');
 
     this.dashboard = new Dashboard(this, 'Dashboard', { defaultInterval: Duration.hours(3) });

@@ -22,6 +22,11 @@ export function acknowledgeFindings(stack: LeaseholdStack): void {
       reason: 'The Scheduler role may invoke exactly this function and its versions (ARN:*); it is scoped to one function.',
     });
   }
+  const group = Stack.of(stack).resolve(stack.userSchedules.group.scheduleGroupName) as string;
+  Validations.of(stack.functions.api).acknowledge({
+    id: `AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:scheduler:<AWS::Region>:<AWS::AccountId>:schedule/${group}/*]`,
+    reason: 'The API manages the schedules users name at run time, so the resource is every schedule in the one group kept for user schedules, and nothing else.',
+  });
   Validations.of(stack.monitoring).acknowledge({
     id: 'CloudFormation-Validate::W1030',
     reason: 'The alarm topic parameter may be empty; the alarm actions use it only under a condition that it is not.',

@@ -9,7 +9,7 @@ import { apiEvent } from './support/api-events.js';
 import { sleep } from './support/worker-world.js';
 
 let server: DynaliteServer;
-let fns: { api: typeof import('../functions/api.js'); worker: typeof import('../functions/worker.js'); recovery: typeof import('../functions/recovery.js') };
+let fns: { api: typeof import('../functions/api.js'); worker: typeof import('../functions/worker.js'); recovery: typeof import('../functions/recovery.js'); fire: typeof import('../functions/fire.js') };
 let store: TaskStore;
 const table = `fn-${process.pid}`;
 
@@ -42,7 +42,7 @@ beforeAll(async () => {
   const client = new DynamoDBClient({ endpoint: server.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
   await ensureTable(client, table);
   store = new TaskStore({ doc: DynamoDBDocumentClient.from(client), config: loadConfig(env) });
-  fns = { api: await import('../functions/api.js'), worker: await import('../functions/worker.js'), recovery: await import('../functions/recovery.js') };
+  fns = { api: await import('../functions/api.js'), worker: await import('../functions/worker.js'), recovery: await import('../functions/recovery.js'), fire: await import('../functions/fire.js') };
 });
 afterAll(() => server.close());
 
@@ -84,5 +84,16 @@ describe('the Lambda functions', () => {
     const report = await fns.recovery.handler();
     expect(report).toMatchObject({ requeued: 1, failed: 0, truncated: false });
     expect(await store.get({ id })).toMatchObject({ status: 'QUEUED', attempts: 1 });
+  });
+
+  it('fire: a schedule tick delivered twice (Scheduler is at-least-once) enqueues one task; a malformed event is dropped', async () => {
+    const put = await fns.api.handler(apiEvent({ method: 'PUT', path: '/schedules/nightly', body: { expression: 'cron(0 2 * * ? *)', task: { type: 'demo.echo', payload: { n: 1 } } } }));
+    expect(put.statusCode).toBe(201);
+    const event = { scheduleName: 'nightly', scheduledTime: '2026-12-01T02:00:00Z' };
+    const first = await fns.fire.handler(event);
+    const second = await fns.fire.handler(event);
+    expect(first).toMatchObject({ fired: true, created: true });
+    expect(second).toMatchObject({ fired: true, created: false, taskId: (first as { taskId: string }).taskId });
+    expect(await fns.fire.handler({ scheduleName: 'nightly' })).toEqual({ fired: false, reason: 'malformed-event' });
   });
 });

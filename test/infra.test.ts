@@ -10,7 +10,8 @@ import { AwsSolutionsChecks } from 'cdk-nag';
 import { API_ROUTES } from '../shared/api/api-handler.js';
 import { defineConfig } from '../shared/config.js';
 import { INDEX, KEY, TTL_ATTRIBUTE } from '../shared/table-layout.js';
-import { FUNCTION_ACCESS } from '../infra/leasehold-stack.js';
+import { FUNCTION_ACCESS, type FunctionName } from '../infra/leasehold-stack.js';
+import { SCHEDULE_MANAGEMENT_ACTIONS } from '../infra/user-schedules.js';
 import { lambdaEnvironment } from '../infra/lambda-env.js';
 import { sizeFunctions } from '../infra/sizing.js';
 
@@ -38,9 +39,10 @@ describe('cdk synth and cdk-nag', () => {
     expect(nag.violations).toEqual([]);
     expect([...new Set(nag.suppressedViolations.map((v) => v.ruleName.replace(/\[.*$/, '')))].sort()).toEqual(['AwsSolutions-IAM5', 'AwsSolutions-L1', 'AwsSolutions-SQS3']);
     // The wildcard acknowledged is only the Scheduler's right to invoke a function's versions.
-    expect(nag.suppressedViolations.filter((v) => v.ruleName.startsWith('AwsSolutions-IAM5')).map((v) => v.ruleName)).toEqual([
-      expect.stringMatching(/^AwsSolutions-IAM5\[Resource::<WorkerFunction\w+\.Arn>:\*\]$/),
+    expect(nag.suppressedViolations.filter((v) => v.ruleName.startsWith('AwsSolutions-IAM5')).map((v) => v.ruleName).sort()).toEqual([
       expect.stringMatching(/^AwsSolutions-IAM5\[Resource::<RecoveryFunction\w+\.Arn>:\*\]$/),
+      expect.stringMatching(/^AwsSolutions-IAM5\[Resource::<WorkerFunction\w+\.Arn>:\*\]$/),
+      expect.stringMatching(/^AwsSolutions-IAM5\[Resource::arn:<AWS::Partition>:scheduler:<AWS::Region>:<AWS::AccountId>:schedule\/Leasehold-UserSchedules-Group-\w+\/\*\]$/),
     ]);
     expect(nag.suppressedViolations.every((v) => v.reason.length > 40)).toBe(true);
   });
@@ -97,7 +99,7 @@ describe('the functions', () => {
 
   it('are ARM64 Node 22 with source maps, sized from the config, with the config as environment', () => {
     const fns = resources('AWS::Lambda::Function');
-    expect(fns).toHaveLength(3);
+    expect(fns).toHaveLength(4);
     for (const [, fn] of fns) {
       expect(fn.Properties).toMatchObject({ Runtime: 'nodejs22.x', Architectures: ['arm64'], Handler: 'index.handler' });
       expect(fn.Properties.Environment.Variables).toMatchObject({ ...lambdaEnvironment(config), NODE_OPTIONS: '--enable-source-maps', LEASEHOLD_TABLE: { Ref: expect.any(String) } });
@@ -111,10 +113,10 @@ describe('the functions', () => {
   });
 
   it('each role lists exactly the DynamoDB actions its function uses, on the table and the indexes it uses, and nothing with *', () => {
-    for (const name of ['Api', 'Worker', 'Recovery'] as const) {
+    for (const name of ['Api', 'Worker', 'Recovery', 'Fire'] as const) {
       const [, role] = resources('AWS::IAM::Role').find(([id]) => id.startsWith(`${name}Role`))!;
       const statements = role.Properties.Policies[0].PolicyDocument.Statement as { Sid: string; Action: string | string[]; Resource: unknown }[];
-      const access = FUNCTION_ACCESS[name.toLowerCase() as 'api' | 'worker' | 'recovery'];
+      const access = FUNCTION_ACCESS[name.toLowerCase() as FunctionName];
       const dynamo = statements.filter((s) => [s.Action].flat().some((a) => a.startsWith('dynamodb:')));
       expect(dynamo.find((s) => s.Sid === 'TaskItems')!.Action).toEqual(access.table);
       expect(dynamo.find((s) => s.Sid === 'TaskItems')!.Resource).toEqual({ 'Fn::GetAtt': [expect.stringMatching(/^TasksTable/), 'Arn'] });
@@ -124,15 +126,33 @@ describe('the functions', () => {
       }
       expect(dynamo).toHaveLength(1 + Object.keys(access.indexes).length);
       const all = JSON.stringify(statements);
-      expect(all).not.toMatch(/dynamodb:Scan|dynamodb:DeleteItem|dynamodb:\*|"\*"/);
+      expect(all).not.toMatch(/dynamodb:Scan|dynamodb:\*|"\*"/);
+      // Only the API deletes anything: a schedule definition.
+      if (name !== 'Api') expect(all).not.toContain('dynamodb:DeleteItem');
     }
     expect(FUNCTION_ACCESS.worker.table).not.toContain('dynamodb:PutItem');
+  });
+
+  it('the API may manage schedules in the user-schedule group only, and pass only the Scheduler’s invoke role', () => {
+    const [, policy] = resources('AWS::IAM::Policy').find(([id]) => id.startsWith('ApiRoleDefaultPolicy'))!;
+    const statements = policy.Properties.PolicyDocument.Statement as { Sid: string; Action: string | string[]; Resource: any; Condition?: unknown }[];
+    const manage = statements.find((x) => x.Sid === 'ManageUserSchedules')!;
+    expect(manage.Action).toEqual(SCHEDULE_MANAGEMENT_ACTIONS);
+    expect(JSON.stringify(manage.Resource)).toMatch(/:schedule\/Leasehold-UserSchedules-Group-\w+\/\*/);
+    const pass = statements.find((x) => x.Sid === 'PassSchedulerRole')!;
+    expect(pass).toMatchObject({ Action: 'iam:PassRole', Resource: { 'Fn::GetAtt': [expect.stringMatching(/^UserSchedulesInvokeRole/), 'Arn'] }, Condition: { StringEquals: { 'iam:PassedToService': 'scheduler.amazonaws.com' } } });
+    expect(statements).toHaveLength(2);
+    const api = resources('AWS::Lambda::Function').find(([id]) => id.startsWith('Api'))![1].Properties.Environment.Variables;
+    expect(Object.keys(api)).toEqual(expect.arrayContaining(['LEASEHOLD_SCHEDULE_GROUP', 'LEASEHOLD_SCHEDULER_ROLE_ARN', 'LEASEHOLD_FIRE_FUNCTION_ARN', 'LEASEHOLD_SCHEDULE_DLQ_ARN']));
+    const [, invokePolicy] = resources('AWS::IAM::Policy').find(([id]) => id.startsWith('UserSchedulesInvokeRoleDefaultPolicy'))!;
+    expect(invokePolicy.Properties.PolicyDocument.Statement.map((x: { Action: string }) => x.Action)).toEqual(['lambda:InvokeFunction', 'sqs:SendMessage']);
+    template.resourceCountIs('AWS::Scheduler::ScheduleGroup', 2);
   });
 
   it('bundles the pinned AWS SDK into each function instead of using the runtime copy', () => {
     const pinned = (JSON.parse(readFileSync('node_modules/@aws-sdk/client-dynamodb/package.json', 'utf8')) as { version: string }).version;
     const bundles = readdirSync(outDir).filter((d) => d.startsWith('asset.')).map((d) => readFileSync(join(outDir, d, 'index.js'), 'utf8'));
-    expect(bundles).toHaveLength(3);
+    expect(bundles).toHaveLength(4);
     for (const code of bundles) {
       expect(code).toContain('"DynamoDB_20120810"');
       expect(code).toContain(`version:"${pinned}"`);
@@ -168,7 +188,6 @@ describe('the schedules', () => {
       expect(s.Target.DeadLetterConfig.Arn).toEqual({ 'Fn::GetAtt': [expect.stringMatching(/^SchedulesDeadLetters/), 'Arn'] });
       expect(s.Target.Input).toContain('<aws.scheduler.scheduled-time>');
     }
-    template.resourceCountIs('AWS::Scheduler::ScheduleGroup', 1);
   });
 
   it('the dead-letter queue is encrypted and TLS-only', () => {
@@ -182,7 +201,7 @@ describe('the schedules', () => {
 describe('observability', () => {
   it('alarms at seed 000’s thresholds and on failures, dead letters, worker errors and throttles', () => {
     const alarms = Object.fromEntries(resources('AWS::CloudWatch::Alarm').map(([id, a]) => [id.replace(/^Monitoring/, '').replace(/[0-9A-F]{8}$/, ''), a.Properties]));
-    expect(Object.keys(alarms).sort()).toEqual(['ExpiredLeases', 'LeaseRenewalSuccess', 'RecoveryErrors', 'ScheduleDeadLetters', 'TasksFailed', 'WorkerErrors', 'WorkerThrottles']);
+    expect(Object.keys(alarms).sort()).toEqual(['ExpiredLeases', 'FireErrors', 'LeaseRenewalSuccess', 'RecoveryErrors', 'ScheduleDeadLetters', 'TasksFailed', 'WorkerErrors', 'WorkerThrottles']);
     expect(alarms.LeaseRenewalSuccess).toMatchObject({ Threshold: 0.99, ComparisonOperator: 'LessThanThreshold', EvaluationPeriods: 5 });
     expect(JSON.stringify(alarms.LeaseRenewalSuccess.Metrics)).toContain('LeaseRenewalsOk');
     expect(alarms.LeaseRenewalSuccess.Metrics.find((m: { Id: string }) => m.Id === 'ok').MetricStat.Period).toBe(60);
@@ -197,7 +216,7 @@ describe('observability', () => {
     const body = JSON.stringify(resources('AWS::CloudWatch::Dashboard')[0]![1].Properties.DashboardBody);
     for (const title of ['Queue depth', 'Throughput', 'Task duration', 'Lease health', 'Event-loop lag']) expect(body).toContain(title);
     const logs = resources('AWS::Logs::LogGroup');
-    expect(logs).toHaveLength(4);
+    expect(logs).toHaveLength(5);
     expect(logs.every(([, l]) => l.Properties.RetentionInDays === 30)).toBe(true);
     expect(Object.keys(json.Outputs).sort()).toEqual(['ApiUrl', 'DashboardUrl', 'TableName']);
   });

@@ -115,5 +115,6 @@ export function banner(stack: LocalStack, roles: Roles, dataDir: string): string
     lines.push(`  curl -s -X POST ${stack.apiUrl}/tasks -H 'content-type: application/json' -d '{"type":"demo.echo","payload":{"hello":"world"}}'`);
     lines.push(`  npx leasehold list --url ${stack.apiUrl}`);
   }
+  lines.push('Ctrl-C stops it (running tasks are given back, not lost).');
   return lines;
 }

@@ -33,7 +33,7 @@ export async function startStackProcess(args: string[], env: Record<string, stri
   child.stdout!.on('data', (d: Buffer) => (text += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (text += d.toString()));
   const exited = once(child, 'exit').then(([code]) => code as number | null);
-  const ready = /(listening on (http:\/\/\S+))|(worker {4}\S+)/;
+  const ready = /^Ctrl-C stops it/m;
   for (let waited = 0; !ready.test(text); waited += 25) {
     if (child.exitCode !== null || waited > 20_000) throw new Error(`the stack did not start:\n${text}`);
     await new Promise((r) => setTimeout(r, 25));
