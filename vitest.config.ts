@@ -1,4 +1,18 @@
 import { defineConfig } from 'vitest/config';
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
+
+/** Files that wait on wall-clock time (minute ticks, child processes, cdk synth): started first, so the rest runs beside them. */
+const LONG_RUNNING = ['schedule-stacks', 'local-stack', 'infra', 'store-claim'];
+
+class LongestFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const rank = (f: TestSpecification) => {
+      const i = LONG_RUNNING.findIndex((name) => f.moduleId.includes(`/test/${name}.test.ts`));
+      return i === -1 ? LONG_RUNNING.length : i;
+    };
+    return [...(await super.sort(files))].sort((a, b) => rank(a) - rank(b));
+  }
+}
 
 export default defineConfig({
   test: {
@@ -7,6 +21,7 @@ export default defineConfig({
     pool: 'forks',
     testTimeout: 30_000,
     hookTimeout: 30_000,
+    sequence: { sequencer: LongestFirst },
     // The pinned SDK warns once per process that releases after January 2027 need Node 22.
     env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
   },
