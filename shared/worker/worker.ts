@@ -53,6 +53,8 @@ export interface RunSummary {
 export class Worker {
   readonly timers = new TimerSet();
   private readonly active = new Map<string, Execution>();
+  /** Retries this worker will promote when their backoff ends (task id -> due time): work it knows is coming. */
+  private readonly pendingPromotions = new Map<string, number>();
   private readonly clock: Clock;
   private readonly logger: Logger;
   readonly metrics: LeaseholdMetrics;
@@ -107,7 +109,8 @@ export class Worker {
           idleSince = this.clock.now();
           continue;
         }
-        if (this.active.size > 0) idleSince = this.clock.now();
+        // A retry due within the idle window is work on its way; a long backoff is left to the next invocation.
+        if (this.active.size > 0 || this.retryDueWithin(idleStopMs)) idleSince = this.clock.now();
         else if (this.clock.now() - idleSince >= idleStopMs) {
           this.summary.stoppedBecause = 'idle';
           break;
@@ -123,6 +126,12 @@ export class Worker {
       this.metrics.flush();
     }
     return this.summary;
+  }
+
+  private retryDueWithin(ms: number): boolean {
+    const now = this.clock.now();
+    for (const due of this.pendingPromotions.values()) if (due - now <= ms) return true;
+    return false;
   }
 
   private timeoutOf(type: string): number {
@@ -168,14 +177,18 @@ export class Worker {
    * one write by key and no query; if the worker is gone by then, the recovery sweep promotes it.
    */
   private promoteWhenDue(task: Task): void {
+    this.pendingPromotions.set(task.id, task.availableAt);
     this.timers.timeout(() => {
       this.options.store
         .promote({ id: task.id })
         .then((promoted) => {
           if (promoted) this.metrics.count('DelayedPromoted');
-          this.wake?.();
         })
-        .catch((error: unknown) => this.logger.warn('promotion failed; recovery will promote the task', { error: describeError(error) }));
+        .catch((error: unknown) => this.logger.warn('promotion failed; recovery will promote the task', { error: describeError(error) }))
+        .finally(() => {
+          this.pendingPromotions.delete(task.id);
+          this.wake?.();
+        });
     }, Math.max(0, task.availableAt - this.clock.now()));
   }
 
