@@ -70,8 +70,8 @@ describe('locks', () => {
   it('auto-renew holds the lock across five times its lease', async () => {
     const holder = node().locks;
     const rival = node().locks;
-    const lock = await holder.acquire('renewed', { leaseMs: 300, mode: 'auto-renew' });
-    const until = Date.now() + 1_500;
+    const lock = await holder.acquire('renewed', { leaseMs: 600, mode: 'auto-renew' });
+    const until = Date.now() + 3_000;
     let rivalWins = 0;
     while (Date.now() < until) {
       rivalWins += await rival.acquire('renewed', { leaseMs: 300, mode: 'fixed' }).then(

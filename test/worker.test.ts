@@ -109,7 +109,8 @@ describe('worker runtime', () => {
     const requestedAt = Date.now();
     expect((await w.store.requestCancel({ id: task.id })).status).toBe('CANCEL_REQUESTED');
     await run;
-    expect(abortedAt - requestedAt).toBeLessThanOrEqual(w.config.heartbeatIntervalMs + 100);
+    // One heartbeat interval, plus the renewal's own round trip on a loaded machine.
+    expect(abortedAt - requestedAt).toBeLessThanOrEqual(w.config.heartbeatIntervalMs + 250);
     expect((await w.store.get({ id: task.id })).status).toBe('CANCELLED');
     expect(worker.recorded.get('TasksCancelled')).toBe(1);
   });
