@@ -36,7 +36,7 @@ export function createLeasehold(env: Record<string, string | undefined> = proces
   // Limits declared on task types apply unless the environment sets that type's limit itself.
   const config: LeaseholdConfig = { ...base, typeConcurrency: { ...registry.limits(), ...base.typeConcurrency } };
   const doc = options.doc ?? createDocumentClient(config);
-  const clock = options.clock ?? systemClock();
+  const clock = options.clock ?? systemClock(config.clockOffsetMs);
   const store = new TaskStore({ doc, config, clock });
   const queue = new TaskQueue(store, registry, config);
   const schedules = new ScheduleService(new ScheduleStore(store.ctx), options.schedulerSync ?? schedulerSyncFor(config), queue, clock);

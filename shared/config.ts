@@ -51,6 +51,11 @@ export const settings = {
   schedulerRoleArn: { env: 'LEASEHOLD_SCHEDULER_ROLE_ARN', schema: z.string().startsWith('arn:', 'must be an IAM role ARN').optional(), default: undefined },
   fireFunctionArn: { env: 'LEASEHOLD_FIRE_FUNCTION_ARN', schema: z.string().startsWith('arn:', 'must be a Lambda function ARN').optional(), default: undefined },
   scheduleDeadLetterArn: { env: 'LEASEHOLD_SCHEDULE_DLQ_ARN', schema: z.string().startsWith('arn:', 'must be an SQS queue ARN').optional(), default: undefined },
+  // Fault injection (chaos harness): a clock offset within (and beyond) the skew margin, a history file,
+  // and a deliberately seeded bug that shows the checker can fail. Never set the last one elsewhere.
+  clockOffsetMs: { env: 'LEASEHOLD_CLOCK_OFFSET_MS', schema: z.coerce.number().int('must be whole milliseconds').min(-3_600_000).max(3_600_000), default: 0 },
+  historyFile: { env: 'LEASEHOLD_HISTORY_FILE', schema: z.string().min(1).optional(), default: undefined },
+  testSeededBug: { env: 'LEASEHOLD_TEST_SEEDED_BUG', schema: z.enum(['none', 'complete-without-token']), default: 'none' },
   // The local stack's own settings.
   port: { env: 'LEASEHOLD_PORT', schema: z.coerce.number().int('must be a whole number').min(0).max(65_535, 'must be a TCP port (0-65535)'), default: 3000 },
   dataDir: { env: 'LEASEHOLD_DATA_DIR', schema: z.string().min(1), default: '.leasehold' },

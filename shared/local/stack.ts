@@ -14,6 +14,7 @@ import { ensureTable } from '../store/table-setup.js';
 import type { TaskDefinition } from '../tasks/define.js';
 import { RecordingMetrics } from '../worker/metrics.js';
 import { runRecoverySweep } from '../worker/recovery-sweep.js';
+import { fileHistory } from '../worker/history.js';
 import { Worker, type RunSummary } from '../worker/worker.js';
 import { startDynalite, type DynaliteServer } from './dynalite.js';
 import { LocalScheduleTicker } from '../schedules/local-ticker.js';
@@ -64,8 +65,9 @@ export async function startStack(options: StackOptions): Promise<LocalStack> {
   const stopWorker = new AbortController();
   let workerRun: Promise<RunSummary> | undefined;
   const workerId = options.roles.worker ? (app.config.workerId ?? `${hostname().replace(/[^A-Za-z0-9.-]/g, '-')}-${process.pid}-${randomSuffix()}`) : undefined;
+  const history = app.config.historyFile ? fileHistory(app.config.historyFile, workerId ?? `recovery-${process.pid}`, app.config.clockOffsetMs) : undefined;
   if (workerId) {
-    const worker = new Worker({ store: app.store, registry: app.registry, config: app.config, workerId, logger, metrics });
+    const worker = new Worker({ store: app.store, registry: app.registry, config: app.config, workerId, logger, metrics, clock: systemClock(app.config.clockOffsetMs), ...(history ? { history } : {}) });
     workerRun = worker.run({ stop: stopWorker.signal, idleStopMs: Number.POSITIVE_INFINITY });
   }
 
@@ -73,14 +75,14 @@ export async function startStack(options: StackOptions): Promise<LocalStack> {
   let recoveryTimer: NodeJS.Timeout | undefined;
   if (options.roles.recovery) {
     const runSweep = () => {
-      sweep = sweep.then(() => runRecoverySweep(app.store, metrics, logger)).catch((error: unknown) => logger.error('recovery sweep failed', { error: String(error) }));
+      sweep = sweep.then(() => runRecoverySweep(app.store, metrics, logger, [], history)).catch((error: unknown) => logger.error('recovery sweep failed', { error: String(error) }));
     };
     runSweep(); // at start: finishes what a crashed earlier run left behind as soon as its leases run out
     recoveryTimer = setInterval(runSweep, app.config.recoveryIntervalMs);
   }
 
   // Every running stack fires the schedules' ticks; each tick's idempotency key makes it one task.
-  const ticker = app.schedules.evaluatedLocally ? new LocalScheduleTicker(app.schedules, systemClock(), logger) : undefined;
+  const ticker = app.schedules.evaluatedLocally ? new LocalScheduleTicker(app.schedules, systemClock(app.config.clockOffsetMs), logger) : undefined;
   ticker?.start();
 
   return {

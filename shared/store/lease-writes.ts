@@ -31,9 +31,10 @@ export type RenewOutcome =
  * same write (same write id) is sent again: if the first one applied, the retry fails its condition
  * and the read-back finds our write id.
  */
-async function writeUnderLease(ctx: StoreContext, lease: Lease, e: Expression, attempts = 3): Promise<TaskItem> {
+async function writeUnderLease(ctx: StoreContext, lease: Lease, e: Expression, attempts = 3, seededBug = false): Promise<TaskItem> {
   const writeId = ctx.newId();
-  e.require(holdsLease(lease.owner, lease.token)).set('writeId', writeId);
+  // The seeded bug (chaos checker test only) drops the fencing token from the condition.
+  e.require(seededBug ? hasStatus(TaskStatus.RUNNING) : holdsLease(lease.owner, lease.token)).set('writeId', writeId);
   const command = new UpdateCommand({ TableName: ctx.tableName, Key: taskKey(lease.taskId), ...e.params(), ReturnValues: 'ALL_NEW' });
   for (let attempt = 1; ; attempt++) {
     try {
@@ -92,7 +93,7 @@ export async function complete(ctx: StoreContext, rawInput: { lease: Lease; resu
     updatedAt: now,
     [TTL_ATTRIBUTE]: retentionExpiry(now, ctx.config),
   });
-  return settle(ctx, lease, e);
+  return settle(ctx, lease, e, ctx.config.testSeededBug === 'complete-without-token');
 }
 
 /** Records a failed attempt: back to the queue after a backoff while attempts remain, else FAILED. */
@@ -136,8 +137,8 @@ export function queuePlacement(task: Pick<Lease, 'type' | 'shard' | 'priority' |
   return { [INDEX.sweep.partition]: delaySweepPartition(task.shard), [INDEX.sweep.sort]: availableAt, dueReadyPk: readyPk, dueReadySk: readySk };
 }
 
-async function settle(ctx: StoreContext, lease: Lease, e: Expression): Promise<Task> {
-  const item = await writeUnderLease(ctx, lease, e);
+async function settle(ctx: StoreContext, lease: Lease, e: Expression, seededBug = false): Promise<Task> {
+  const item = await writeUnderLease(ctx, lease, e, 3, seededBug);
   await releaseSlots(ctx, lease.owner, lease.slots);
   return toTask(item);
 }

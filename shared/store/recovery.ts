@@ -27,12 +27,14 @@ export interface RecoveryReport {
   batches: number;
   /** True when the item budget ran out before every shard was swept. */
   truncated: boolean;
+  /** Each task this sweep fixed, with the lease it found expired (for histories and audits). */
+  fixes: { taskId: string; token: number; leaseUntil: number; action: 'requeued' | 'failed' | 'cancelled' }[];
 }
 
 type Fix = 'requeued' | 'failed' | 'cancelled' | 'skipped';
 
 export async function recoverExpired(ctx: StoreContext): Promise<RecoveryReport> {
-  const report: RecoveryReport = { requeued: 0, failed: 0, cancelled: 0, promoted: 0, skipped: 0, batches: 0, truncated: false };
+  const report: RecoveryReport = { requeued: 0, failed: 0, cancelled: 0, promoted: 0, skipped: 0, batches: 0, truncated: false, fixes: [] };
   const { recoveryBatchSize: batchSize, recoveryMaxBatches: maxBatches } = ctx.config;
   let budget = batchSize * maxBatches;
   const now = ctx.clock.now();
@@ -59,7 +61,11 @@ export async function recoverExpired(ctx: StoreContext): Promise<RecoveryReport>
       } else if (page.keys.length > 0) {
         const items = await readItems<TaskItem>(ctx, page.keys.map((k) => taskKey(taskIdFromPk(k.pk))));
         const fixes = await Promise.all(items.map((item) => fixExpired(ctx, item, now)));
-        for (const fix of fixes) report[fix]++;
+        fixes.forEach((fix, i) => {
+          report[fix]++;
+          const item = items[i]!;
+          if (fix !== 'skipped') report.fixes.push({ taskId: item.id, token: item.leaseToken, leaseUntil: item.leaseUntil!, action: fix });
+        });
       }
     } while (startKey);
   }

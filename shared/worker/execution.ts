@@ -16,6 +16,7 @@ import type { TaskRegistry } from '../tasks/registry.js';
 import type { LeaseholdMetrics } from './metrics.js';
 import { decideOutcome, describeError, type AbortReason, type HandlerEnd, type OutcomeWrite } from './outcome.js';
 import type { TimerSet } from './timers.js';
+import type { HistorySink } from './history.js';
 
 /** The reason a handler's signal carries. */
 export class TaskAbortedError extends Error {
@@ -37,6 +38,7 @@ export interface ExecutionDeps {
   renewNow: (execution: Execution) => Promise<void>;
   /** Told about a failed attempt that went back to the queue with a backoff. */
   onDelayedRetry: (task: Task) => void;
+  history?: HistorySink;
 }
 
 export class Execution {
@@ -120,46 +122,55 @@ export class Execution {
         error: (message, extra) => this.logger.error(message, extra ?? {}),
       },
     };
+    const marker = { task: this.task.id, token: this.lease.token };
+    this.deps.history?.record({ ev: 'start', ...marker });
     try {
       return { kind: 'resolved', result: await this.definition.handler(parsed.data, context) };
     } catch (error) {
       return { kind: 'rejected', error, retryable: !(error instanceof NonRetryableError) };
+    } finally {
+      this.deps.history?.record({ ev: 'end', ...marker });
     }
   }
 
   private async write(outcome: OutcomeWrite): Promise<void> {
     this.finishing = true;
     const { store, metrics } = this.deps;
+    const record = (result: 'ok' | 'refused' | 'error', status?: string) =>
+      this.deps.history?.record({ ev: 'write', task: this.task.id, token: this.lease.token, write: outcome.write, outcome: result, ...(status ? { status } : {}) });
     try {
       switch (outcome.write) {
         case 'complete':
-          await store.complete({ lease: this.lease, result: outcome.result ?? null });
+          record('ok', (await store.complete({ lease: this.lease, result: outcome.result ?? null })).status);
           metrics.count('TasksSucceeded');
           break;
         case 'fail': {
           const after = await store.fail({ lease: this.lease, error: outcome.error, retryable: outcome.retryable, ...(this.definition?.backoff ? { backoff: this.definition.backoff } : {}) });
+          record('ok', after.status);
           metrics.count(after.status === TaskStatus.QUEUED ? 'TasksRetried' : after.status === TaskStatus.CANCELLED ? 'TasksCancelled' : 'TasksFailed');
           if (after.status === TaskStatus.QUEUED) this.deps.onDelayedRetry(after);
           this.logger.warn('task attempt failed', { error: outcome.error, status: after.status });
           break;
         }
         case 'finish-cancel':
-          await store.finishCancel({ lease: this.lease });
+          record('ok', (await store.finishCancel({ lease: this.lease })).status);
           metrics.count('TasksCancelled');
           break;
         case 'release':
-          await store.release({ lease: this.lease });
+          record('ok', (await store.release({ lease: this.lease })).status);
           metrics.count('TasksReleased');
           break;
       }
     } catch (error) {
       if (error instanceof LeaseLostError) {
+        record('refused');
         metrics.count('LateCompletionsRejected');
         this.logger.warn('outcome refused: the lease is no longer held', { outcome: outcome.write, current: error.current?.status });
       } else if (error instanceof Error && error.name === 'ValidationError') {
         // e.g. a result over the size limit: record the attempt as failed rather than losing it.
         await this.write({ write: 'fail', error: describeError(error), retryable: false });
       } else {
+        record('error');
         // Unknown (deadline, throttling): the lease runs out and recovery decides.
         this.logger.error('outcome write failed; recovery will handle the task', { error: describeError(error) });
       }

@@ -3,9 +3,10 @@ import type { Logger } from '@aws-lambda-powertools/logger';
 import type { RecoveryReport } from '../store/recovery.js';
 import type { TaskStore } from '../store/task-store.js';
 import type { LeaseholdMetrics } from './metrics.js';
+import type { HistorySink } from './history.js';
 
 /** `types`: the task types whose queue depth is published as a gauge (none: no gauges). */
-export async function runRecoverySweep(store: TaskStore, metrics: LeaseholdMetrics, logger: Logger, types: string[] = []): Promise<RecoveryReport> {
+export async function runRecoverySweep(store: TaskStore, metrics: LeaseholdMetrics, logger: Logger, types: string[] = [], history?: HistorySink): Promise<RecoveryReport> {
   try {
     const report = await store.recover();
     if (types.length > 0) {
@@ -17,8 +18,10 @@ export async function runRecoverySweep(store: TaskStore, metrics: LeaseholdMetri
     metrics.count('RecoveredFailed', report.failed);
     metrics.count('RecoveredCancelled', report.cancelled);
     metrics.count('DelayedPromoted', report.promoted);
-    if (report.truncated) logger.warn('recovery stopped at its batch limit; the next sweep continues', { ...report });
-    else logger.info('recovery sweep done', { ...report });
+    const { fixes, ...counts } = report;
+    for (const fix of fixes) history?.record({ ev: 'recover', task: fix.taskId, token: fix.token, leaseUntil: fix.leaseUntil, action: fix.action });
+    if (report.truncated) logger.warn('recovery stopped at its batch limit; the next sweep continues', counts);
+    else logger.info('recovery sweep done', counts);
     return report;
   } finally {
     metrics.flush();

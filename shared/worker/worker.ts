@@ -15,6 +15,7 @@ import { Execution } from './execution.js';
 import { describeError } from './outcome.js';
 import { RecordingMetrics, type LeaseholdMetrics } from './metrics.js';
 import { TimerSet } from './timers.js';
+import type { HistorySink } from './history.js';
 
 export interface WorkerOptions {
   store: TaskStore;
@@ -28,6 +29,8 @@ export interface WorkerOptions {
   metrics?: LeaseholdMetrics;
   /** Monotonic milliseconds for measuring event-loop lag (default performance.now). */
   monotonic?: () => number;
+  /** Records every lease-path step (chaos testing, audits). */
+  history?: HistorySink;
 }
 
 export interface RunOptions {
@@ -147,14 +150,19 @@ export class Worker {
       this.metrics.count('Claims', round.claimed.length);
       this.metrics.count('WastedClaimWrites', round.lostRaces);
       for (const claimed of round.claimed) {
+        this.options.history?.record({ ev: 'claim', task: claimed.task.id, token: claimed.lease.token, leaseUntil: claimed.lease.leaseUntil });
         // A task whose own timeout outruns this invocation is given back at once, attempt unspent.
         if ((claimed.task.timeoutMs ?? 0) + config.drainMarginMs > left) {
-          await store.release({ lease: claimed.lease }).catch((error: unknown) => this.logger.warn('release failed', { error: describeError(error) }));
+          const released = await store.release({ lease: claimed.lease }).then(
+            () => 'ok' as const,
+            (error: unknown) => (this.logger.warn('release failed', { error: describeError(error) }), 'error' as const),
+          );
+          this.options.history?.record({ ev: 'write', task: claimed.task.id, token: claimed.lease.token, write: 'release', outcome: released });
           this.metrics.count('TasksReleased');
           continue;
         }
         const execution = new Execution(
-          { store, registry: this.options.registry, config, clock: this.clock, timers: this.timers, metrics: this.metrics, logger: this.logger, renewNow: (e) => this.renew([e]), onDelayedRetry: (task) => this.promoteWhenDue(task) },
+          { store, registry: this.options.registry, config, clock: this.clock, timers: this.timers, metrics: this.metrics, logger: this.logger, renewNow: (e) => this.renew([e]), onDelayedRetry: (task) => this.promoteWhenDue(task), ...(this.options.history ? { history: this.options.history } : {}) },
           claimed,
         );
         this.active.set(claimed.task.id, execution);
@@ -232,6 +240,13 @@ export class Worker {
       for (const outcome of outcomes) {
         const execution = this.active.get(outcome.taskId);
         if (!execution) continue;
+        this.options.history?.record({
+          ev: 'renew',
+          task: outcome.taskId,
+          token: execution.lease.token,
+          outcome: outcome.outcome,
+          ...('lease' in outcome ? { leaseUntil: outcome.lease.leaseUntil } : {}),
+        });
         switch (outcome.outcome) {
           case 'renewed':
           case 'cancel-requested':

@@ -1,0 +1,41 @@
+/**
+ * An optional record of every lease-path step a worker or recovery takes (claims, renewals, outcome
+ * writes and their answers, handler start and end, recovery fixes), one JSON object a line. The chaos
+ * harness checks the protocol's invariants from these histories and a final scan, nothing else.
+ */
+import { appendFileSync } from 'node:fs';
+
+export type HistoryEvent =
+  | { ev: 'claim'; task: string; token: number; leaseUntil: number }
+  | { ev: 'renew'; task: string; token: number; outcome: 'renewed' | 'cancel-requested' | 'lost' | 'error'; leaseUntil?: number }
+  | { ev: 'write'; task: string; token: number; write: 'complete' | 'fail' | 'finish-cancel' | 'release'; outcome: 'ok' | 'refused' | 'error'; status?: string }
+  | { ev: 'start' | 'end'; task: string; token: number }
+  | { ev: 'recover'; task: string; token: number; leaseUntil: number; action: 'requeued' | 'failed' | 'cancelled' };
+
+export interface HistorySink {
+  record(event: HistoryEvent): void;
+}
+
+/** Appends each event to a file with the writer's id and the wall-clock time (not the possibly skewed lease clock). */
+export function fileHistory(path: string, writer: string, clockOffsetMs: number): HistorySink {
+  return {
+    record: (event) => appendFileSync(path, `${JSON.stringify({ t: Date.now(), w: writer, off: clockOffsetMs, ...event })}\n`),
+  };
+}
+
+/** Keeps events in memory (tests). */
+export class MemoryHistory implements HistorySink {
+  readonly events: (HistoryEvent & { t: number; w: string; off: number })[] = [];
+  constructor(
+    private readonly writer: string,
+    private readonly now: () => number = Date.now,
+    private readonly offset = 0,
+  ) {}
+  record(event: HistoryEvent): void {
+    this.events.push({ t: this.now(), w: this.writer, off: this.offset, ...event });
+  }
+  /** The same history seen as another writer (several workers sharing one list). */
+  as(writer: string, offset = 0): HistorySink {
+    return { record: (event) => this.events.push({ t: this.now(), w: writer, off: offset, ...event }) };
+  }
+}
