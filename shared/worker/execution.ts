@@ -136,8 +136,9 @@ export class Execution {
   private async write(outcome: OutcomeWrite): Promise<void> {
     this.finishing = true;
     const { store, metrics } = this.deps;
-    const record = (result: 'ok' | 'refused' | 'error', status?: string) =>
+    const record = (result: 'sent' | 'ok' | 'refused' | 'error', status?: string) =>
       this.deps.history?.record({ ev: 'write', task: this.task.id, token: this.lease.token, write: outcome.write, outcome: result, ...(status ? { status } : {}) });
+    record('sent');
     try {
       switch (outcome.write) {
         case 'complete':

@@ -8,7 +8,8 @@ import { appendFileSync } from 'node:fs';
 export type HistoryEvent =
   | { ev: 'claim'; task: string; token: number; leaseUntil: number }
   | { ev: 'renew'; task: string; token: number; outcome: 'renewed' | 'cancel-requested' | 'lost' | 'error'; leaseUntil?: number }
-  | { ev: 'write'; task: string; token: number; write: 'complete' | 'fail' | 'finish-cancel' | 'release'; outcome: 'ok' | 'refused' | 'error'; status?: string }
+  /** `sent` is written before the request, so a holder killed while its write was in flight is still seen. */
+  | { ev: 'write'; task: string; token: number; write: 'complete' | 'fail' | 'finish-cancel' | 'release'; outcome: 'sent' | 'ok' | 'refused' | 'error'; status?: string }
   | { ev: 'start' | 'end'; task: string; token: number }
   | { ev: 'recover'; task: string; token: number; leaseUntil: number; action: 'requeued' | 'failed' | 'cancelled' };
 

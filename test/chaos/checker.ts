@@ -1,0 +1,175 @@
+/**
+ * Checks the invariants of ../shared/DESIGN.md from the workers' histories and a final scan of the
+ * table alone. Pure: it takes the records and returns the violations and the figures.
+ */
+import type { HistoryEvent } from '../../shared/worker/history.js';
+
+export type Recorded = HistoryEvent & { t: number; w: string; off: number };
+
+export interface FinalTask {
+  id: string;
+  type: string;
+  status: string;
+  attempts: number;
+  maxAttempts: number;
+  leaseToken: number;
+}
+
+export interface CheckInput {
+  history: Recorded[];
+  tasks: FinalTask[];
+  enqueued: string[];
+  /** Harness events: when each worker was killed or paused. */
+  kills: { worker: string; t: number }[];
+  config: { leaseTimeoutMs: number; recoveryIntervalMs: number; clockSkewMs: number; requestDeadlineMs: number; limits: Record<string, number> };
+}
+
+export interface CheckResult {
+  violations: { invariant: string; task?: string; detail: string }[];
+  figures: {
+    tasks: number;
+    lost: number;
+    doubleTerminals: number;
+    staleWritesAccepted: number;
+    staleWritesRefused: number;
+    overlappingLeases: number;
+    handlerStartsPerTask: number;
+    duplicateExecutionRate: number;
+    recoveryLatencyMs: { p50: number; p99: number; max: number; count: number };
+    peakConcurrency: Record<string, number>;
+  };
+}
+
+const TERMINAL = new Set(['SUCCESS', 'FAILED', 'CANCELLED']);
+
+export function checkHistory(input: CheckInput): CheckResult {
+  const { history, tasks, enqueued, kills, config } = input;
+  const violations: CheckResult['violations'] = [];
+  const byTask = new Map<string, Recorded[]>();
+  for (const e of [...history].sort((a, b) => a.t - b.t)) byTask.set(e.task, [...(byTask.get(e.task) ?? []), e]);
+  const finalById = new Map(tasks.map((t) => [t.id, t]));
+  // A write is in flight at most a few deadlines (our own retries) before it is recorded.
+  const inFlightSlack = 4 * config.requestDeadlineMs;
+
+  // 1. Nothing lost: every task enqueued is in the table and finished.
+  let lost = 0;
+  for (const id of enqueued) {
+    const t = finalById.get(id);
+    if (!t || !TERMINAL.has(t.status)) {
+      lost++;
+      violations.push({ invariant: 'no task lost', task: id, detail: t ? `ended the run ${t.status}` : 'missing from the table' });
+    }
+  }
+
+  let doubleTerminals = 0;
+  let staleAccepted = 0;
+  let staleRefused = 0;
+  let overlapping = 0;
+  const intervals: { type: string; from: number; to: number; task: string; token: number; w: string }[] = [];
+
+  for (const [id, events] of byTask) {
+    const final = finalById.get(id);
+    // 2. Exactly one terminal state: one accepted write that ended the task, and it is what the table shows.
+    const terminalWrites = events.filter(
+      (e) => (e.ev === 'write' && e.outcome === 'ok' && TERMINAL.has(e.status ?? '')) || (e.ev === 'recover' && e.action !== 'requeued'),
+    );
+    // A write whose answer never came (all retries failed, or its writer was killed while it was in
+    // flight) may still have applied: its outcome is unknown.
+    const answered = (e: Recorded) => events.some((x) => x.ev === 'write' && x.w === e.w && x.token === (e as { token: number }).token && x.outcome !== 'sent' && x.t >= e.t);
+    const unknown = events.filter(
+      (e) => e.ev === 'write' && final !== undefined && e.token === final.leaseToken && (e.outcome === 'error' || (e.outcome === 'sent' && !answered(e))),
+    );
+    if (final && TERMINAL.has(final.status) && (terminalWrites.length > 1 || (terminalWrites.length === 0 && unknown.length === 0))) {
+      doubleTerminals += terminalWrites.length > 1 ? 1 : 0;
+      violations.push({ invariant: 'exactly one terminal state', task: id, detail: `${terminalWrites.length} terminal writes accepted` });
+    }
+
+    const claims = events.filter((e): e is Recorded & { ev: 'claim' } => e.ev === 'claim').sort((a, b) => a.token - b.token);
+    // 3. No write accepted from a token that a later claim had already replaced.
+    for (const e of events) {
+      const accepted = (e.ev === 'write' && e.outcome === 'ok') || (e.ev === 'renew' && (e.outcome === 'renewed' || e.outcome === 'cancel-requested'));
+      if (e.ev === 'write' && e.outcome === 'refused') staleRefused++;
+      if (e.ev === 'renew' && e.outcome === 'lost') staleRefused++;
+      if (!accepted || !('token' in e)) continue;
+      const newer = claims.find((c) => c.token > e.token && c.t < e.t - inFlightSlack);
+      if (newer) {
+        staleAccepted++;
+        violations.push({ invariant: 'no write accepted from a non-current token', task: id, detail: `${e.ev} with token ${e.token} by ${e.w} accepted ${e.t - newer.t} ms after token ${newer.token} was claimed` });
+      }
+    }
+
+    // 4. Valid leases never overlap: each claim comes after the previous lease ended (by its holder's clock, within the skew bound).
+    for (let k = 0; k < claims.length; k++) {
+      const claim = claims[k]!;
+      const ownEvents = events.filter((e) => 'token' in e && e.token === claim.token && e.w === claim.w);
+      const leaseEnds = ownEvents.flatMap((e) => ('leaseUntil' in e && e.leaseUntil !== undefined && e.ev !== 'recover' ? [e.leaseUntil - e.off] : []));
+      const closed = ownEvents.find((e) => e.ev === 'write' && e.outcome === 'ok');
+      const end = Math.min(Math.max(claim.leaseUntil - claim.off, ...leaseEnds), closed ? closed.t : Number.POSITIVE_INFINITY);
+      intervals.push({ type: final?.type ?? '?', from: claim.t, to: end, task: id, token: claim.token, w: claim.w });
+      const next = claims[k + 1];
+      if (next && next.t < end - config.clockSkewMs - inFlightSlack) {
+        overlapping++;
+        violations.push({ invariant: 'valid leases never overlap', task: id, detail: `token ${next.token} claimed ${end - next.t} ms before token ${claim.token}'s lease ended` });
+      }
+    }
+  }
+
+  // 5. attempts <= maxAttempts.
+  for (const t of tasks) if (t.attempts > t.maxAttempts) violations.push({ invariant: 'attempts <= maxAttempts', task: t.id, detail: `${t.attempts} > ${t.maxAttempts}` });
+
+  // 6. Concurrency limits: valid leases of a limited type at once.
+  const peakConcurrency: Record<string, number> = {};
+  for (const [type, limit] of Object.entries(config.limits)) {
+    const points = intervals.filter((i) => i.type === type).flatMap((i) => [{ t: i.from, d: 1 }, { t: i.to, d: -1 }]);
+    points.sort((a, b) => a.t - b.t || a.d - b.d);
+    let now = 0;
+    let peak = 0;
+    for (const p of points) peak = Math.max(peak, (now += p.d));
+    peakConcurrency[type] = peak;
+    if (peak > limit) {
+      const at = points.reduce((acc, p) => ((acc.n += p.d), acc.n > limit && acc.t === 0 ? { n: acc.n, t: p.t } : acc), { n: 0, t: 0 }).t;
+      const overlapping = intervals.filter((i) => i.type === type && i.from <= at && i.to > at).map((i) => `${i.task.slice(0, 8)}#${i.token}@${i.w} [${i.from}, ${i.to}]`);
+      violations.push({ invariant: 'concurrency limit never exceeded', detail: `${type}: ${peak} valid leases at once, limit ${limit}: ${overlapping.join(', ')}` });
+    }
+  }
+
+  // 7. Every task whose holder was killed or paused is requeued, failed or cancelled by recovery within
+  // leaseTimeout + recoveryInterval of the holder's death, plus the skew margin and one more recovery
+  // interval (a sweep that itself ran into injected faults), unless the paused holder came back and
+  // finished it under its own lease first.
+  const latencies: number[] = [];
+  const bound = config.leaseTimeoutMs + config.clockSkewMs + 2 * config.recoveryIntervalMs;
+  for (const kill of kills) {
+    for (const [id, events] of byTask) {
+      const held = events.filter((e) => e.ev === 'claim' && e.w === kill.worker && e.t <= kill.t).at(-1);
+      if (!held) continue;
+      const sameLease = (e: Recorded) => 'token' in e && e.token === held.token;
+      if (events.some((e) => sameLease(e) && e.ev === 'write' && e.outcome === 'ok' && e.t <= kill.t)) continue;
+      const resolved = events.find((e) => sameLease(e) && e.t > kill.t && ((e.ev === 'write' && e.outcome === 'ok') || e.ev === 'recover'));
+      if (!resolved || resolved.ev !== 'recover') continue; // finished by its holder after a pause, or never re-run (checked as lost)
+      const latency = resolved.t - kill.t;
+      latencies.push(latency);
+      if (latency > bound) violations.push({ invariant: 'recovered within leaseTimeout + recoveryInterval', task: id, detail: `recovered ${latency} ms after its holder ${kill.worker} stopped (bound ${bound} ms)` });
+    }
+  }
+  latencies.sort((a, b) => a - b);
+  const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? 0;
+  const starts = history.filter((e) => e.ev === 'start').length;
+  const finished = tasks.length || 1;
+  return {
+    violations,
+    figures: {
+      tasks: enqueued.length,
+      lost,
+      doubleTerminals,
+      staleWritesAccepted: staleAccepted,
+      staleWritesRefused: staleRefused,
+      overlappingLeases: overlapping,
+      handlerStartsPerTask: starts / finished,
+      // Every start beyond the first of a task: retries after failures, and re-runs after kills and pauses.
+      duplicateExecutionRate: starts / finished - 1,
+      recoveryLatencyMs: { p50: pct(50), p99: pct(99), max: latencies.at(-1) ?? 0, count: latencies.length },
+      peakConcurrency,
+    },
+  };
+}

@@ -1,0 +1,209 @@
+/**
+ * The chaos harness: worker and recovery processes of the local stack against one dynalite, through a
+ * fault proxy; SIGKILLs and restarts, SIGSTOP pauses past the lease, skewed clocks; then the checker
+ * over the histories and a final scan.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { loadConfig } from '../../shared/config.js';
+import { startDynalite } from '../../shared/local/dynalite.js';
+import { createDynamoClient, documentClientFor } from '../../shared/store/dynamo.js';
+import { ensureTable } from '../../shared/store/table-setup.js';
+import { TaskStore } from '../../shared/store/task-store.js';
+import { checkHistory, type CheckResult, type FinalTask, type Recorded } from './checker.js';
+import { startFaultProxy, type FaultKind } from './fault-proxy.js';
+
+export interface ChaosOptions {
+  tasks: number;
+  workers: number;
+  kills: number;
+  pauses: number;
+  faultRate: number;
+  /** Clock offset of some workers, as a fraction of the skew margin (above 1: beyond the margin). */
+  skewFraction: number;
+  timeoutMs: number;
+  log?: (line: string) => void;
+}
+
+export const QUICK: ChaosOptions = { tasks: 150, workers: 3, kills: 3, pauses: 2, faultRate: 0.05, skewFraction: 0.5, timeoutMs: 90_000 };
+export const FULL: ChaosOptions = { tasks: 5_000, workers: 6, kills: 100, pauses: 50, faultRate: 0.1, skewFraction: 0.5, timeoutMs: 1_800_000 };
+
+const LEASES = {
+  LEASEHOLD_LEASE_TIMEOUT_MS: '2000',
+  LEASEHOLD_HEARTBEAT_INTERVAL_MS: '400',
+  LEASEHOLD_REQUEST_DEADLINE_MS: '300',
+  LEASEHOLD_CLOCK_SKEW_MS: '400',
+  LEASEHOLD_MAX_EXECUTION_MS: '10000',
+  LEASEHOLD_DRAIN_MARGIN_MS: '1000',
+  LEASEHOLD_POLL_INTERVAL_MS: '50',
+  LEASEHOLD_RECOVERY_INTERVAL_MS: '1000',
+  LEASEHOLD_BACKOFF_BASE_MS: '50',
+  LEASEHOLD_BACKOFF_MAX_MS: '500',
+  LEASEHOLD_WORKER_CONCURRENCY: '8',
+  LEASEHOLD_TYPE_CONCURRENCY: 'demo.fail=2',
+};
+
+export interface ChaosSummary extends CheckResult {
+  options: ChaosOptions;
+  killsDone: number;
+  pausesDone: number;
+  faults: Record<FaultKind, number>;
+  requests: number;
+  durationMs: number;
+}
+
+interface Proc {
+  child: ChildProcess;
+  id: string;
+  exited: Promise<void>;
+}
+
+export async function runChaos(options: ChaosOptions): Promise<ChaosSummary> {
+  const log = options.log ?? (() => undefined);
+  const started = Date.now();
+  const dir = await mkdtemp(join(tmpdir(), 'leasehold-chaos-'));
+  const dynalite = await startDynalite();
+  const proxy = await startFaultProxy({ target: dynalite.endpoint, rate: options.faultRate });
+  // The same settings the worker processes read from their environment.
+  const config = loadConfig({ ...LEASES, LEASEHOLD_TABLE: 'chaos', LEASEHOLD_DYNAMODB_ENDPOINT: dynalite.endpoint });
+  const leaseConfig = config;
+  const client = createDynamoClient(config);
+  await ensureTable(client, config.tableName);
+  const store = new TaskStore({ doc: documentClientFor(client), config });
+  const procs = new Map<string, Proc>();
+  let serial = 0;
+
+  const spawnRole = async (role: '--worker' | '--recovery', offsetMs: number): Promise<Proc> => {
+    const n = ++serial;
+    const child = spawn(process.execPath, ['--import', 'tsx', 'shared/cli/leasehold.ts', 'serve', role], {
+      env: {
+        ...process.env,
+        ...LEASES,
+        LEASEHOLD_DYNAMODB_ENDPOINT: proxy.endpoint,
+        LEASEHOLD_TABLE: 'chaos',
+        LEASEHOLD_HISTORY_FILE: join(dir, `history-${n}.jsonl`),
+        LEASEHOLD_CLOCK_OFFSET_MS: String(offsetMs),
+        LEASEHOLD_WORKER_ID: `${role.slice(2)}-${n}`,
+        POWERTOOLS_LOG_LEVEL: 'ERROR',
+        AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    for (let waited = 0; !/^Ctrl-C stops it/m.test(out); waited += 25) {
+      if (child.exitCode !== null || waited > 30_000) throw new Error(`a ${role} process did not start:\n${out}`);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    const id = role === '--worker' ? `worker-${n}` : `recovery-${n}`;
+    const proc = { child, id, exited };
+    procs.set(id, proc);
+    return proc;
+  };
+
+  const skew = Math.round(leaseConfig.clockSkewMs * options.skewFraction);
+  // Each worker's clock: on time, ahead or behind (within the margin unless skewFraction > 1).
+  const offsetFor = (i: number) => [0, skew, -skew][i % 3]!;
+  const kills: { worker: string; t: number }[] = [];
+  let killsDone = 0;
+  let pausesDone = 0;
+  try {
+    await spawnRole('--recovery', 0);
+    for (let i = 0; i < options.workers; i++) await spawnRole('--worker', offsetFor(i));
+
+    const enqueued: string[] = [];
+    for (let i = 0; i < options.tasks; i += 50) {
+      const batch = await Promise.all(
+        Array.from({ length: Math.min(50, options.tasks - i) }, (_, j) => {
+          const n = i + j;
+          const kind = n % 5;
+          const input =
+            kind === 0
+              ? { type: 'demo.fail', payload: { failTimes: n % 3 }, maxAttempts: 5 }
+              : kind === 1
+                ? { type: 'demo.echo', payload: { n } }
+                : { type: 'demo.sleep', payload: { ms: 100 + ((n * 37) % 900) }, maxAttempts: 10 };
+          return store.enqueue({ ...input, owner: 'chaos' });
+        }),
+      );
+      enqueued.push(...batch.map((r) => r.task.id));
+    }
+    log(`enqueued ${enqueued.length} tasks; ${options.workers} workers, faults at ${options.faultRate * 100} %`);
+
+    const deadline = started + options.timeoutMs;
+    const workers = () => [...procs.values()].filter((p) => p.id.startsWith('worker') && p.child.exitCode === null);
+    const pick = () => workers()[Math.floor(Math.random() * workers().length)];
+    const chaos = (async () => {
+      const actions = [...Array(options.kills).fill('kill'), ...Array(options.pauses).fill('pause')].sort(() => Math.random() - 0.5);
+      for (const action of actions) {
+        if (Date.now() > deadline || (await remaining(store, enqueued)) === 0) break;
+        await new Promise((r) => setTimeout(r, 300 + Math.random() * 700));
+        const victim = pick();
+        if (!victim) continue;
+        if (action === 'kill') {
+          kills.push({ worker: victim.id, t: Date.now() });
+          victim.child.kill('SIGKILL');
+          await victim.exited;
+          procs.delete(victim.id);
+          killsDone++;
+          await spawnRole('--worker', offsetFor(serial));
+        } else {
+          kills.push({ worker: victim.id, t: Date.now() });
+          victim.child.kill('SIGSTOP');
+          await new Promise((r) => setTimeout(r, leaseConfig.leaseTimeoutMs + leaseConfig.clockSkewMs + 800));
+          victim.child.kill('SIGCONT');
+          pausesDone++;
+        }
+      }
+    })();
+    while (Date.now() < deadline && (await remaining(store, enqueued)) > 0) await new Promise((r) => setTimeout(r, 500));
+    await chaos;
+    proxy.setRate(0);
+    while (Date.now() < deadline && (await remaining(store, enqueued)) > 0) await new Promise((r) => setTimeout(r, 500));
+
+    for (const p of procs.values()) p.child.kill('SIGTERM');
+    await Promise.all([...procs.values()].map((p) => p.exited));
+    const history: Recorded[] = [];
+    if (process.env.CHAOS_KEEP_HISTORY) await import('node:fs/promises').then((fs) => fs.cp(dir, process.env.CHAOS_KEEP_HISTORY!, { recursive: true }));
+    for (const f of (await readdir(dir)).filter((f) => f.startsWith('history-'))) {
+      for (const line of (await readFile(join(dir, f), 'utf8')).split('\n')) if (line) history.push(JSON.parse(line) as Recorded);
+    }
+    const result = checkHistory({
+      history,
+      tasks: await finalTasks(store),
+      enqueued,
+      kills,
+      config: { ...leaseConfig, limits: { 'demo.fail': 2 } },
+    });
+    return { ...result, options, killsDone, pausesDone, faults: { ...proxy.injected }, requests: proxy.requests, durationMs: Date.now() - started };
+  } finally {
+    for (const p of procs.values()) if (p.child.exitCode === null) p.child.kill('SIGKILL');
+    await proxy.close();
+    client.destroy();
+    await dynalite.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+async function finalTasks(store: TaskStore): Promise<FinalTask[]> {
+  const doc: DynamoDBDocumentClient = store.ctx.doc;
+  const items: FinalTask[] = [];
+  let startKey: Record<string, unknown> | undefined;
+  do {
+    const out = await doc.send(new ScanCommand({ TableName: store.ctx.tableName, ConsistentRead: true, ExclusiveStartKey: startKey }));
+    for (const i of out.Items ?? []) if (String(i.pk).startsWith('TASK#')) items.push(i as unknown as FinalTask);
+    startKey = out.LastEvaluatedKey;
+  } while (startKey);
+  return items;
+}
+
+async function remaining(store: TaskStore, ids: string[]): Promise<number> {
+  const tasks = await finalTasks(store);
+  const done = new Set(tasks.filter((t) => ['SUCCESS', 'FAILED', 'CANCELLED'].includes(t.status)).map((t) => t.id));
+  return ids.filter((id) => !done.has(id)).length;
+}
