@@ -27,6 +27,8 @@ export interface RecoveryReport {
   batches: number;
   /** True when the item budget ran out before every shard was swept. */
   truncated: boolean;
+  /** Requests that failed (after the SDK's retries); what they were about is left for the next sweep. */
+  errors: string[];
   /** Each task this sweep fixed, with the lease it found expired (for histories and audits). */
   fixes: { taskId: string; token: number; leaseUntil: number; action: 'requeued' | 'failed' | 'cancelled' }[];
 }
@@ -34,7 +36,7 @@ export interface RecoveryReport {
 type Fix = 'requeued' | 'failed' | 'cancelled' | 'skipped';
 
 export async function recoverExpired(ctx: StoreContext): Promise<RecoveryReport> {
-  const report: RecoveryReport = { requeued: 0, failed: 0, cancelled: 0, promoted: 0, skipped: 0, batches: 0, truncated: false, fixes: [] };
+  const report: RecoveryReport = { requeued: 0, failed: 0, cancelled: 0, promoted: 0, skipped: 0, batches: 0, truncated: false, errors: [], fixes: [] };
   const { recoveryBatchSize: batchSize, recoveryMaxBatches: maxBatches } = ctx.config;
   let budget = batchSize * maxBatches;
   const now = ctx.clock.now();
@@ -44,33 +46,53 @@ export async function recoverExpired(ctx: StoreContext): Promise<RecoveryReport>
     work.push({ partition: delaySweepPartition(shard), bound: now, kind: 'delay' });
   }
   for (const { partition, bound, kind } of work) {
-    let startKey: Record<string, unknown> | undefined;
-    do {
-      if (budget <= 0) {
-        report.truncated = true;
-        return report;
-      }
-      const page = await sweepPage(ctx, partition, bound, Math.min(batchSize, budget), startKey);
-      if (page.keys.length > 0) report.batches++;
-      budget -= page.keys.length;
-      startKey = page.next;
-      if (kind === 'delay') {
-        const results = await Promise.all(page.keys.map((k) => promote(ctx, k.pk, partition, now)));
-        report.promoted += results.filter(Boolean).length;
-        report.skipped += results.filter((r) => !r).length;
-      } else if (page.keys.length > 0) {
-        const items = await readItems<TaskItem>(ctx, page.keys.map((k) => taskKey(taskIdFromPk(k.pk))));
-        const fixes = await Promise.all(items.map((item) => fixExpired(ctx, item, now)));
-        fixes.forEach((fix, i) => {
-          report[fix]++;
-          const item = items[i]!;
-          if (fix !== 'skipped') report.fixes.push({ taskId: item.id, token: item.leaseToken, leaseUntil: item.leaseUntil!, action: fix });
-        });
-      }
-    } while (startKey);
+    try {
+      budget = await sweepPartition(ctx, report, partition, bound, kind, now, budget);
+    } catch (error) {
+      // A failing partition (throttling, a fault) does not stop the sweep of the others; the next sweep retries it.
+      report.errors.push(describe(error));
+    }
+    if (budget <= 0) {
+      report.truncated = true;
+      break;
+    }
   }
   return report;
 }
+
+/** Sweeps one partition; returns the item budget left. */
+async function sweepPartition(ctx: StoreContext, report: RecoveryReport, partition: string, bound: number, kind: 'lease' | 'delay', now: number, budget: number): Promise<number> {
+  const { recoveryBatchSize: batchSize } = ctx.config;
+  let startKey: Record<string, unknown> | undefined;
+  do {
+    if (budget <= 0) return budget;
+    const page = await sweepPage(ctx, partition, bound, Math.min(batchSize, budget), startKey);
+    if (page.keys.length > 0) report.batches++;
+    budget -= page.keys.length;
+    startKey = page.next;
+    if (kind === 'delay') {
+      const results = await Promise.allSettled(page.keys.map((k) => promote(ctx, k.pk, partition, now)));
+      for (const r of results) {
+        if (r.status === 'rejected') report.errors.push(describe(r.reason));
+        else if (r.value) report.promoted++;
+        else report.skipped++;
+      }
+    } else if (page.keys.length > 0) {
+      const items = await readItems<TaskItem>(ctx, page.keys.map((k) => taskKey(taskIdFromPk(k.pk))));
+      // Settled one by one, so a fix that applied is reported even when another one failed.
+      const fixes = await Promise.allSettled(items.map((item) => fixExpired(ctx, item, now)));
+      fixes.forEach((fix, i) => {
+        if (fix.status === 'rejected') return void report.errors.push(describe(fix.reason));
+        report[fix.value]++;
+        const item = items[i]!;
+        if (fix.value !== 'skipped') report.fixes.push({ taskId: item.id, token: item.leaseToken, leaseUntil: item.leaseUntil!, action: fix.value });
+      });
+    }
+  } while (startKey);
+  return budget;
+}
+
+const describe = (error: unknown) => (error instanceof Error ? `${error.name}: ${error.message}` : String(error));
 
 /** Recovers one task by id if its lease ran out (used when a claimer takes over the expired slot of a dead holder). */
 export async function recoverTask(ctx: StoreContext, taskId: string, slotHolder: string): Promise<'lease-valid' | 'done'> {

@@ -11,14 +11,15 @@ export async function runRecoverySweep(store: TaskStore, metrics: LeaseholdMetri
     const report = await store.recover();
     if (types.length > 0) {
       const depth = await store.depth(types);
-      metrics.gauge('QueueDepth', depth.ready);
+      metrics.gauge('QueueDepth', depth.ready + depth.delayed);
       metrics.gauge('RunningTasks', depth.leased);
     }
     metrics.count('RecoveredRequeued', report.requeued);
     metrics.count('RecoveredFailed', report.failed);
     metrics.count('RecoveredCancelled', report.cancelled);
     metrics.count('DelayedPromoted', report.promoted);
-    const { fixes, ...counts } = report;
+    const { fixes, errors, ...counts } = report;
+    if (errors.length > 0) logger.warn('some recovery requests failed; the next sweep retries them', { errors: errors.slice(0, 10), count: errors.length });
     for (const fix of fixes) history?.record({ ev: 'recover', task: fix.taskId, token: fix.token, leaseUntil: fix.leaseUntil, action: fix.action });
     if (report.truncated) logger.warn('recovery stopped at its batch limit; the next sweep continues', counts);
     else logger.info('recovery sweep done', counts);
