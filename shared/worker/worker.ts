@@ -186,18 +186,22 @@ export class Worker {
    */
   private promoteWhenDue(task: Task): void {
     this.pendingPromotions.set(task.id, task.availableAt);
+    // Timers may fire a little before the wall clock says the time has come: aim just past it, and
+    // look again if the store still found the task not yet due.
     this.timers.timeout(() => {
       this.options.store
         .promote({ id: task.id })
         .then((promoted) => {
           if (promoted) this.metrics.count('DelayedPromoted');
-        })
-        .catch((error: unknown) => this.logger.warn('promotion failed; recovery will promote the task', { error: describeError(error) }))
-        .finally(() => {
+          else if (this.clock.now() < task.availableAt) return this.promoteWhenDue(task);
           this.pendingPromotions.delete(task.id);
-          this.wake?.();
-        });
-    }, Math.max(0, task.availableAt - this.clock.now()));
+        })
+        .catch((error: unknown) => {
+          this.pendingPromotions.delete(task.id);
+          this.logger.warn('promotion failed; recovery will promote the task', { error: describeError(error) });
+        })
+        .finally(() => this.wake?.());
+    }, Math.max(0, task.availableAt - this.clock.now()) + 5);
   }
 
   private pause(ms: number): Promise<void> {
