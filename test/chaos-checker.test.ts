@@ -73,7 +73,7 @@ describe('a seeded bug: completing without the token condition', () => {
     const cut = w.peer();
     let claimed = false;
     const claim = cut.claim.bind(cut);
-    cut.claim = async (input) => (claimed ? { claimed: [], lostRaces: 0, queries: 0 } : claim(input).then((r) => ((claimed = r.claimed.length > 0), r)));
+    cut.claim = async (input) => (claimed ? { claimed: [], lostRaces: 0, queries: 0, recovered: [] } : claim(input).then((r) => ((claimed = r.claimed.length > 0), r)));
     cut.renew = async ({ leases }) => leases.map((l): RenewOutcome => ({ taskId: l.taskId, outcome: 'error', error: new Error('partition') }));
     const mk = (id: string, store = w.peer()) => new Worker({ store, registry: w.registry, config: w.config, workerId: id, logger: silentLogger(), history: history.as(id) });
     const first = mk('cut-off', cut);

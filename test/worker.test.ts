@@ -135,7 +135,7 @@ describe('worker runtime', () => {
     const partitioned = w.peer();
     let cut = false;
     const claim = partitioned.claim.bind(partitioned);
-    partitioned.claim = async (input) => (cut ? { claimed: [], lostRaces: 0, queries: 0 } : claim(input).then((r) => ((cut = r.claimed.length > 0), r)));
+    partitioned.claim = async (input) => (cut ? { claimed: [], lostRaces: 0, queries: 0, recovered: [] } : claim(input).then((r) => ((cut = r.claimed.length > 0), r)));
     partitioned.renew = async ({ leases }) => leases.map((l): RenewOutcome => ({ taskId: l.taskId, outcome: 'error', error: new Error('network partition') }));
     const first = w.worker('cut-off', { store: partitioned });
     const firstRun = first.run({ idleStopMs: 100 });

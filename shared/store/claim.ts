@@ -12,7 +12,8 @@ import { hasAttemptsLeft, stillQueuedAt } from './conditions.js';
 import { deadline, isConditionalCheckFailed, isTransient, wasRetried } from './dynamo.js';
 import { Expression } from './expression.js';
 import { claimInput, parseInput, type ClaimInput, type Lease, type SlotLease } from './inputs.js';
-import { releaseSlots, SlotGate, type StrandedTaskRecovery } from './slots.js';
+import { releaseSlots, SlotGate } from './slots.js';
+import type { RecoveryReport } from './recovery.js';
 import { readTaskItem } from './task-reads.js';
 import { toTask, type TaskItem } from './task-item.js';
 
@@ -27,6 +28,8 @@ export interface ClaimResult {
   lostRaces: number;
   /** Ready-index queries this round made. */
   queries: number;
+  /** Tasks of dead holders this round recovered on taking over their expired concurrency slots. */
+  recovered: RecoveryReport['fixes'];
 }
 
 /**
@@ -67,14 +70,20 @@ interface Candidate {
 
 type Attempt = { outcome: 'won'; claimed: Claimed } | { outcome: 'lost' } | { outcome: 'limited' } | { outcome: 'error'; error: unknown };
 
-export async function claim(ctx: StoreContext, rawInput: ClaimInput, state: ClaimState, recoverStranded: StrandedTaskRecovery): Promise<ClaimResult> {
+export async function claim(
+  ctx: StoreContext,
+  rawInput: ClaimInput,
+  state: ClaimState,
+  recoverStranded: (taskId: string, holder: string, onFix: (fix: RecoveryReport['fixes'][number]) => void) => Promise<'lease-valid' | 'done'>,
+): Promise<ClaimResult> {
   const input = parseInput(claimInput, 'claim', rawInput);
   const now = ctx.clock.now();
   const leaseUntil = leaseExpiry(now, ctx.config);
-  const gate = new SlotGate(ctx, input.workerId, recoverStranded);
+  const recovered: RecoveryReport['fixes'] = [];
+  const gate = new SlotGate(ctx, input.workerId, (taskId, holder) => recoverStranded(taskId, holder, (fix) => recovered.push(fix)));
   const partitions = visitOrder(input.types, (count) => state.startPartition(input.workerId, count), ctx.random);
   const limitedTypes = new Set<string>();
-  const result: ClaimResult = { claimed: [], lostRaces: 0, queries: 0 };
+  const result: ClaimResult = { claimed: [], lostRaces: 0, queries: 0, recovered: [] };
   const errors: unknown[] = [];
 
   for (let i = 0; i < partitions.length && result.claimed.length < input.max; i++) {
@@ -102,6 +111,7 @@ export async function claim(ctx: StoreContext, rawInput: ClaimInput, state: Clai
     }
     if (errors.length > 0) break;
   }
+  result.recovered = recovered;
   state.noteRound(result.lostRaces, ctx.random);
   if (errors.length > 0 && result.claimed.length === 0) throw errors[0];
   return result;

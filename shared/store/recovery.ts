@@ -95,13 +95,14 @@ async function sweepPartition(ctx: StoreContext, report: RecoveryReport, partiti
 const describe = (error: unknown) => (error instanceof Error ? `${error.name}: ${error.message}` : String(error));
 
 /** Recovers one task by id if its lease ran out (used when a claimer takes over the expired slot of a dead holder). */
-export async function recoverTask(ctx: StoreContext, taskId: string, slotHolder: string): Promise<'lease-valid' | 'done'> {
+export async function recoverTask(ctx: StoreContext, taskId: string, slotHolder: string, onFix?: (fix: RecoveryReport['fixes'][number]) => void): Promise<'lease-valid' | 'done'> {
   const item = await readTaskItem(ctx, taskId);
   if (!item) return 'done';
   const now = ctx.clock.now();
   const decision = decideRecovery(item, now, ctx.config);
   if (decision.action === 'skip') return decision.reason === 'lease-valid' && item.leaseOwner === slotHolder ? 'lease-valid' : 'done';
-  await fixExpired(ctx, item, now);
+  const fix = await fixExpired(ctx, item, now);
+  if (fix !== 'skipped') onFix?.({ taskId: item.id, token: item.leaseToken, leaseUntil: item.leaseUntil!, action: fix });
   return 'done';
 }
 

@@ -54,7 +54,7 @@ export class TaskStore {
   claim(input: ClaimInput): Promise<ClaimResult> {
     let state = this.claimStates.get(input.workerId);
     if (!state) this.claimStates.set(input.workerId, (state = new ClaimState()));
-    return claim(this.ctx, input, state, (taskId, holder) => recoverTask(this.ctx, taskId, holder));
+    return claim(this.ctx, input, state, (taskId, holder, onFix) => recoverTask(this.ctx, taskId, holder, onFix));
   }
 
   renew(input: RenewInput): Promise<RenewOutcome[]> {

@@ -148,6 +148,7 @@ export class Worker {
       this.summary.claimed += round.claimed.length;
       this.summary.lostRaces += round.lostRaces;
       this.metrics.count('Claims', round.claimed.length);
+      for (const fix of round.recovered) this.options.history?.record({ ev: 'recover', task: fix.taskId, token: fix.token, leaseUntil: fix.leaseUntil, action: fix.action });
       this.metrics.count('WastedClaimWrites', round.lostRaces);
       for (const claimed of round.claimed) {
         this.options.history?.record({ ev: 'claim', task: claimed.task.id, token: claimed.lease.token, leaseUntil: claimed.lease.leaseUntil });

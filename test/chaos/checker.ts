@@ -81,7 +81,8 @@ export function checkHistory(input: CheckInput): CheckResult {
     );
     if (final && TERMINAL.has(final.status) && (terminalWrites.length > 1 || (terminalWrites.length === 0 && unknown.length === 0))) {
       doubleTerminals += terminalWrites.length > 1 ? 1 : 0;
-      violations.push({ invariant: 'exactly one terminal state', task: id, detail: `${terminalWrites.length} terminal writes accepted` });
+      const story = events.map((e) => `${e.ev}${'outcome' in e ? `:${e.outcome}` : ''}${'action' in e ? `:${e.action}` : ''}#${'token' in e ? e.token : ''}@${e.w}`).join(' ');
+      violations.push({ invariant: 'exactly one terminal state', task: id, detail: `${terminalWrites.length} terminal writes accepted; final ${final.status} token ${final.leaseToken}; ${story}` });
     }
 
     const claims = events.filter((e): e is Recorded & { ev: 'claim' } => e.ev === 'claim').sort((a, b) => a.token - b.token);
