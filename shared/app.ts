@@ -28,6 +28,8 @@ export interface LeaseholdOptions {
   doc?: DynamoDBDocumentClient;
   /** Overrides how schedules reach EventBridge Scheduler (tests); default from the configuration. */
   schedulerSync?: SchedulerSync;
+  /** Told before each claim or recovery write is sent (fault-testing histories). */
+  onIntent?: (op: 'claim' | 'recover', taskId: string) => void;
 }
 
 export function createLeasehold(env: Record<string, string | undefined> = process.env, options: LeaseholdOptions = {}): Leasehold {
@@ -37,7 +39,7 @@ export function createLeasehold(env: Record<string, string | undefined> = proces
   const config: LeaseholdConfig = { ...base, typeConcurrency: { ...registry.limits(), ...base.typeConcurrency } };
   const doc = options.doc ?? createDocumentClient(config);
   const clock = options.clock ?? systemClock(config.clockOffsetMs);
-  const store = new TaskStore({ doc, config, clock });
+  const store = new TaskStore({ doc, config, clock, ...(options.onIntent ? { onIntent: options.onIntent } : {}) });
   const queue = new TaskQueue(store, registry, config);
   const schedules = new ScheduleService(new ScheduleStore(store.ctx), options.schedulerSync ?? schedulerSyncFor(config), queue, clock);
   return { config, doc, store, registry, queue, schedules };

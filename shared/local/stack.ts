@@ -55,7 +55,13 @@ export async function startStack(options: StackOptions): Promise<LocalStack> {
   const env = { ...options.env, LEASEHOLD_DYNAMODB_ENDPOINT: base.dynamodbEndpoint ?? dynalite!.endpoint };
   const client = createDynamoClient(loadConfig(env));
   await ensureTable(client, base.tableName);
-  const app = createLeasehold(env, { doc: documentClientFor(client), ...(options.definitions ? { definitions: options.definitions } : {}) });
+  const workerId = options.roles.worker ? (base.workerId ?? `${hostname().replace(/[^A-Za-z0-9.-]/g, '-')}-${process.pid}-${randomSuffix()}`) : undefined;
+  const history = base.historyFile ? fileHistory(base.historyFile, workerId ?? `recovery-${process.pid}`, base.clockOffsetMs) : undefined;
+  const app = createLeasehold(env, {
+    doc: documentClientFor(client),
+    ...(options.definitions ? { definitions: options.definitions } : {}),
+    ...(history ? { onIntent: (op: 'claim' | 'recover', task: string) => history.record({ ev: 'intent', task, op }) } : {}),
+  });
   const logger = options.logger ?? new Logger({ serviceName: 'leasehold-local' });
   const metrics = new RecordingMetrics();
 
@@ -64,8 +70,6 @@ export async function startStack(options: StackOptions): Promise<LocalStack> {
 
   const stopWorker = new AbortController();
   let workerRun: Promise<RunSummary> | undefined;
-  const workerId = options.roles.worker ? (app.config.workerId ?? `${hostname().replace(/[^A-Za-z0-9.-]/g, '-')}-${process.pid}-${randomSuffix()}`) : undefined;
-  const history = app.config.historyFile ? fileHistory(app.config.historyFile, workerId ?? `recovery-${process.pid}`, app.config.clockOffsetMs) : undefined;
   if (workerId) {
     const worker = new Worker({ store: app.store, registry: app.registry, config: app.config, workerId, logger, metrics, clock: systemClock(app.config.clockOffsetMs), ...(history ? { history } : {}) });
     workerRun = worker.run({ stop: stopWorker.signal, idleStopMs: Number.POSITIVE_INFINITY });

@@ -174,6 +174,7 @@ async function claimOne(ctx: StoreContext, c: Candidate, workerId: string, now: 
     })
     .add('leaseToken', 1)
     .add('attempts', 1);
+  ctx.onIntent?.('claim', c.id);
   try {
     const out = await ctx.doc.send(
       new UpdateCommand({ TableName: ctx.tableName, Key: taskKey(c.id), ...e.params(), ReturnValues: 'ALL_NEW' }),

@@ -11,4 +11,6 @@ export interface StoreContext {
   clock: Clock;
   newId: IdGenerator;
   random: RandomSource;
+  /** Told before each claim or recovery write is sent (histories for fault testing). */
+  onIntent?: (op: 'claim' | 'recover', taskId: string) => void;
 }

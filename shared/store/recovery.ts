@@ -45,30 +45,38 @@ export async function recoverExpired(ctx: StoreContext): Promise<RecoveryReport>
     work.push({ partition: leaseSweepPartition(shard), bound: sweepQueryBound(now, ctx.config), kind: 'lease' });
     work.push({ partition: delaySweepPartition(shard), bound: now, kind: 'delay' });
   }
-  for (const { partition, bound, kind } of work) {
+  // Partitions are swept eight at a time; each takes its share of the item budget as it goes.
+  const budgetBox = { left: budget };
+  const starved: typeof work = [];
+  const sweep = async (w: (typeof work)[number]) => {
     try {
-      budget = await sweepPartition(ctx, report, partition, bound, kind, now, budget);
+      if ((await sweepPartition(ctx, report, w.partition, w.bound, w.kind, now, budgetBox)) === 'starved') starved.push(w);
     } catch (error) {
       // A failing partition (throttling, a fault) does not stop the sweep of the others; the next sweep retries it.
       report.errors.push(describe(error));
     }
-    if (budget <= 0) {
-      report.truncated = true;
-      break;
-    }
-  }
+  };
+  for (let i = 0; i < work.length; i += PARALLEL_PARTITIONS) await Promise.all(work.slice(i, i + PARALLEL_PARTITIONS).map(sweep));
+  // Partitions that found the budget taken by their neighbours get what those gave back, one at a time.
+  while (starved.length > 0 && budgetBox.left > 0) await sweep(starved.shift()!);
+  if (starved.length > 0) report.truncated = true;
   return report;
 }
 
-/** Sweeps one partition; returns the item budget left. */
-async function sweepPartition(ctx: StoreContext, report: RecoveryReport, partition: string, bound: number, kind: 'lease' | 'delay', now: number, budget: number): Promise<number> {
+const PARALLEL_PARTITIONS = 8;
+
+/** Sweeps one partition, taking what it reads from the shared item budget. */
+async function sweepPartition(ctx: StoreContext, report: RecoveryReport, partition: string, bound: number, kind: 'lease' | 'delay', now: number, budget: { left: number }): Promise<'done' | 'starved'> {
   const { recoveryBatchSize: batchSize } = ctx.config;
   let startKey: Record<string, unknown> | undefined;
   do {
-    if (budget <= 0) return budget;
-    const page = await sweepPage(ctx, partition, bound, Math.min(batchSize, budget), startKey);
+    if (budget.left <= 0) return 'starved';
+    // Reserve before reading (other partitions read at the same time), give back what was not used.
+    const take = Math.min(batchSize, budget.left);
+    budget.left -= take;
+    const page = await sweepPage(ctx, partition, bound, take, startKey);
     if (page.keys.length > 0) report.batches++;
-    budget -= page.keys.length;
+    budget.left += take - page.keys.length;
     startKey = page.next;
     if (kind === 'delay') {
       const results = await Promise.allSettled(page.keys.map((k) => promote(ctx, k.pk, partition, now)));
@@ -89,7 +97,7 @@ async function sweepPartition(ctx: StoreContext, report: RecoveryReport, partiti
       });
     }
   } while (startKey);
-  return budget;
+  return 'done';
 }
 
 const describe = (error: unknown) => (error instanceof Error ? `${error.name}: ${error.message}` : String(error));
@@ -149,6 +157,7 @@ async function fixExpired(ctx: StoreContext, item: TaskItem, now: number): Promi
       fix = 'failed';
       break;
   }
+  ctx.onIntent?.('recover', item.id);
   try {
     await ctx.doc.send(new UpdateCommand({ TableName: ctx.tableName, Key: taskKey(item.id), ...e.params() }));
     return fix;

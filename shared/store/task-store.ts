@@ -21,6 +21,8 @@ export interface TaskStoreOptions {
   clock?: Clock;
   newId?: IdGenerator;
   random?: RandomSource;
+  /** Told before each claim or recovery write is sent (histories for fault testing). */
+  onIntent?: (op: 'claim' | 'recover', taskId: string) => void;
 }
 
 export class TaskStore {
@@ -35,6 +37,7 @@ export class TaskStore {
       clock: options.clock ?? systemClock(),
       newId: options.newId ?? randomId,
       random: options.random ?? mathRandom,
+      ...(options.onIntent ? { onIntent: options.onIntent } : {}),
     };
   }
 

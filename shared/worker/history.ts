@@ -11,7 +11,9 @@ export type HistoryEvent =
   /** `sent` is written before the request, so a holder killed while its write was in flight is still seen. */
   | { ev: 'write'; task: string; token: number; write: 'complete' | 'fail' | 'finish-cancel' | 'release'; outcome: 'sent' | 'ok' | 'refused' | 'error'; status?: string }
   | { ev: 'start' | 'end'; task: string; token: number }
-  | { ev: 'recover'; task: string; token: number; leaseUntil: number; action: 'requeued' | 'failed' | 'cancelled' };
+  | { ev: 'recover'; task: string; token: number; leaseUntil: number; action: 'requeued' | 'failed' | 'cancelled' }
+  /** Written before a claim or a recovery fix is sent: a writer killed in flight leaves its outcome unknown. */
+  | { ev: 'intent'; task: string; op: 'claim' | 'recover' };
 
 export interface HistorySink {
   record(event: HistoryEvent): void;

@@ -21,7 +21,7 @@ export interface CheckInput {
   enqueued: string[];
   /** Harness events: when each worker was killed or paused. */
   kills: { worker: string; t: number }[];
-  config: { leaseTimeoutMs: number; recoveryIntervalMs: number; clockSkewMs: number; requestDeadlineMs: number; limits: Record<string, number> };
+  config: { leaseTimeoutMs: number; recoveryIntervalMs: number; clockSkewMs: number; requestDeadlineMs: number; limits: Record<string, number>; maxClockOffsetMs?: number };
 }
 
 export interface CheckResult {
@@ -76,8 +76,12 @@ export function checkHistory(input: CheckInput): CheckResult {
     // A write whose answer never came (all retries failed, or its writer was killed while it was in
     // flight) may still have applied: its outcome is unknown.
     const answered = (e: Recorded) => events.some((x) => x.ev === 'write' && x.w === e.w && x.token === (e as { token: number }).token && x.outcome !== 'sent' && x.t >= e.t);
+    // A claim or recovery fix sent by a writer that was killed afterwards may have applied unrecorded.
+    const killedAfter = (e: Recorded) => kills.some((k) => k.worker === e.w && k.t >= e.t);
     const unknown = events.filter(
-      (e) => e.ev === 'write' && final !== undefined && e.token === final.leaseToken && (e.outcome === 'error' || (e.outcome === 'sent' && !answered(e))),
+      (e) =>
+        (e.ev === 'write' && final !== undefined && e.token === final.leaseToken && (e.outcome === 'error' || (e.outcome === 'sent' && !answered(e)))) ||
+        (e.ev === 'intent' && killedAfter(e)),
     );
     if (final && TERMINAL.has(final.status) && (terminalWrites.length > 1 || (terminalWrites.length === 0 && unknown.length === 0))) {
       doubleTerminals += terminalWrites.length > 1 ? 1 : 0;
@@ -104,7 +108,9 @@ export function checkHistory(input: CheckInput): CheckResult {
       const claim = claims[k]!;
       const ownEvents = events.filter((e) => 'token' in e && e.token === claim.token && e.w === claim.w);
       const leaseEnds = ownEvents.flatMap((e) => ('leaseUntil' in e && e.leaseUntil !== undefined && e.ev !== 'recover' ? [e.leaseUntil - e.off] : []));
-      const closed = ownEvents.find((e) => e.ev === 'write' && e.outcome === 'ok');
+      // The lease ends when its holder's write lands: at the answer, or, for a write whose answer never
+      // came, possibly as early as when it was sent.
+      const closed = ownEvents.find((e) => e.ev === 'write' && (e.outcome === 'ok' || e.outcome === 'sent'));
       const end = Math.min(Math.max(claim.leaseUntil - claim.off, ...leaseEnds), closed ? closed.t : Number.POSITIVE_INFINITY);
       intervals.push({ type: final?.type ?? '?', from: claim.t, to: end, task: id, token: claim.token, w: claim.w });
       const next = claims[k + 1];
@@ -135,14 +141,14 @@ export function checkHistory(input: CheckInput): CheckResult {
   }
 
   // 7. Every task whose holder was killed or paused is requeued, failed or cancelled by recovery within
-  // leaseTimeout + recoveryInterval of the holder's death, plus the skew margin and one more recovery
-  // interval (a sweep that itself ran into injected faults), unless the paused holder came back and
-  // finished it under its own lease first.
+  // leaseTimeout + recoveryInterval of the holder's death, plus the skew margin, the holder's clock
+  // offset and one more recovery interval (a sweep that itself ran into injected faults), unless the
+  // paused holder came back and finished it under its own lease first.
   const latencies: number[] = [];
-  const bound = config.leaseTimeoutMs + config.clockSkewMs + 2 * config.recoveryIntervalMs;
+  const bound = config.leaseTimeoutMs + config.clockSkewMs + (config.maxClockOffsetMs ?? 0) + 2 * config.recoveryIntervalMs;
   for (const kill of kills) {
     for (const [id, events] of byTask) {
-      const held = events.filter((e) => e.ev === 'claim' && e.w === kill.worker && e.t <= kill.t).at(-1);
+      const held = events.filter((e): e is Recorded & { ev: 'claim' } => e.ev === 'claim' && e.w === kill.worker && e.t <= kill.t).at(-1);
       if (!held) continue;
       const sameLease = (e: Recorded) => 'token' in e && e.token === held.token;
       if (events.some((e) => sameLease(e) && e.ev === 'write' && e.outcome === 'ok' && e.t <= kill.t)) continue;

@@ -180,7 +180,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosSummary> {
       tasks: await finalTasks(store),
       enqueued,
       kills,
-      config: { ...leaseConfig, limits: { 'demo.fail': 2 } },
+      config: { ...leaseConfig, limits: { 'demo.fail': 2 }, maxClockOffsetMs: skew },
     });
     return { ...result, options, killsDone, pausesDone, faults: { ...proxy.injected }, requests: proxy.requests, durationMs: Date.now() - started };
   } finally {
