@@ -141,11 +141,11 @@ export function checkHistory(input: CheckInput): CheckResult {
   }
 
   // 7. Every task whose holder was killed or paused is requeued, failed or cancelled by recovery within
-  // leaseTimeout + recoveryInterval of the holder's death, plus the skew margin, the holder's clock
-  // offset and one more recovery interval (a sweep that itself ran into injected faults), unless the
-  // paused holder came back and finished it under its own lease first.
+  // leaseTimeout + recoveryInterval of the holder's death, plus a margin: the skew margin, the holder's
+  // clock offset, and two more recovery intervals (a sweep slowed by injected faults and the SDK's
+  // backoff, recorded when it ends), unless the paused holder came back and finished it itself first.
   const latencies: number[] = [];
-  const bound = config.leaseTimeoutMs + config.clockSkewMs + (config.maxClockOffsetMs ?? 0) + 2 * config.recoveryIntervalMs;
+  const bound = config.leaseTimeoutMs + config.recoveryIntervalMs + config.clockSkewMs + (config.maxClockOffsetMs ?? 0) + 2 * config.recoveryIntervalMs;
   for (const kill of kills) {
     for (const [id, events] of byTask) {
       const held = events.filter((e): e is Recorded & { ev: 'claim' } => e.ev === 'claim' && e.w === kill.worker && e.t <= kill.t).at(-1);
