@@ -1,11 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineTask } from '../shared/tasks/define.js';
-import type { RenewOutcome } from '../shared/store/lease-writes.js';
 import { MemoryHistory } from '../shared/worker/history.js';
 import { checkHistory, type CheckInput, type Recorded } from './chaos/checker.js';
 import { startDynalite, type DynaliteServer } from './support/dynalite-server.js';
-import { createWorkerWorld, silentLogger, sleep } from './support/worker-world.js';
+import { createWorkerWorld, partitionedAfterFirstClaim, silentLogger, sleep } from './support/worker-world.js';
 import { Worker } from '../shared/worker/worker.js';
 
 let server: DynaliteServer;
@@ -70,11 +69,7 @@ describe('a seeded bug: completing without the token condition', () => {
     const w = await createWorkerWorld(server.endpoint, [defineTask({ name: 'slow', schema: z.object({ ms: z.number() }), maxAttempts: 3, handler: ({ ms }) => sleep(ms).then(() => 'done') })], { testSeededBug: seededBug });
     const history = new MemoryHistory('unused');
     const { task } = await w.queue.enqueue({ type: 'slow', payload: { ms: 3_200 }, owner: 'o' });
-    const cut = w.peer();
-    let claimed = false;
-    const claim = cut.claim.bind(cut);
-    cut.claim = async (input) => (claimed ? { claimed: [], lostRaces: 0, queries: 0, recovered: [] } : claim(input).then((r) => ((claimed = r.claimed.length > 0), r)));
-    cut.renew = async ({ leases }) => leases.map((l): RenewOutcome => ({ taskId: l.taskId, outcome: 'error', error: new Error('partition') }));
+    const cut = partitionedAfterFirstClaim(w.peer());
     const mk = (id: string, store = w.peer()) => new Worker({ store, registry: w.registry, config: w.config, workerId: id, logger: silentLogger(), history: history.as(id) });
     const first = mk('cut-off', cut);
     const firstRun = first.run({ idleStopMs: 100 });

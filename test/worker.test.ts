@@ -2,10 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ValidationError } from '../shared/errors.js';
 import { defineTask, NonRetryableError, type TaskContext } from '../shared/tasks/define.js';
-import type { RenewOutcome } from '../shared/store/lease-writes.js';
 import { decideOutcome } from '../shared/worker/outcome.js';
 import { startDynalite, type DynaliteServer } from './support/dynalite-server.js';
-import { createWorkerWorld, sleep, untilAborted } from './support/worker-world.js';
+import { createWorkerWorld, partitionedAfterFirstClaim, sleep, untilAborted } from './support/worker-world.js';
 
 let server: DynaliteServer;
 beforeAll(async () => {
@@ -132,12 +131,7 @@ describe('worker runtime', () => {
     const { task } = await w.queue.enqueue({ type: 'stubborn', payload: { ms: 2_400 }, owner: 'o' });
     // Right after its claim the first worker is cut off from the table (a partition): renewals and
     // claims error; its handler's late completion gets through once the partition heals.
-    const partitioned = w.peer();
-    let cut = false;
-    const claim = partitioned.claim.bind(partitioned);
-    partitioned.claim = async (input) => (cut ? { claimed: [], lostRaces: 0, queries: 0, recovered: [] } : claim(input).then((r) => ((cut = r.claimed.length > 0), r)));
-    partitioned.renew = async ({ leases }) => leases.map((l): RenewOutcome => ({ taskId: l.taskId, outcome: 'error', error: new Error('network partition') }));
-    const first = w.worker('cut-off', { store: partitioned });
+    const first = w.worker('cut-off', { store: partitionedAfterFirstClaim(w.peer()) });
     const firstRun = first.run({ idleStopMs: 100 });
     // Its lease runs out; recovery (another process) requeues; a healthy worker takes it over.
     await sleep(w.config.leaseTimeoutMs + w.config.clockSkewMs + 50);

@@ -25,11 +25,13 @@ export interface ChaosOptions {
   /** Clock offset of some workers, as a fraction of the skew margin (above 1: beyond the margin). */
   skewFraction: number;
   timeoutMs: number;
+  /** One task in this many is of the limited type (demo.fail, limit 2): enough to test the limit, few enough not to throttle the run. */
+  limitedEvery: number;
   log?: (line: string) => void;
 }
 
-export const QUICK: ChaosOptions = { tasks: 150, workers: 3, kills: 3, pauses: 2, faultRate: 0.05, skewFraction: 0.5, timeoutMs: 90_000 };
-export const FULL: ChaosOptions = { tasks: 5_000, workers: 6, kills: 100, pauses: 50, faultRate: 0.1, skewFraction: 0.5, timeoutMs: 1_800_000 };
+export const QUICK: ChaosOptions = { tasks: 150, workers: 3, kills: 3, pauses: 2, faultRate: 0.05, skewFraction: 0.5, timeoutMs: 90_000, limitedEvery: 5 };
+export const FULL: ChaosOptions = { tasks: 5_000, workers: 6, kills: 100, pauses: 50, faultRate: 0.1, skewFraction: 0.5, timeoutMs: 1_800_000, limitedEvery: 25 };
 
 const LEASES = {
   LEASEHOLD_LEASE_TIMEOUT_MS: '2000',
@@ -123,11 +125,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosSummary> {
       const batch = await Promise.all(
         Array.from({ length: Math.min(50, options.tasks - i) }, (_, j) => {
           const n = i + j;
-          const kind = n % 5;
           const input =
-            kind === 0
+            n % options.limitedEvery === 0
               ? { type: 'demo.fail', payload: { failTimes: n % 3 }, maxAttempts: 5 }
-              : kind === 1
+              : n % 5 === 1
                 ? { type: 'demo.echo', payload: { n } }
                 : { type: 'demo.sleep', payload: { ms: 100 + ((n * 37) % 900) }, maxAttempts: 10 };
           return store.enqueue({ ...input, owner: 'chaos' });

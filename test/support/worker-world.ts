@@ -62,3 +62,16 @@ export const untilAborted = (signal: AbortSignal) =>
     if (signal.aborted) reject(signal.reason);
     signal.addEventListener('abort', () => reject(signal.reason), { once: true });
   });
+
+/**
+ * The store of a worker that is cut off from the table (a network partition) right after its first
+ * successful claim: its renewals error and its claims find nothing. Writes still get through, as they
+ * would once the partition heals.
+ */
+export function partitionedAfterFirstClaim(store: TaskStore): TaskStore {
+  let cut = false;
+  const claim = store.claim.bind(store);
+  store.claim = async (input) => (cut ? { claimed: [], lostRaces: 0, queries: 0, recovered: [] } : claim(input).then((r) => ((cut = r.claimed.length > 0), r)));
+  store.renew = async ({ leases }) => leases.map((l) => ({ taskId: l.taskId, outcome: 'error' as const, error: new Error('network partition') }));
+  return store;
+}
