@@ -1,8 +1,7 @@
 /** Cancel requests from users: QUEUED ends CANCELLED at once; RUNNING becomes CANCEL_REQUESTED for its holder to act on. */
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { TaskNotFoundError, TaskStateConflictError } from '../errors.js';
-import { retentionExpiry } from '../lease-rules.js';
-import { INDEX, taskKey, TTL_ATTRIBUTE } from '../table-layout.js';
+import { INDEX, taskKey } from '../table-layout.js';
 import { isTerminal, TaskStatus, type Task } from '../task-model.js';
 import type { StoreContext } from './context.js';
 import { hasStatus } from './conditions.js';
@@ -10,7 +9,7 @@ import { isConditionalCheckFailed } from './dynamo.js';
 import { Expression } from './expression.js';
 import { parseInput, taskRefInput } from './inputs.js';
 import { readTaskItem } from './task-reads.js';
-import { toTask, type TaskItem } from './task-item.js';
+import { finishedFields, toTask, type TaskItem } from './task-item.js';
 
 export async function requestCancel(ctx: StoreContext, rawInput: { id: string; owner?: string }): Promise<Task> {
   const { id, owner } = parseInput(taskRefInput, 'requestCancel', rawInput);
@@ -26,8 +25,7 @@ export async function requestCancel(ctx: StoreContext, rawInput: { id: string; o
     if (item.status === TaskStatus.QUEUED) {
       e.assign({
         status: TaskStatus.CANCELLED,
-        finishedAt: now,
-        [TTL_ATTRIBUTE]: retentionExpiry(now, ctx.config),
+        ...finishedFields(now, ctx.config),
         [INDEX.ready.partition]: undefined,
         [INDEX.ready.sort]: undefined,
         [INDEX.sweep.partition]: undefined,

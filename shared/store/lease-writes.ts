@@ -6,8 +6,8 @@
  */
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { LeaseLostError } from '../errors.js';
-import { decideFailure, leaseExpiry, retentionExpiry, sweepKeyAfterRenewal } from '../lease-rules.js';
-import { delaySweepPartition, INDEX, readyPartition, readySortKey, taskKey, TTL_ATTRIBUTE } from '../table-layout.js';
+import { decideFailure, leaseExpiry, sweepKeyAfterRenewal } from '../lease-rules.js';
+import { delaySweepPartition, INDEX, readyPartition, readySortKey, taskKey } from '../table-layout.js';
 import { TaskStatus, type Task } from '../task-model.js';
 import type { StoreContext } from './context.js';
 import { hasStatus, holdsLease } from './conditions.js';
@@ -16,7 +16,7 @@ import { Expression } from './expression.js';
 import { completeInput, failInput, leaseOnlyInput, parseInput, renewInput, type Lease, type RenewInput } from './inputs.js';
 import { releaseSlots, renewSlots } from './slots.js';
 import { readTaskItem } from './task-reads.js';
-import { LEASE_FIELDS_CLEARED, toTask, type TaskItem } from './task-item.js';
+import { finishedFields, LEASE_FIELDS_CLEARED, toTask, type TaskItem } from './task-item.js';
 
 export type RenewOutcome =
   | { taskId: string; outcome: 'renewed'; lease: Lease }
@@ -89,9 +89,8 @@ export async function complete(ctx: StoreContext, rawInput: { lease: Lease; resu
     ...LEASE_FIELDS_CLEARED,
     status: TaskStatus.SUCCESS,
     result: JSON.stringify(result ?? null),
-    finishedAt: now,
     updatedAt: now,
-    [TTL_ATTRIBUTE]: retentionExpiry(now, ctx.config),
+    ...finishedFields(now, ctx.config),
   });
   return settle(ctx, lease, e, ctx.config.testSeededBug === 'complete-without-token');
 }
@@ -104,7 +103,7 @@ export async function fail(ctx: StoreContext, rawInput: { lease: Lease; error: s
   const policy = input.backoff ?? { baseMs: ctx.config.backoffBaseMs, maxMs: ctx.config.backoffMaxMs };
   const outcome = decideFailure(lease, now, input.retryable, policy, ctx.random);
   const fields: Record<string, unknown> = { ...LEASE_FIELDS_CLEARED, error: input.error, updatedAt: now, status: outcome.status };
-  if (outcome.status === TaskStatus.FAILED) Object.assign(fields, { finishedAt: now, [TTL_ATTRIBUTE]: retentionExpiry(now, ctx.config) });
+  if (outcome.status === TaskStatus.FAILED) Object.assign(fields, finishedFields(now, ctx.config));
   else Object.assign(fields, { availableAt: outcome.availableAt }, queuePlacement(lease, outcome.availableAt, now));
   return settleOrFinishCancel(ctx, lease, new Expression().assign(fields));
 }
@@ -125,7 +124,7 @@ export async function finishCancel(ctx: StoreContext, rawInput: { lease: Lease }
   const now = ctx.clock.now();
   const e = new Expression()
     .require(hasStatus(TaskStatus.CANCEL_REQUESTED))
-    .assign({ ...LEASE_FIELDS_CLEARED, status: TaskStatus.CANCELLED, finishedAt: now, updatedAt: now, [TTL_ATTRIBUTE]: retentionExpiry(now, ctx.config) });
+    .assign({ ...LEASE_FIELDS_CLEARED, status: TaskStatus.CANCELLED, updatedAt: now, ...finishedFields(now, ctx.config) });
   return settle(ctx, lease, e);
 }
 

@@ -5,8 +5,8 @@
  * delayed tasks that became due into the ready index.
  */
 import { QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { decideRecovery, retentionExpiry, sweepQueryBound } from '../lease-rules.js';
-import { delaySweepPartition, INDEX, KEY, leaseSweepPartition, readyPartition, readySortKey, SHARD_COUNT, shardForId, taskIdFromPk, taskKey, TTL_ATTRIBUTE } from '../table-layout.js';
+import { decideRecovery, sweepQueryBound } from '../lease-rules.js';
+import { delaySweepPartition, INDEX, KEY, leaseSweepPartition, readyPartition, readySortKey, SHARD_COUNT, shardForId, taskIdFromPk, taskKey } from '../table-layout.js';
 import { TaskStatus } from '../task-model.js';
 import type { StoreContext } from './context.js';
 import { leaseAsObserved, stillDelayedAndDue } from './conditions.js';
@@ -14,7 +14,7 @@ import { isConditionalCheckFailed } from './dynamo.js';
 import { Expression } from './expression.js';
 import { readItems, readTaskItem } from './task-reads.js';
 import { parseInput, taskRefInput } from './inputs.js';
-import { LEASE_FIELDS_CLEARED, type TaskItem } from './task-item.js';
+import { finishedFields, LEASE_FIELDS_CLEARED, type TaskItem } from './task-item.js';
 
 export interface RecoveryReport {
   requeued: number;
@@ -134,7 +134,7 @@ async function fixExpired(ctx: StoreContext, item: TaskItem, now: number): Promi
   if (decision.action === 'skip') return 'skipped';
   const e = new Expression().require(leaseAsObserved(item.leaseToken, item.status, item.leaseUntil!));
   const common = { ...LEASE_FIELDS_CLEARED, updatedAt: now, writeId: ctx.newId() };
-  const finished = { finishedAt: now, [TTL_ATTRIBUTE]: retentionExpiry(now, ctx.config) };
+  const finished = finishedFields(now, ctx.config);
   let fix: Fix;
   switch (decision.action) {
     case 'cancel':

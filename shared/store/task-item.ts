@@ -1,5 +1,8 @@
 /** The task as stored, and its conversion to the Task callers see. */
 import { TaskStatus, type Task } from '../task-model.js';
+import type { LeaseholdConfig } from '../config.js';
+import { retentionExpiry } from '../lease-rules.js';
+import { TTL_ATTRIBUTE } from '../table-layout.js';
 
 /**
  * Attributes of a task item: the Task fields, with JSON values (payload, result) stored as text so any
@@ -53,6 +56,11 @@ export function toTask(item: TaskItem): Task {
     ...optional('result', item.result === undefined ? undefined : (JSON.parse(item.result) as unknown)),
     ...optional('error', item.error),
   };
+}
+
+/** Fields every terminal write sets: when it finished, and when DynamoDB TTL may delete it. */
+export function finishedFields(now: number, config: Pick<LeaseholdConfig, 'retentionDays'>): Record<string, number> {
+  return { finishedAt: now, [TTL_ATTRIBUTE]: retentionExpiry(now, config) };
 }
 
 /** Fields cleared whenever a task leaves its lease (terminal, requeued or released). */

@@ -73,7 +73,6 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosSummary> {
   const proxy = await startFaultProxy({ target: dynalite.endpoint, rate: options.faultRate });
   // The same settings the worker processes read from their environment.
   const config = loadConfig({ ...LEASES, LEASEHOLD_TABLE: 'chaos', LEASEHOLD_DYNAMODB_ENDPOINT: dynalite.endpoint });
-  const leaseConfig = config;
   const client = createDynamoClient(config);
   await ensureTable(client, config.tableName);
   const store = new TaskStore({ doc: documentClientFor(client), config });
@@ -110,7 +109,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosSummary> {
     return proc;
   };
 
-  const skew = Math.round(leaseConfig.clockSkewMs * options.skewFraction);
+  const skew = Math.round(config.clockSkewMs * options.skewFraction);
   // Each worker's clock: on time, ahead or behind (within the margin unless skewFraction > 1).
   const offsetFor = (i: number) => [0, skew, -skew][i % 3]!;
   const kills: { worker: string; t: number }[] = [];
@@ -144,7 +143,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosSummary> {
     const chaos = (async () => {
       const actions = [...Array(options.kills).fill('kill'), ...Array(options.pauses).fill('pause')].sort(() => Math.random() - 0.5);
       for (const action of actions) {
-        if (Date.now() > deadline || (await remaining(store, enqueued)) === 0) break;
+        if (Date.now() > deadline || (await remaining(store)) === 0) break;
         await new Promise((r) => setTimeout(r, 300 + Math.random() * 700));
         const victim = pick();
         if (!victim) continue;
@@ -158,16 +157,16 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosSummary> {
         } else {
           kills.push({ worker: victim.id, t: Date.now() });
           victim.child.kill('SIGSTOP');
-          await new Promise((r) => setTimeout(r, leaseConfig.leaseTimeoutMs + leaseConfig.clockSkewMs + 800));
+          await new Promise((r) => setTimeout(r, config.leaseTimeoutMs + config.clockSkewMs + 800));
           victim.child.kill('SIGCONT');
           pausesDone++;
         }
       }
     })();
-    while (Date.now() < deadline && (await remaining(store, enqueued)) > 0) await new Promise((r) => setTimeout(r, 1_000));
+    while (Date.now() < deadline && (await remaining(store)) > 0) await new Promise((r) => setTimeout(r, 1_000));
     await chaos;
     proxy.setRate(0);
-    while (Date.now() < deadline && (await remaining(store, enqueued)) > 0) await new Promise((r) => setTimeout(r, 1_000));
+    while (Date.now() < deadline && (await remaining(store)) > 0) await new Promise((r) => setTimeout(r, 1_000));
 
     for (const p of procs.values()) p.child.kill('SIGTERM');
     await Promise.all([...procs.values()].map((p) => p.exited));
@@ -181,7 +180,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosSummary> {
       tasks: await finalTasks(store),
       enqueued,
       kills,
-      config: { ...leaseConfig, limits: { 'demo.fail': 2 }, maxClockOffsetMs: skew },
+      config: { ...config, limits: { 'demo.fail': 2 }, maxClockOffsetMs: skew },
     });
     return { ...result, options, killsDone, pausesDone, faults: { ...proxy.injected }, requests: proxy.requests, durationMs: Date.now() - started };
   } finally {
@@ -209,7 +208,7 @@ async function finalTasks(store: TaskStore): Promise<FinalTask[]> {
  * Tasks not yet finished: only those are in the ready and sweep indexes, so counting the indexes costs
  * in proportion to what is left (a scan of the whole table each poll would starve the harness's dynalite).
  */
-async function remaining(store: TaskStore, _ids: string[]): Promise<number> {
+async function remaining(store: TaskStore): Promise<number> {
   const depth = await store.depth(TASK_TYPES);
   return depth.ready + depth.leased + depth.delayed;
 }
