@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
+import * as z from 'zod';
 import { defineTask } from '../shared/tasks/define.js';
 import { MemoryHistory } from '../shared/worker/history.js';
 import { checkHistory, type CheckInput, type Recorded } from './chaos/checker.js';

@@ -35,22 +35,24 @@ export interface RecoveryReport {
 
 type Fix = 'requeued' | 'failed' | 'cancelled' | 'skipped';
 
-export async function recoverExpired(ctx: StoreContext): Promise<RecoveryReport> {
+export type RecoveryFix = RecoveryReport['fixes'][number];
+
+/** `onFix` hears of each fix as soon as its write applied (histories time recovery by it, not by the sweep's end). */
+export async function recoverExpired(ctx: StoreContext, onFix?: (fix: RecoveryFix) => void): Promise<RecoveryReport> {
   const report: RecoveryReport = { requeued: 0, failed: 0, cancelled: 0, promoted: 0, skipped: 0, batches: 0, truncated: false, errors: [], fixes: [] };
   const { recoveryBatchSize: batchSize, recoveryMaxBatches: maxBatches } = ctx.config;
   let budget = batchSize * maxBatches;
   const now = ctx.clock.now();
+  // Expired leases first: a dead holder's task waits on them; a due delayed task is only late.
   const work: { partition: string; bound: number; kind: 'lease' | 'delay' }[] = [];
-  for (let shard = 0; shard < SHARD_COUNT; shard++) {
-    work.push({ partition: leaseSweepPartition(shard), bound: sweepQueryBound(now, ctx.config), kind: 'lease' });
-    work.push({ partition: delaySweepPartition(shard), bound: now, kind: 'delay' });
-  }
-  // Partitions are swept eight at a time; each takes its share of the item budget as it goes.
+  for (let shard = 0; shard < SHARD_COUNT; shard++) work.push({ partition: leaseSweepPartition(shard), bound: sweepQueryBound(now, ctx.config), kind: 'lease' });
+  for (let shard = 0; shard < SHARD_COUNT; shard++) work.push({ partition: delaySweepPartition(shard), bound: now, kind: 'delay' });
+  // Partitions are swept sixteen at a time (one round per kind); each takes its share of the item budget as it goes.
   const budgetBox = { left: budget };
   const starved: typeof work = [];
   const sweep = async (w: (typeof work)[number]) => {
     try {
-      if ((await sweepPartition(ctx, report, w.partition, w.bound, w.kind, now, budgetBox)) === 'starved') starved.push(w);
+      if ((await sweepPartition(ctx, report, w.partition, w.bound, w.kind, now, budgetBox, onFix)) === 'starved') starved.push(w);
     } catch (error) {
       // A failing partition (throttling, a fault) does not stop the sweep of the others; the next sweep retries it.
       report.errors.push(describe(error));
@@ -63,10 +65,10 @@ export async function recoverExpired(ctx: StoreContext): Promise<RecoveryReport>
   return report;
 }
 
-const PARALLEL_PARTITIONS = 8;
+const PARALLEL_PARTITIONS = SHARD_COUNT;
 
 /** Sweeps one partition, taking what it reads from the shared item budget. */
-async function sweepPartition(ctx: StoreContext, report: RecoveryReport, partition: string, bound: number, kind: 'lease' | 'delay', now: number, budget: { left: number }): Promise<'done' | 'starved'> {
+async function sweepPartition(ctx: StoreContext, report: RecoveryReport, partition: string, bound: number, kind: 'lease' | 'delay', now: number, budget: { left: number }, onFix?: (fix: RecoveryFix) => void): Promise<'done' | 'starved'> {
   const { recoveryBatchSize: batchSize } = ctx.config;
   let startKey: Record<string, unknown> | undefined;
   do {
@@ -88,13 +90,17 @@ async function sweepPartition(ctx: StoreContext, report: RecoveryReport, partiti
     } else if (page.keys.length > 0) {
       const items = await readItems<TaskItem>(ctx, page.keys.map((k) => taskKey(taskIdFromPk(k.pk))));
       // Settled one by one, so a fix that applied is reported even when another one failed.
-      const fixes = await Promise.allSettled(items.map((item) => fixExpired(ctx, item, now)));
-      fixes.forEach((fix, i) => {
-        if (fix.status === 'rejected') return void report.errors.push(describe(fix.reason));
-        report[fix.value]++;
-        const item = items[i]!;
-        if (fix.value !== 'skipped') report.fixes.push({ taskId: item.id, token: item.leaseToken, leaseUntil: item.leaseUntil!, action: fix.value });
-      });
+      const fixes = await Promise.allSettled(
+        items.map(async (item) => {
+          const action = await fixExpired(ctx, item, now);
+          report[action]++;
+          if (action === 'skipped') return;
+          const fix = { taskId: item.id, token: item.leaseToken, leaseUntil: item.leaseUntil!, action };
+          report.fixes.push(fix);
+          onFix?.(fix);
+        }),
+      );
+      for (const fix of fixes) if (fix.status === 'rejected') report.errors.push(describe(fix.reason));
     }
   } while (startKey);
   return 'done';
@@ -103,7 +109,7 @@ async function sweepPartition(ctx: StoreContext, report: RecoveryReport, partiti
 const describe = (error: unknown) => (error instanceof Error ? `${error.name}: ${error.message}` : String(error));
 
 /** Recovers one task by id if its lease ran out (used when a claimer takes over the expired slot of a dead holder). */
-export async function recoverTask(ctx: StoreContext, taskId: string, slotHolder: string, onFix?: (fix: RecoveryReport['fixes'][number]) => void): Promise<'lease-valid' | 'done'> {
+export async function recoverTask(ctx: StoreContext, taskId: string, slotHolder: string, onFix?: (fix: RecoveryFix) => void): Promise<'lease-valid' | 'done'> {
   const item = await readTaskItem(ctx, taskId);
   if (!item) return 'done';
   const now = ctx.clock.now();

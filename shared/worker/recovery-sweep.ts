@@ -8,7 +8,8 @@ import type { HistorySink } from './history.js';
 /** `types`: the task types whose queue depth is published as a gauge (none: no gauges). */
 export async function runRecoverySweep(store: TaskStore, metrics: LeaseholdMetrics, logger: Logger, types: string[] = [], history?: HistorySink): Promise<RecoveryReport> {
   try {
-    const report = await store.recover();
+    // Each fix goes into the history as it applies, so a slow sweep does not look like slow recovery.
+    const report = await store.recover((fix) => history?.record({ ev: 'recover', task: fix.taskId, token: fix.token, leaseUntil: fix.leaseUntil, action: fix.action }));
     if (types.length > 0) {
       const depth = await store.depth(types);
       metrics.gauge('QueueDepth', depth.ready + depth.delayed);
@@ -18,9 +19,8 @@ export async function runRecoverySweep(store: TaskStore, metrics: LeaseholdMetri
     metrics.count('RecoveredFailed', report.failed);
     metrics.count('RecoveredCancelled', report.cancelled);
     metrics.count('DelayedPromoted', report.promoted);
-    const { fixes, errors, ...counts } = report;
+    const { fixes: _fixes, errors, ...counts } = report;
     if (errors.length > 0) logger.warn('some recovery requests failed; the next sweep retries them', { errors: errors.slice(0, 10), count: errors.length });
-    for (const fix of fixes) history?.record({ ev: 'recover', task: fix.taskId, token: fix.token, leaseUntil: fix.leaseUntil, action: fix.action });
     if (report.truncated) logger.warn('recovery stopped at its batch limit; the next sweep continues', counts);
     else logger.info('recovery sweep done', counts);
     return report;

@@ -142,10 +142,12 @@ export function checkHistory(input: CheckInput): CheckResult {
 
   // 7. Every task whose holder was killed or paused is requeued, failed or cancelled by recovery within
   // leaseTimeout + recoveryInterval of the holder's death, plus a margin: the skew margin, the holder's
-  // clock offset, and two more recovery intervals (a sweep slowed by injected faults and the SDK's
-  // backoff, recorded when it ends), unless the paused holder came back and finished it itself first.
+  // clock offset, one more recovery interval (the sweep that was running when the lease ran out, since
+  // sweeps run one after another), and one request's worth of the SDK's backoff on throttling (a fix
+  // is a query, a read and a write; any of them may be throttled by the injected faults),
+  // unless the paused holder came back and finished it itself first.
   const latencies: number[] = [];
-  const bound = config.leaseTimeoutMs + config.recoveryIntervalMs + config.clockSkewMs + (config.maxClockOffsetMs ?? 0) + 2 * config.recoveryIntervalMs;
+  const bound = config.leaseTimeoutMs + config.recoveryIntervalMs + config.clockSkewMs + (config.maxClockOffsetMs ?? 0) + config.recoveryIntervalMs + SDK_THROTTLING_BACKOFF_MS;
   for (const kill of kills) {
     for (const [id, events] of byTask) {
       const held = events.filter((e): e is Recorded & { ev: 'claim' } => e.ev === 'claim' && e.w === kill.worker && e.t <= kill.t).at(-1);
@@ -180,3 +182,9 @@ export function checkHistory(input: CheckInput): CheckResult {
     },
   };
 }
+
+/**
+ * The longest the SDK waits between the attempts of one throttled request: its retry policy (2026
+ * defaults, 3 attempts) waits up to 1 s after the first and up to 2 s after the second.
+ */
+export const SDK_THROTTLING_BACKOFF_MS = 3_000;

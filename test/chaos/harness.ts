@@ -119,52 +119,57 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosSummary> {
     await spawnRole('--recovery', 0);
     for (let i = 0; i < options.workers; i++) await spawnRole('--worker', offsetFor(i));
 
+    // The tasks arrive in waves, one before the chaos and one after each action, so workers have work
+    // for every planned kill and pause however fast they drain.
+    const actions = [...Array(options.kills).fill('kill'), ...Array(options.pauses).fill('pause')].sort(() => Math.random() - 0.5);
+    const perWave = Math.ceil(options.tasks / (actions.length + 1));
     const enqueued: string[] = [];
-    for (let i = 0; i < options.tasks; i += 50) {
-      const batch = await Promise.all(
-        Array.from({ length: Math.min(50, options.tasks - i) }, (_, j) => {
-          const n = i + j;
-          const input =
-            n % options.limitedEvery === 0
-              ? { type: 'demo.fail', payload: { failTimes: n % 3 }, maxAttempts: 5 }
-              : n % 5 === 1
-                ? { type: 'demo.echo', payload: { n } }
-                : { type: 'demo.sleep', payload: { ms: 100 + ((n * 37) % 900) }, maxAttempts: 10 };
-          return store.enqueue({ ...input, owner: 'chaos' });
-        }),
-      );
-      enqueued.push(...batch.map((r) => r.task.id));
-    }
-    log(`enqueued ${enqueued.length} tasks; ${options.workers} workers, faults at ${options.faultRate * 100} %`);
+    const enqueueWave = async () => {
+      const from = enqueued.length;
+      const to = Math.min(options.tasks, from + perWave);
+      for (let i = from; i < to; i += 50) {
+        const batch = await Promise.all(Array.from({ length: Math.min(50, to - i) }, (_, j) => store.enqueue({ ...taskInput(i + j, options.limitedEvery), owner: 'chaos' })));
+        enqueued.push(...batch.map((r) => r.task.id));
+      }
+    };
+    await enqueueWave();
+    log(`${options.tasks} tasks in waves of ${perWave}; ${options.workers} workers, faults at ${options.faultRate * 100} %`);
 
     const deadline = started + options.timeoutMs;
-    const workers = () => [...procs.values()].filter((p) => p.id.startsWith('worker') && p.child.exitCode === null);
-    const pick = () => workers()[Math.floor(Math.random() * workers().length)];
-    const chaos = (async () => {
-      const actions = [...Array(options.kills).fill('kill'), ...Array(options.pauses).fill('pause')].sort(() => Math.random() - 0.5);
-      for (const action of actions) {
-        if (Date.now() > deadline || (await remaining(store)) === 0) break;
-        await new Promise((r) => setTimeout(r, 300 + Math.random() * 700));
-        const victim = pick();
-        if (!victim) continue;
+    const paused = new Set<string>();
+    const running = () => [...procs.values()].filter((p) => p.id.startsWith('worker') && p.child.exitCode === null && !paused.has(p.id));
+    const pick = () => running()[Math.floor(Math.random() * running().length)];
+    const resumes: Promise<void>[] = [];
+    for (const action of actions) {
+      if (Date.now() > deadline) break;
+      await new Promise((r) => setTimeout(r, 300 + Math.random() * 700));
+      const victim = pick();
+      if (victim) {
+        kills.push({ worker: victim.id, t: Date.now() });
         if (action === 'kill') {
-          kills.push({ worker: victim.id, t: Date.now() });
           victim.child.kill('SIGKILL');
           await victim.exited;
           procs.delete(victim.id);
           killsDone++;
           await spawnRole('--worker', offsetFor(serial));
         } else {
-          kills.push({ worker: victim.id, t: Date.now() });
+          // Paused past its lease, resumed later; the next action does not wait for it.
           victim.child.kill('SIGSTOP');
-          await new Promise((r) => setTimeout(r, config.leaseTimeoutMs + config.clockSkewMs + 800));
-          victim.child.kill('SIGCONT');
+          paused.add(victim.id);
           pausesDone++;
+          resumes.push(
+            new Promise<void>((r) => setTimeout(r, config.leaseTimeoutMs + config.clockSkewMs + 800)).then(() => {
+              victim.child.kill('SIGCONT');
+              paused.delete(victim.id);
+            }),
+          );
         }
       }
-    })();
+      await enqueueWave();
+    }
+    while (enqueued.length < options.tasks) await enqueueWave();
+    await Promise.all(resumes);
     while (Date.now() < deadline && (await remaining(store)) > 0) await new Promise((r) => setTimeout(r, 1_000));
-    await chaos;
     proxy.setRate(0);
     while (Date.now() < deadline && (await remaining(store)) > 0) await new Promise((r) => setTimeout(r, 1_000));
 
@@ -190,6 +195,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosSummary> {
     await dynalite.close();
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/** Task n of the run: one in `limitedEvery` of the limited type (some fail and retry), the rest echo or sleep up to a second. */
+function taskInput(n: number, limitedEvery: number) {
+  if (n % limitedEvery === 0) return { type: 'demo.fail', payload: { failTimes: n % 3 }, maxAttempts: 5 };
+  if (n % 5 === 1) return { type: 'demo.echo', payload: { n } };
+  return { type: 'demo.sleep', payload: { ms: 100 + ((n * 37) % 900) }, maxAttempts: 10 };
 }
 
 async function finalTasks(store: TaskStore): Promise<FinalTask[]> {
