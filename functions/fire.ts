@@ -1,6 +1,6 @@
 /** Lambda entry point for the schedules' EventBridge Scheduler target: one tick of one schedule. */
 import { Logger } from '@aws-lambda-powertools/logger';
-import { z } from 'zod';
+import * as z from 'zod';
 import { createLeasehold } from '../shared/app.js';
 
 const app = createLeasehold(process.env);

@@ -1,10 +1,10 @@
 /** Lambda entry point for recovery, started by its schedule: one bounded sweep of expired leases and due delayed tasks. */
 import { Logger } from '@aws-lambda-powertools/logger';
-import { createLeasehold } from '../shared/app.js';
+import { createTaskRuntime } from '../shared/task-runtime.js';
 import { powertoolsMetrics } from '../shared/worker/metrics.js';
 import { runRecoverySweep } from '../shared/worker/recovery-sweep.js';
 
-const app = createLeasehold(process.env);
+const app = createTaskRuntime(process.env);
 const logger = new Logger({ serviceName: 'leasehold-recovery' });
 const metrics = powertoolsMetrics('leasehold-recovery');
 

@@ -1,12 +1,12 @@
 /** Lambda entry point for the worker, started every minute by EventBridge Scheduler; runs until its time is used. */
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { Context } from 'aws-lambda';
-import { createLeasehold } from '../shared/app.js';
+import { createTaskRuntime } from '../shared/task-runtime.js';
 import { randomSuffix } from '../shared/ids.js';
 import { powertoolsMetrics } from '../shared/worker/metrics.js';
 import { Worker } from '../shared/worker/worker.js';
 
-const app = createLeasehold(process.env);
+const app = createTaskRuntime(process.env);
 const logger = new Logger({ serviceName: 'leasehold-worker' });
 const metrics = powertoolsMetrics('leasehold-worker');
 // One id per execution environment: invocations in it run one after another, and the fencing token

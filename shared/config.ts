@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { ConfigError, type InputProblem } from './errors.js';
 
 const positiveMs = z.coerce.number().int('must be a whole number of milliseconds').positive('must be greater than 0');

@@ -17,3 +17,4 @@ export type { TaskPage } from './store/task-queries.js';
 export { LockClient, LockLostError, LockNotAcquiredError, type Lock, type LockOptions } from './locks/lock-client.js';
 export { defineTask, NonRetryableError, type TaskContext, type TaskDefinition } from './tasks/define.js';
 export { createLeasehold, type Leasehold } from './app.js';
+export { createTaskRuntime, type TaskRuntime } from './task-runtime.js';

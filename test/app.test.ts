@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
+import * as z from 'zod';
 import { createLeasehold } from '../shared/app.js';
+import { createTaskRuntime } from '../shared/task-runtime.js';
 import { ConfigError } from '../shared/errors.js';
 import { defineTask } from '../shared/tasks/define.js';
 
@@ -16,6 +17,12 @@ describe('building the app from the environment', () => {
 
   it('registers the demo task types by default', () => {
     expect(createLeasehold({}).registry.names()).toEqual(['demo.echo', 'demo.sleep', 'demo.fail']);
+  });
+
+  it('builds the runtime of the worker and recovery Lambdas with the same rules, without schedules', () => {
+    const runtime = createTaskRuntime({ LEASEHOLD_TYPE_CONCURRENCY: 'mail.send=4' }, { definitions: [limited, other] });
+    expect(runtime.config.typeConcurrency).toEqual({ 'report.build': 2, 'mail.send': 4 });
+    expect(runtime).not.toHaveProperty('schedules');
   });
 
   it('refuses task definitions that cannot work, naming each', () => {

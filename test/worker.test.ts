@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
+import * as z from 'zod';
 import { ValidationError } from '../shared/errors.js';
 import { defineTask, NonRetryableError, type TaskContext } from '../shared/tasks/define.js';
 import { decideOutcome } from '../shared/worker/outcome.js';

@@ -5,7 +5,7 @@
  */
 import type { APIGatewayProxyEventV2WithIAMAuthorizer } from 'aws-lambda';
 import type { Logger } from '@aws-lambda-powertools/logger';
-import type { z } from 'zod';
+import type * as z from 'zod';
 import { IdempotencyConflictError, LeaseholdError, TaskNotFoundError, TaskStateConflictError, ValidationError } from '../errors.js';
 import type { TaskStore } from '../store/task-store.js';
 import type { TaskQueue } from '../tasks/task-queue.js';

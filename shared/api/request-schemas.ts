@@ -1,5 +1,5 @@
 /** zod schemas for the API's request bodies and query strings. */
-import { z } from 'zod';
+import * as z from 'zod';
 import { PRIORITY_LIMIT } from '../table-layout.js';
 import { TaskStatus } from '../task-model.js';
 

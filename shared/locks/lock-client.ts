@@ -5,7 +5,7 @@
  * own token, so a holder paused past its lease cannot touch the lock of the one who took it over.
  */
 import { GetCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { z } from 'zod';
+import * as z from 'zod';
 import { systemClock, type Clock } from '../clock.js';
 import type { LeaseholdConfig } from '../config.js';
 import { LeaseholdError } from '../errors.js';

@@ -1,5 +1,5 @@
 /** Schedule definitions as stored and shown, and the request body that creates or replaces one. */
-import { z } from 'zod';
+import * as z from 'zod';
 import { PRIORITY_LIMIT } from '../table-layout.js';
 
 /** EventBridge Scheduler's schedule-name rule. */

@@ -1,5 +1,5 @@
 /** zod schemas for every store operation's input: bad input is refused here, before any write. */
-import { z } from 'zod';
+import * as z from 'zod';
 import { ValidationError } from '../errors.js';
 import { PRIORITY_LIMIT } from '../table-layout.js';
 import { TaskStatus } from '../task-model.js';

@@ -1,6 +1,6 @@
 /** Reads for callers: one task by id, and a caller's tasks newest first with filters and a cursor. */
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { z } from 'zod';
+import * as z from 'zod';
 import { TaskNotFoundError, ValidationError } from '../errors.js';
 import { INDEX, KEY } from '../table-layout.js';
 import type { Task } from '../task-model.js';

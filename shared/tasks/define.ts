@@ -1,5 +1,5 @@
 /** How users declare task types: a name, a zod schema for the payload, the handler and its policy. */
-import type { z } from 'zod';
+import type * as z from 'zod';
 import type { BackoffPolicy } from '../lease-rules.js';
 
 /** What a handler can use while it runs. */

@@ -1,5 +1,5 @@
 /** Demo task types: small, real handlers to try the queue with (registered in the catalog). */
-import { z } from 'zod';
+import * as z from 'zod';
 import { defineTask } from './define.js';
 
 export const demoEcho = defineTask({

@@ -1,5 +1,5 @@
 /** The set of task types a deployment knows: checked once, consulted at enqueue and at run time. */
-import { z } from 'zod';
+import * as z from 'zod';
 import type { LeaseholdConfig } from '../config.js';
 import { ConfigError, ValidationError, type InputProblem } from '../errors.js';
 import { taskTypeSchema } from '../store/inputs.js';
