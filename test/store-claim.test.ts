@@ -65,13 +65,35 @@ describe('claim (SKIP LOCKED)', () => {
       s.clock.advance(1);
       names.set(await enq(name, priority, at), name);
     }
-    const order: string[] = [];
-    for (;;) {
-      const { claimed } = await store.claim({ workerId: 'solo', types: ['ordered'], max: 1 });
-      if (claimed.length === 0) break;
-      order.push(names.get(claimed[0]!.task.id)!);
+    const drainOrder = async (workerId: string) => {
+      const order: string[] = [];
+      for (;;) {
+        const { claimed } = await store.claim({ workerId, types: ['ordered'], max: 1 });
+        if (claimed.length === 0) break;
+        order.push(names.get(claimed[0]!.task.id)!);
+      }
+      return order;
+    };
+    // A worker starts out contended (it may be one of a wave): it picks at random among equal
+    // priorities, but a higher priority always comes first.
+    const first = await store.claim({ workerId: 'fresh', types: ['ordered'], max: 1 });
+    expect(names.get(first.claimed[0]!.task.id)).toBe('high');
+    await store.release({ lease: first.claimed[0]!.lease });
+    // Eight rounds without a lost race make a worker uncontended: it then takes heads strictly in order.
+    for (let i = 0; i < 8; i++) await store.claim({ workerId: 'solo', types: ['other'], max: 1 });
+    expect(await drainOrder('solo')).toEqual(['high', 'mid-early', 'mid-early-younger', 'mid-late', 'low-old']);
+  });
+
+  it('a contended worker still takes a higher priority first', async () => {
+    const s = await createTestStore(server.endpoint);
+    const store = new TaskStore({ doc: s.doc, config: s.config, clock: s.clock, newId: idsInShard(5) });
+    for (let i = 0; i < 20; i++) await store.enqueue({ type: 'mixed', owner: 'o', payload: i, priority: 0 });
+    const urgent = (await store.enqueue({ type: 'mixed', owner: 'o', payload: 'urgent', priority: 9 })).task.id;
+    for (let w = 0; w < 5; w++) {
+      const { claimed } = await store.claim({ workerId: `fresh-${w}`, types: ['mixed'], max: 1 });
+      if (w === 0) expect(claimed[0]!.task.id).toBe(urgent);
+      else expect(claimed[0]!.task.id).not.toBe(urgent);
     }
-    expect(order).toEqual(['high', 'mid-early', 'mid-early-younger', 'mid-late', 'low-old']);
   });
 
   it('a delayed high-priority task never blocks due lower-priority ones, and runs once it is due', async () => {

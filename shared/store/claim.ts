@@ -5,7 +5,7 @@
 import { QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { fnv1a } from '../ids.js';
 import { leaseExpiry, sweepKeyFor } from '../lease-rules.js';
-import { INDEX, leaseSweepPartition, readyPartition, SHARD_COUNT, taskIdFromPk, taskKey } from '../table-layout.js';
+import { INDEX, leaseSweepPartition, readyPartition, readyPriorityPrefix, SHARD_COUNT, taskIdFromPk, taskKey } from '../table-layout.js';
 import { TaskStatus, type Task } from '../task-model.js';
 import type { StoreContext } from './context.js';
 import { hasAttemptsLeft, stillQueuedAt } from './conditions.js';
@@ -13,7 +13,7 @@ import { deadline, isConditionalCheckFailed, isTransient, wasRetried } from './d
 import { Expression } from './expression.js';
 import { claimInput, parseInput, type ClaimInput, type Lease, type SlotLease } from './inputs.js';
 import { releaseSlots, SlotGate } from './slots.js';
-import type { RecoveryReport } from './recovery.js';
+import type { RecoveryFix, RecoveryReport } from './recovery.js';
 import { readTaskItem } from './task-reads.js';
 import { toTask, type TaskItem } from './task-item.js';
 
@@ -33,20 +33,73 @@ export interface ClaimResult {
 }
 
 /**
- * Per-worker claim memory. Uncontended, a worker takes heads strictly in order. Once it loses a race
- * it picks at random within the window, and it moves its starting partition to a random other one,
- * so workers that met on a shard spread out instead of colliding round after round.
+ * Per-worker claim memory. Calm, a worker takes heads strictly in order. Unsure (its first rounds:
+ * many workers start at once, a scheduled wave of Lambdas) or contended (it lost a race within its
+ * last 8 rounds), it reads a window CONTENDED_WINDOW_FACTOR times wider and picks at random among
+ * heads of equal priority. Contended, it also takes only a share of a partition and moves its
+ * starting partition to a random other one after a lost race, so workers that met on a shard spread
+ * out instead of colliding round after round.
  */
 export class ClaimState {
   round = 0;
+  /** Lost a race within the last 8 rounds. */
   contended = false;
   private quietRounds = 0;
   private offset: number | undefined;
+
+  /** Whether this round picks at random within a wide window instead of strictly in order. */
+  get randomized(): boolean {
+    return this.contended || this.round < CALM_AFTER_ROUNDS;
+  }
 
   /** Index of the partition this round starts at, out of `count`. */
   startPartition(workerId: string, count: number): number {
     this.offset ??= fnv1a(workerId);
     return (this.offset + this.round) % count;
+  }
+
+  /** Heads read in an earlier round and not taken yet (keys only), and when they were read. */
+  private spare: { candidates: Candidate[]; readAt: number } = { candidates: [], readAt: 0 };
+
+  /**
+   * Up to `max` spare heads of these types, if they were read within `maxAgeMs`: a worker whose tasks
+   * finish one at a time then claims each next task without a query of its own.
+   */
+  takeSpare(types: string[], now: number, maxAgeMs: number, max: number): Candidate[] {
+    if (now - this.spare.readAt > maxAgeMs) this.spare.candidates = [];
+    const wanted = new Set(types);
+    const taken: Candidate[] = [];
+    this.spare.candidates = this.spare.candidates.filter((c) => (taken.length < max && wanted.has(c.type) ? (taken.push(c), false) : true));
+    return taken;
+  }
+
+  keepSpare(candidates: Candidate[], readAt: number): void {
+    this.spare = { candidates, readAt };
+  }
+
+  /** Partitions (type#shard) whose every head a query returned, and when. */
+  private readonly drained = new Map<string, number>();
+
+  /** The partition had no more heads than the query at `readAt` returned: skip it for `maxAgeMs` (one poll). */
+  noteDrained(partition: string, readAt: number): void {
+    this.drained.set(partition, readAt);
+  }
+
+  forgetDrained(): void {
+    this.drained.clear();
+  }
+
+  isDrained(partition: string, now: number, maxAgeMs: number): boolean {
+    const readAt = this.drained.get(partition);
+    if (readAt === undefined) return false;
+    if (now - readAt <= maxAgeMs) return true;
+    this.drained.delete(partition);
+    return false;
+  }
+
+  /** Another worker took one of the spare heads: the rest are likely stale too. */
+  dropSpare(): void {
+    this.spare.candidates = [];
   }
 
   noteRound(lostRaces: number, random: () => number): void {
@@ -55,7 +108,7 @@ export class ClaimState {
       this.contended = true;
       this.quietRounds = 0;
       this.offset = Math.floor(random() * 2 ** 31);
-    } else if (++this.quietRounds >= 8) {
+    } else if (++this.quietRounds >= CALM_AFTER_ROUNDS) {
       this.contended = false;
     }
   }
@@ -68,13 +121,23 @@ interface Candidate {
   readySk: string;
 }
 
+/**
+ * Contended, a worker picks at random among this many times more heads than it needs (and takes at
+ * most this fraction of a thin partition): two workers on one partition then mostly pick different
+ * tasks. Index entries are keys only, so a wider read costs little (100 heads are about 2 read units,
+ * eventually consistent).
+ */
+const CONTENDED_WINDOW_FACTOR = 8;
+const CALM_AFTER_ROUNDS = 8;
+const MAX_WINDOW = 100;
+
 type Attempt = { outcome: 'won'; claimed: Claimed } | { outcome: 'lost' } | { outcome: 'limited' } | { outcome: 'error'; error: unknown };
 
 export async function claim(
   ctx: StoreContext,
   rawInput: ClaimInput,
   state: ClaimState,
-  recoverStranded: (taskId: string, holder: string, onFix: (fix: RecoveryReport['fixes'][number]) => void) => Promise<'lease-valid' | 'done'>,
+  recoverStranded: (taskId: string, holder: string, onFix: (fix: RecoveryFix) => void) => Promise<'lease-valid' | 'done'>,
 ): Promise<ClaimResult> {
   const input = parseInput(claimInput, 'claim', rawInput);
   const now = ctx.clock.now();
@@ -86,30 +149,52 @@ export async function claim(
   const result: ClaimResult = { claimed: [], lostRaces: 0, queries: 0, recovered: [] };
   const errors: unknown[] = [];
 
-  for (let i = 0; i < partitions.length && result.claimed.length < input.max; i++) {
+  const take = async (batch: Candidate[]) => {
+    const attempts = await Promise.all(batch.map((c) => tryClaim(ctx, c, input.workerId, now, leaseUntil, gate)));
+    for (const [j, attempt] of attempts.entries()) {
+      if (attempt.outcome === 'won') result.claimed.push(attempt.claimed);
+      else if (attempt.outcome === 'lost') result.lostRaces++;
+      else if (attempt.outcome === 'limited') limitedTypes.add(batch[j]!.type);
+      else errors.push(attempt.error);
+    }
+    return attempts;
+  };
+
+  // Heads left over from the last round first; if any was gone, the query below reads fresh ones.
+  // Contended, spare heads are likely taken already: a query costs a tenth of a lost write.
+  const spare = state.randomized ? [] : state.takeSpare(input.types, now, ctx.config.pollIntervalMs, input.max);
+  if (spare.length > 0 && (await take(spare)).some((a) => a.outcome === 'lost')) state.dropSpare();
+
+  for (let i = 0; i < partitions.length && result.claimed.length < input.max && errors.length === 0; i++) {
     const { type, shard } = partitions[i]!;
-    if (limitedTypes.has(type)) continue;
+    // A partition this worker found empty within the last poll is not queried again until then.
+    const partition = `${type}#${shard}`;
+    if (limitedTypes.has(type) || state.isDrained(partition, now, ctx.config.pollIntervalMs)) continue;
     if (!(await gate.mayAdmit(type))) {
       limitedTypes.add(type);
       continue;
     }
-    const window = input.max - result.claimed.length + ctx.config.claimWindow - 1;
-    const candidates = await readHeads(ctx, type, shard, window);
+    const window = Math.min(MAX_WINDOW, (input.max - result.claimed.length + ctx.config.claimWindow - 1) * (state.randomized ? CONTENDED_WINDOW_FACTOR : 1));
+    const { candidates, exhausted } = await readHeads(ctx, type, shard, window);
     result.queries++;
-    if (state.contended) shuffle(candidates, ctx.random);
-    while (candidates.length > 0 && result.claimed.length < input.max && !limitedTypes.has(type)) {
-      const batch = candidates.splice(0, input.max - result.claimed.length);
-      const attempts = await Promise.all(batch.map((c) => tryClaim(ctx, c, input.workerId, now, leaseUntil, gate)));
-      for (const attempt of attempts) {
-        if (attempt.outcome === 'won') result.claimed.push(attempt.claimed);
-        else if (attempt.outcome === 'lost') result.lostRaces++;
-        else if (attempt.outcome === 'limited') limitedTypes.add(type);
-        else errors.push(attempt.error);
+
+    if (state.randomized) {
+      // The others that read this partition see the same heads: pick at random (a higher priority
+      // first); contended, take only a share of what is there (all that is needed when it is full, a
+      // few when it runs thin) and move on instead of retrying.
+      shuffleWithinPriority(candidates, ctx.random);
+      const share = state.contended ? Math.ceil(candidates.length / CONTENDED_WINDOW_FACTOR) : candidates.length;
+      await take(candidates.splice(0, Math.min(share, input.max - result.claimed.length)));
+    } else {
+      while (candidates.length > 0 && result.claimed.length < input.max && !limitedTypes.has(type)) {
+        await take(candidates.splice(0, input.max - result.claimed.length));
+        // A failing table (throttling, deadline) stops the round; what was already won is still returned.
+        if (errors.length > 0) break;
       }
-      // A failing table (throttling, deadline) stops the round; what was already won is still returned.
-      if (errors.length > 0) break;
+      if (candidates.length > 0 && errors.length === 0 && !limitedTypes.has(type)) state.keepSpare(candidates, now);
     }
-    if (errors.length > 0) break;
+    // Every head the partition held was read and taken (won or lost to another): it is empty for now.
+    if (exhausted && candidates.length === 0 && errors.length === 0 && !limitedTypes.has(type)) state.noteDrained(partition, now);
   }
   result.recovered = recovered;
   state.noteRound(result.lostRaces, ctx.random);
@@ -130,7 +215,8 @@ function visitOrder(types: string[], startPartition: (count: number) => number, 
   return [own!, ...all];
 }
 
-async function readHeads(ctx: StoreContext, type: string, shard: number, limit: number): Promise<Candidate[]> {
+/** The first `limit` heads of one ready partition; `exhausted` when there were no more. */
+async function readHeads(ctx: StoreContext, type: string, shard: number, limit: number): Promise<{ candidates: Candidate[]; exhausted: boolean }> {
   const out = await ctx.doc.send(
     new QueryCommand({
       TableName: ctx.tableName,
@@ -142,7 +228,8 @@ async function readHeads(ctx: StoreContext, type: string, shard: number, limit: 
     }),
     deadline(ctx.config.requestDeadlineMs),
   );
-  return (out.Items ?? []).map((item) => ({ id: taskIdFromPk(item.pk as string), type, shard, readySk: item[INDEX.ready.sort] as string }));
+  const candidates = (out.Items ?? []).map((item) => ({ id: taskIdFromPk(item.pk as string), type, shard, readySk: item[INDEX.ready.sort] as string }));
+  return { candidates, exhausted: candidates.length < limit || out.LastEvaluatedKey === undefined };
 }
 
 async function tryClaim(ctx: StoreContext, c: Candidate, workerId: string, now: number, leaseUntil: number, gate: SlotGate): Promise<Attempt> {
@@ -212,6 +299,18 @@ function claimedFrom(item: TaskItem, slots: SlotLease[]): Claimed {
       slots,
     },
   };
+}
+
+/** Random order among heads of equal priority; a higher priority still comes first (the query returned them sorted). */
+function shuffleWithinPriority(candidates: Candidate[], random: () => number): void {
+  const groups: Candidate[][] = [];
+  for (const c of candidates) {
+    const last = groups.at(-1);
+    if (last && readyPriorityPrefix(last[0]!.readySk) === readyPriorityPrefix(c.readySk)) last.push(c);
+    else groups.push([c]);
+  }
+  for (const group of groups) shuffle(group, random);
+  candidates.splice(0, candidates.length, ...groups.flat());
 }
 
 function shuffle<T>(items: T[], random: () => number): void {

@@ -10,7 +10,7 @@ import type { StoreContext } from './context.js';
 import { enqueue, type EnqueueResult } from './enqueue.js';
 import type { ClaimInput, EnqueueInput, Lease, ListInput, RenewInput } from './inputs.js';
 import { complete, fail, finishCancel, release, renewLeases, type RenewOutcome } from './lease-writes.js';
-import { promoteTask, recoverExpired, recoverTask, type RecoveryReport } from './recovery.js';
+import { promoteTask, recoverExpired, recoverTask, type RecoveryFix, type RecoveryReport } from './recovery.js';
 import { redrive } from './redrive.js';
 import { getTask, listTasks, type TaskPage } from './task-queries.js';
 import { queueDepth, type QueueDepth } from './queue-depth.js';
@@ -42,7 +42,7 @@ export class TaskStore {
   }
 
   enqueue(input: EnqueueInput): Promise<EnqueueResult> {
-    return enqueue(this.ctx, input);
+    return this.readying(enqueue(this.ctx, input));
   }
 
   get(input: { id: string; owner?: string }): Promise<Task> {
@@ -60,6 +60,19 @@ export class TaskStore {
     return claim(this.ctx, input, state, (taskId, holder, onFix) => recoverTask(this.ctx, taskId, holder, onFix));
   }
 
+  /**
+   * A write through this store that may have put a task in the ready index: its claimers forget
+   * which partitions they found empty, so they see the task at once (a task readied by another
+   * process is seen within one poll interval).
+   */
+  private async readying<T>(write: Promise<T>): Promise<T> {
+    try {
+      return await write;
+    } finally {
+      for (const state of this.claimStates.values()) state.forgetDrained();
+    }
+  }
+
   renew(input: RenewInput): Promise<RenewOutcome[]> {
     return renewLeases(this.ctx, input);
   }
@@ -69,11 +82,11 @@ export class TaskStore {
   }
 
   fail(input: { lease: Lease; error: string; retryable?: boolean; backoff?: { baseMs: number; maxMs: number } }): Promise<Task> {
-    return fail(this.ctx, input);
+    return this.readying(fail(this.ctx, input));
   }
 
   release(input: { lease: Lease }): Promise<Task> {
-    return release(this.ctx, input);
+    return this.readying(release(this.ctx, input));
   }
 
   finishCancel(input: { lease: Lease }): Promise<Task> {
@@ -86,12 +99,12 @@ export class TaskStore {
 
   /** Puts a FAILED or CANCELLED task back in the queue with a fresh attempt budget. */
   redrive(input: { id: string; owner?: string }): Promise<Task> {
-    return redrive(this.ctx, input);
+    return this.readying(redrive(this.ctx, input));
   }
 
   /** Moves one delayed task into the ready index if it is due; false if it is not (or no longer) waiting. */
   promote(input: { id: string }): Promise<boolean> {
-    return promoteTask(this.ctx, input);
+    return this.readying(promoteTask(this.ctx, input));
   }
 
   /** Due tasks waiting for the given types, and tasks under a lease (gauges for the dashboard). */
@@ -100,7 +113,7 @@ export class TaskStore {
   }
 
   /** One bounded recovery sweep: expired leases fixed, due delayed tasks promoted. */
-  recover(): Promise<RecoveryReport> {
-    return recoverExpired(this.ctx);
+  recover(onFix?: (fix: RecoveryFix) => void): Promise<RecoveryReport> {
+    return this.readying(recoverExpired(this.ctx, onFix));
   }
 }
