@@ -12,6 +12,15 @@ export class RequestMeter {
   attach(client: DynamoDBClient | DynamoDBDocumentClient): void {
     client.middlewareStack.add(
       (next, context) => async (args) => {
+        const op = String(context.commandName ?? '').replace(/Command$/, '');
+        const input = args.input as { ReturnConsumedCapacity?: string };
+        if (CAPACITY_OPERATIONS.has(op)) input.ReturnConsumedCapacity ??= 'TOTAL';
+        return next(args);
+      },
+      { step: 'initialize', name: 'leaseholdAskForCapacity', priority: 'high' },
+    );
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
         const op = String(context.commandName ?? 'unknown').replace(/Command$/, '');
         this.sent.set(op, (this.sent.get(op) ?? 0) + 1);
         const out = await next(args);
@@ -33,6 +42,8 @@ export class RequestMeter {
     this.capacity.clear();
   }
 }
+
+const CAPACITY_OPERATIONS = new Set(['PutItem', 'UpdateItem', 'DeleteItem', 'GetItem', 'Query', 'Scan', 'BatchGetItem', 'BatchWriteItem']);
 
 export const WRITE_OPERATIONS = ['PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem', 'TransactWriteItems'];
 export const QUERY_OPERATIONS = ['Query'];
