@@ -1,9 +1,21 @@
 /** The benchmark's measures, in the order of the issue. */
 import type { BenchContext, Measure } from '../measure.js';
 import { claimContention } from './contention.js';
+import { coldStart } from './cold-start.js';
+import { enqueueToStart } from './latency.js';
+import { lockThroughput } from './locks.js';
+import { memoryUse } from './memory.js';
+import { recoveryLatency } from './recovery.js';
 import { requestsPerTask } from './requests-per-task.js';
+import { throughputRatio } from './throughput.js';
 
 export const MEASURES: { name: string; run: (ctx: BenchContext) => Promise<Measure[]> }[] = [
   { name: 'requests', run: requestsPerTask },
   { name: 'contention', run: claimContention },
+  { name: 'throughput', run: throughputRatio },
+  { name: 'latency', run: enqueueToStart },
+  { name: 'recovery', run: recoveryLatency },
+  { name: 'locks', run: lockThroughput },
+  { name: 'cold-start', run: coldStart },
+  { name: 'memory', run: memoryUse },
 ];
