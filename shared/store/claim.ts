@@ -3,7 +3,6 @@
  * are free slots, take them with conditional writes, and skip any another worker won, without waiting.
  */
 import { QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { fnv1a } from '../ids.js';
 import { leaseExpiry, sweepKeyFor } from '../lease-rules.js';
 import { INDEX, leaseSweepPartition, readyPartition, readyPriorityPrefix, SHARD_COUNT, taskIdFromPk, taskKey } from '../table-layout.js';
 import { TaskStatus, type Task } from '../task-model.js';
@@ -12,6 +11,7 @@ import { hasAttemptsLeft, stillQueuedAt } from './conditions.js';
 import { deadline, isConditionalCheckFailed, isTransient, wasRetried } from './dynamo.js';
 import { Expression } from './expression.js';
 import { claimInput, parseInput, type ClaimInput, type Lease, type SlotLease } from './inputs.js';
+import type { Candidate, ClaimState } from './claim-state.js';
 import { releaseSlots, SlotGate } from './slots.js';
 import type { RecoveryFix, RecoveryReport } from './recovery.js';
 import { readTaskItem } from './task-reads.js';
@@ -33,102 +33,12 @@ export interface ClaimResult {
 }
 
 /**
- * Per-worker claim memory. Calm, a worker takes heads strictly in order. Unsure (its first rounds:
- * many workers start at once, a scheduled wave of Lambdas) or contended (it lost a race within its
- * last 8 rounds), it reads a window CONTENDED_WINDOW_FACTOR times wider and picks at random among
- * heads of equal priority. Contended, it also takes only a share of a partition and moves its
- * starting partition to a random other one after a lost race, so workers that met on a shard spread
- * out instead of colliding round after round.
- */
-export class ClaimState {
-  round = 0;
-  /** Lost a race within the last 8 rounds. */
-  contended = false;
-  private quietRounds = 0;
-  private offset: number | undefined;
-
-  /** Whether this round picks at random within a wide window instead of strictly in order. */
-  get randomized(): boolean {
-    return this.contended || this.round < CALM_AFTER_ROUNDS;
-  }
-
-  /** Index of the partition this round starts at, out of `count`. */
-  startPartition(workerId: string, count: number): number {
-    this.offset ??= fnv1a(workerId);
-    return (this.offset + this.round) % count;
-  }
-
-  /** Heads read in an earlier round and not taken yet (keys only), and when they were read. */
-  private spare: { candidates: Candidate[]; readAt: number } = { candidates: [], readAt: 0 };
-
-  /**
-   * Up to `max` spare heads of these types, if they were read within `maxAgeMs`: a worker whose tasks
-   * finish one at a time then claims each next task without a query of its own.
-   */
-  takeSpare(types: string[], now: number, maxAgeMs: number, max: number): Candidate[] {
-    if (now - this.spare.readAt > maxAgeMs) this.spare.candidates = [];
-    const wanted = new Set(types);
-    const taken: Candidate[] = [];
-    this.spare.candidates = this.spare.candidates.filter((c) => (taken.length < max && wanted.has(c.type) ? (taken.push(c), false) : true));
-    return taken;
-  }
-
-  keepSpare(candidates: Candidate[], readAt: number): void {
-    this.spare = { candidates, readAt };
-  }
-
-  /** Partitions (type#shard) whose every head a query returned, and when. */
-  private readonly drained = new Map<string, number>();
-
-  /** The partition had no more heads than the query at `readAt` returned: skip it for `maxAgeMs` (one poll). */
-  noteDrained(partition: string, readAt: number): void {
-    this.drained.set(partition, readAt);
-  }
-
-  forgetDrained(): void {
-    this.drained.clear();
-  }
-
-  isDrained(partition: string, now: number, maxAgeMs: number): boolean {
-    const readAt = this.drained.get(partition);
-    if (readAt === undefined) return false;
-    if (now - readAt <= maxAgeMs) return true;
-    this.drained.delete(partition);
-    return false;
-  }
-
-  /** Another worker took one of the spare heads: the rest are likely stale too. */
-  dropSpare(): void {
-    this.spare.candidates = [];
-  }
-
-  noteRound(lostRaces: number, random: () => number): void {
-    this.round++;
-    if (lostRaces > 0) {
-      this.contended = true;
-      this.quietRounds = 0;
-      this.offset = Math.floor(random() * 2 ** 31);
-    } else if (++this.quietRounds >= CALM_AFTER_ROUNDS) {
-      this.contended = false;
-    }
-  }
-}
-
-interface Candidate {
-  id: string;
-  type: string;
-  shard: number;
-  readySk: string;
-}
-
-/**
  * Contended, a worker picks at random among this many times more heads than it needs (and takes at
  * most this fraction of a thin partition): two workers on one partition then mostly pick different
  * tasks. Index entries are keys only, so a wider read costs little (100 heads are about 2 read units,
  * eventually consistent).
  */
 const CONTENDED_WINDOW_FACTOR = 8;
-const CALM_AFTER_ROUNDS = 8;
 const MAX_WINDOW = 100;
 
 type Attempt = { outcome: 'won'; claimed: Claimed } | { outcome: 'lost' } | { outcome: 'limited' } | { outcome: 'error'; error: unknown };
