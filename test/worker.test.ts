@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { ValidationError } from '../shared/errors.js';
 import { defineTask, NonRetryableError, type TaskContext } from '../shared/tasks/define.js';
+import { RecordingMetrics } from '../shared/worker/metrics.js';
 import { decideOutcome } from '../shared/worker/outcome.js';
 import { startDynalite, type DynaliteServer } from './support/dynalite-server.js';
 import { createWorkerWorld, partitionedAfterFirstClaim, sleep, untilAborted } from './support/worker-world.js';
@@ -235,5 +236,19 @@ describe('task definitions', () => {
     expect(decideOutcome({ kind: 'abandoned' }, 'cancel-requested', 10)).toEqual({ write: 'finish-cancel' });
     expect(decideOutcome({ kind: 'abandoned' }, 'timeout', 10)).toEqual({ write: 'fail', error: 'timed out after 10 ms', retryable: true });
     expect(decideOutcome({ kind: 'rejected', error: new TypeError('bad'), retryable: false }, undefined, 10)).toEqual({ write: 'fail', error: 'TypeError: bad', retryable: false });
+  });
+});
+
+describe('recorded metrics (the local stack keeps them for days)', () => {
+  it('keeps every count but only the latest 1,000 timings of each name', () => {
+    const metrics = new RecordingMetrics();
+    for (let i = 0; i < 2_500; i++) {
+      metrics.count('TasksSucceeded');
+      metrics.timing('QueueWait', i);
+    }
+    expect(metrics.get('TasksSucceeded')).toBe(2_500);
+    const waits = metrics.timings.get('QueueWait')!;
+    expect(waits).toHaveLength(1_000);
+    expect([waits[0], waits.at(-1)]).toEqual([1_500, 2_499]);
   });
 });

@@ -46,7 +46,9 @@ export function powertoolsMetrics(serviceName: string, namespace = 'Leasehold'):
   };
 }
 
-/** Keeps every figure in memory: for tests and for the local stack's stats. */
+const RECENT_TIMINGS = 1_000;
+
+/** Keeps the figures in memory (counters in full, the latest timings): for tests and for the local stack's stats. */
 export class RecordingMetrics implements LeaseholdMetrics {
   readonly counters = new Map<CounterName, number>();
   readonly timings = new Map<TimingName, number[]>();
@@ -56,8 +58,12 @@ export class RecordingMetrics implements LeaseholdMetrics {
   count(name: CounterName, value = 1): void {
     this.counters.set(name, (this.counters.get(name) ?? 0) + value);
   }
+  /** Keeps the latest RECENT_TIMINGS samples per name: the local stack runs for days. */
   timing(name: TimingName, ms: number): void {
-    this.timings.set(name, [...(this.timings.get(name) ?? []), ms]);
+    const samples = this.timings.get(name) ?? [];
+    samples.push(ms);
+    if (samples.length > RECENT_TIMINGS) samples.splice(0, samples.length - RECENT_TIMINGS);
+    this.timings.set(name, samples);
   }
   gauge(name: GaugeName, value: number): void {
     this.gauges.set(name, value);
