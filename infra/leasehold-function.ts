@@ -10,6 +10,7 @@ import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { fileURLToPath } from 'node:url';
+import { LAMBDA_BUNDLING } from './lambda-bundling.js';
 import { dirname, join } from 'node:path';
 import type { TaskTable } from './task-table.js';
 
@@ -80,15 +81,7 @@ export class LeaseholdFunction extends Construct {
       ...(props.reservedConcurrentExecutions === undefined ? {} : { reservedConcurrentExecutions: props.reservedConcurrentExecutions }),
       projectRoot,
       depsLockFilePath: join(projectRoot, 'package-lock.json'),
-      bundling: {
-        minify: true,
-        sourceMap: true,
-        target: 'node22',
-        format: OutputFormat.CJS,
-        // Bundle the pinned AWS SDK instead of using the runtime's copy.
-        externalModules: [],
-        mainFields: ['module', 'main'],
-      },
+      bundling: { ...LAMBDA_BUNDLING, format: OutputFormat.CJS, mainFields: [...LAMBDA_BUNDLING.mainFields] },
     });
   }
 }

@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { gzipSync } from 'node:zlib';
 import { build, type BuildOptions } from 'esbuild';
+import { LAMBDA_BUNDLING } from '../../infra/lambda-bundling.js';
 import { measure, median, round, type BenchContext, type Measure } from '../measure.js';
 
 const run = promisify(execFile);
@@ -20,11 +21,21 @@ const TARGET_MINIFIED_KB = 600;
 const TARGET_GZIP_KB = 180;
 
 /**
- * What the CDK passes to esbuild for our bundling props. `sourcemap: true` is the CDK's bare
- * `--sourcemap` (linked): the bundle ends with a sourceMappingURL comment, which is what makes
- * --enable-source-maps read and parse the map at import, so the import time includes that cost.
+ * What the CDK passes to esbuild for the stack's bundling props (infra/lambda-bundling.ts).
+ * `sourceMap: true` is the CDK's bare `--sourcemap` (linked): the bundle ends with a
+ * sourceMappingURL comment, which is what makes --enable-source-maps read and parse the map at
+ * import, so the import time includes that cost.
  */
-const CDK_OPTIONS = { bundle: true, platform: 'node', target: 'node22', format: 'cjs', minify: true, sourcemap: true, mainFields: ['module', 'main'], external: [] } satisfies BuildOptions;
+const CDK_OPTIONS = {
+  bundle: true,
+  platform: 'node',
+  target: LAMBDA_BUNDLING.target,
+  format: LAMBDA_BUNDLING.format,
+  minify: LAMBDA_BUNDLING.minify,
+  sourcemap: LAMBDA_BUNDLING.sourceMap,
+  mainFields: [...LAMBDA_BUNDLING.mainFields],
+  external: LAMBDA_BUNDLING.externalModules,
+} satisfies BuildOptions;
 
 /** Required inside the timed process: times only the require, not Node's own start. */
 const TIMER = `const { performance } = require('node:perf_hooks');
@@ -34,62 +45,74 @@ process.stdout.write(String(performance.now() - t) + '\\n');
 process.exit(0);
 `;
 
+const group = '7. cold start';
+
 export async function coldStart(ctx: BenchContext): Promise<Measure[]> {
-  const group = '7. cold start';
   const dir = await mkdtemp(join(tmpdir(), 'leasehold-cold-start-'));
   try {
-    // No package.json above os.tmpdir() is ours, but say it anyway: these .js files are CommonJS.
-    await writeFile(join(dir, 'package.json'), '{ "type": "commonjs" }\n');
-    const results: Measure[] = [];
-    for (const fn of FUNCTIONS) {
-      const outfile = join(dir, fn, 'index.js');
-      const entry = fileURLToPath(new URL(`../../functions/${fn}.ts`, import.meta.url));
-      const { warnings } = await build({ ...CDK_OPTIONS, entryPoints: [entry], outfile, logLevel: 'silent' });
-      const code = await readFile(outfile);
-      const gzipped = gzipSync(code, { level: 9 }).length;
-      const mapBytes = (await stat(`${outfile}.map`)).size;
-      ctx.log(`${fn}: ${code.length} bytes minified, ${gzipped} gzipped (map ${mapBytes})${warnings.length ? `, ${warnings.length} esbuild warnings` : ''}`);
-      const parameters = { bytes: code.length, gzipBytes: gzipped, sourceMapBytes: mapBytes, kb: '1 KB = 1024 bytes', esbuild: { ...CDK_OPTIONS, sourcemap: 'linked' } };
-      results.push(
-        measure({ group, name: `${fn} bundle, minified`, value: round(code.length / KB, 1), unit: 'KB', target: { op: '<=', value: TARGET_MINIFIED_KB }, parameters, note: 'the .js alone, AWS SDK included; the source map is a separate file' }),
-        measure({ group, name: `${fn} bundle, gzipped`, value: round(gzipped / KB, 1), unit: 'KB', target: { op: '<=', value: TARGET_GZIP_KB }, parameters, note: 'node:zlib gzip level 9 of the .js' }),
-      );
-    }
-    const timer = join(dir, 'time-require.js');
-    const empty = join(dir, 'empty.js');
-    await writeFile(timer, TIMER);
-    await writeFile(empty, '');
-    const runs = ctx.quick ? 5 : 15;
-    const settings = ['', '--enable-source-maps'];
-    const times = settings.map(() => ({ worker: [] as number[], empty: [] as number[] }));
-    // Interleaved (each run: both settings, bundle then empty file), so a burst of load from the
-    // other benchmarks on the machine hits every series alike.
-    for (let i = 0; i < runs; i++) {
-      for (const [s, nodeOptions] of settings.entries()) {
-        times[s]!.worker.push(await timeRequire(timer, join(dir, 'worker', 'index.js'), nodeOptions));
-        times[s]!.empty.push(await timeRequire(timer, empty, nodeOptions));
-      }
-    }
-    for (const [s, nodeOptions] of settings.entries()) {
-      const workerMs = median(times[s]!.worker);
-      const emptyMs = median(times[s]!.empty);
-      const label = nodeOptions ? 'with --enable-source-maps' : 'without source maps';
-      ctx.log(`worker import ${label}: median ${round(workerMs, 1)} ms, empty file ${round(emptyMs, 2)} ms`);
-      results.push(
-        measure({
-          group,
-          name: `worker bundle import time, ${label}`,
-          value: round(workerMs - emptyMs, 1),
-          unit: 'ms',
-          parameters: { runs, NODE_OPTIONS: nodeOptions, workerMedianMs: round(workerMs, 2), emptyMedianMs: round(emptyMs, 2), workerRunsMs: times[s]!.worker.map((v) => round(v, 1)), node: process.version },
-          note: `median of ${runs} fresh processes, require() of the bundle minus require() of an empty file; includes createTaskRuntime(process.env) at import${nodeOptions ? ' and, with this flag (the stack sets it), reading and parsing the source map' : ''}. Local Node ${process.version} on ${process.arch}, not Lambda's Node 22 on ARM64`,
-        }),
-      );
-    }
-    return results;
+    return [...(await bundleSizes(ctx, dir)), ...(await importTimes(ctx, dir))];
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/** Bundles each function into `dir/<name>/index.js` as the stack does, and measures the bundles. */
+export async function bundleSizes(ctx: BenchContext, dir: string): Promise<Measure[]> {
+  // No package.json above os.tmpdir() is ours, but say it anyway: these .js files are CommonJS.
+  await writeFile(join(dir, 'package.json'), '{ "type": "commonjs" }\n');
+  const results: Measure[] = [];
+  for (const fn of FUNCTIONS) {
+    const outfile = join(dir, fn, 'index.js');
+    const entry = fileURLToPath(new URL(`../../functions/${fn}.ts`, import.meta.url));
+    const { warnings } = await build({ ...CDK_OPTIONS, entryPoints: [entry], outfile, logLevel: 'silent' });
+    const code = await readFile(outfile);
+    const gzipped = gzipSync(code, { level: 9 }).length;
+    const mapBytes = (await stat(`${outfile}.map`)).size;
+    ctx.log(`${fn}: ${code.length} bytes minified, ${gzipped} gzipped (map ${mapBytes})${warnings.length ? `, ${warnings.length} esbuild warnings` : ''}`);
+    const parameters = { bytes: code.length, gzipBytes: gzipped, sourceMapBytes: mapBytes, kb: '1 KB = 1024 bytes', esbuild: { ...CDK_OPTIONS, sourcemap: 'linked' } };
+    results.push(
+      measure({ group, name: `${fn} bundle, minified`, value: round(code.length / KB, 1), unit: 'KB', target: { op: '<=', value: TARGET_MINIFIED_KB }, parameters, note: 'the .js alone, AWS SDK included; the source map is a separate file' }),
+      measure({ group, name: `${fn} bundle, gzipped`, value: round(gzipped / KB, 1), unit: 'KB', target: { op: '<=', value: TARGET_GZIP_KB }, parameters, note: 'node:zlib gzip level 9 of the .js' }),
+    );
+  }
+  return results;
+}
+
+/** Times require() of the worker bundle bundleSizes left in `dir` against an empty file, in fresh processes. */
+async function importTimes(ctx: BenchContext, dir: string): Promise<Measure[]> {
+  const results: Measure[] = [];
+  const timer = join(dir, 'time-require.js');
+  const empty = join(dir, 'empty.js');
+  await writeFile(timer, TIMER);
+  await writeFile(empty, '');
+  const runs = ctx.quick ? 5 : 15;
+  const settings = ['', '--enable-source-maps'];
+  const times = settings.map(() => ({ worker: [] as number[], empty: [] as number[] }));
+  // Interleaved (each run: both settings, bundle then empty file), so a burst of load from the
+  // other benchmarks on the machine hits every series alike.
+  for (let i = 0; i < runs; i++) {
+    for (const [s, nodeOptions] of settings.entries()) {
+      times[s]!.worker.push(await timeRequire(timer, join(dir, 'worker', 'index.js'), nodeOptions));
+      times[s]!.empty.push(await timeRequire(timer, empty, nodeOptions));
+    }
+  }
+  for (const [s, nodeOptions] of settings.entries()) {
+    const workerMs = median(times[s]!.worker);
+    const emptyMs = median(times[s]!.empty);
+    const label = nodeOptions ? 'with --enable-source-maps' : 'without source maps';
+    ctx.log(`worker import ${label}: median ${round(workerMs, 1)} ms, empty file ${round(emptyMs, 2)} ms`);
+    results.push(
+      measure({
+        group,
+        name: `worker bundle import time, ${label}`,
+        value: round(workerMs - emptyMs, 1),
+        unit: 'ms',
+        parameters: { runs, NODE_OPTIONS: nodeOptions, workerMedianMs: round(workerMs, 2), emptyMedianMs: round(emptyMs, 2), workerRunsMs: times[s]!.worker.map((v) => round(v, 1)), node: process.version },
+        note: `median of ${runs} fresh processes, require() of the bundle minus require() of an empty file; includes createTaskRuntime(process.env) at import${nodeOptions ? ' and, with this flag (the stack sets it), reading and parsing the source map' : ''}. Local Node ${process.version} on ${process.arch}, not Lambda's Node 22 on ARM64`,
+      }),
+    );
+  }
+  return results;
 }
 
 /** One fresh `node` process; the environment is the Lambda's essentials only (no tsx loader from ours). */

@@ -7,7 +7,7 @@ import { benchTable, drain, enqueueMany, sum } from '../bench-runtime.js';
 import { measure, round, type BenchContext, type Measure } from '../measure.js';
 
 export async function claimContention(ctx: BenchContext): Promise<Measure[]> {
-  const tasks = ctx.quick ? 500 : 2_000;
+  const tasks = ctx.quick ? 300 : 2_000;
   const results: Measure[] = [];
   for (const workers of [1, 4, 16, 32]) {
     const table = await benchTable(ctx.endpoint, `contention-${workers}`);

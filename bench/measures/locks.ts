@@ -3,9 +3,7 @@
  * Three processes (bench/lock-node.ts), each with its own SDK client and event loop, run acquire+release
  * loops for a fixed time: first each loop on a key of its own, then all loops on one shared key.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
-import { fileURLToPath } from 'node:url';
+import { startNodeProcess } from '../../test/support/node-process.js';
 import { benchTable, sum } from '../bench-runtime.js';
 import { measure, round, sleep, type BenchContext, type Measure } from '../measure.js';
 
@@ -27,7 +25,6 @@ export interface LockNodeSummary {
 
 const PROCESSES = 3;
 const LOOPS = 16;
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 export async function lockThroughput(ctx: BenchContext): Promise<Measure[]> {
   const group = '6. lock throughput';
@@ -80,40 +77,31 @@ export async function lockThroughput(ctx: BenchContext): Promise<Measure[]> {
   return results;
 }
 
-interface LockNode {
-  child: ChildProcess;
-  out: string;
-  exited: Promise<unknown>;
-}
-
 /** Starts the nodes, starts them together once all are ready, and collects their summaries. */
 async function runNodes(endpoint: string, tableName: string, scenario: LockScenario, durationMs: number): Promise<LockNodeSummary[]> {
-  const nodes: LockNode[] = Array.from({ length: PROCESSES }, () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'bench/lock-node.ts', endpoint, tableName, scenario, String(LOOPS), String(durationMs)], {
-      cwd: ROOT,
-      env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    const node: LockNode = { child, out: '', exited: once(child, 'exit') };
-    child.stdout?.on('data', (d: Buffer) => (node.out += d.toString()));
-    child.stderr?.on('data', (d: Buffer) => (node.out += d.toString()));
-    return node;
-  });
+  // Start-up (tsx, the SDK, the warm-up lock) takes seconds on a busy machine and is not measured.
+  const started = await Promise.allSettled(
+    Array.from({ length: PROCESSES }, () =>
+      startNodeProcess(['--import', 'tsx', 'bench/lock-node.ts', endpoint, tableName, scenario, String(LOOPS), String(durationMs)], {
+        env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
+        ready: /^ready$/m,
+        what: 'a lock node',
+        timeoutMs: 60_000,
+        stdin: true,
+      }),
+    ),
+  );
+  const nodes = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
   try {
-    // Start-up (tsx, the SDK, the warm-up lock) takes seconds on a busy machine and is not measured.
-    for (const node of nodes) {
-      for (let waited = 0; !/^ready$/m.test(node.out); waited += 25) {
-        if (node.child.exitCode !== null || waited > 60_000) throw new Error(`a lock node did not start:\n${node.out}`);
-        await sleep(25);
-      }
-    }
+    const failed = started.find((s) => s.status === 'rejected');
+    if (failed) throw failed.reason;
     for (const node of nodes) node.child.stdin?.end('start\n');
     const guard = setTimeout(() => nodes.forEach((n) => n.child.kill()), durationMs + 60_000);
     await Promise.all(nodes.map((n) => n.exited));
     clearTimeout(guard);
     return nodes.map((node) => {
-      const line = node.out.split('\n').findLast((l) => l.startsWith('{'));
-      if (node.child.exitCode !== 0 || !line) throw new Error(`a lock node failed (exit ${node.child.exitCode}):\n${node.out}`);
+      const line = node.output().split('\n').findLast((l) => l.startsWith('{'));
+      if (node.child.exitCode !== 0 || !line) throw new Error(`a lock node failed (exit ${node.child.exitCode}):\n${node.output()}`);
       return JSON.parse(line) as LockNodeSummary;
     });
   } finally {

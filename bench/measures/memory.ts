@@ -1,5 +1,5 @@
 /**
- * Measure 8: memory. One worker process drains 2,000 tasks (quick: 500) at concurrency 32, then the
+ * Measure 8: memory. One worker process drains 2,000 tasks (quick: 300) at concurrency 32, then the
  * same again; reports its peak RSS and whether its heap grew from the first drain to the second.
  * The child (bench/memory-worker.ts) is bundled first and run by plain node, so tsx is not in the RSS.
  */
@@ -16,12 +16,14 @@ import { measure, round, type BenchContext, type Measure } from '../measure.js';
 const run = promisify(execFile);
 const MB = 1024 * 1024;
 
-/** The V8 limits a 256 MB Lambda's Node.js bootstrap sets: semi-space 5 %, old space 90 % of the memory. */
-const LAMBDA_256_HEAP = ['--max-semi-space-size=12', '--max-old-space-size=230'];
+/** The V8 limits a Lambda's Node.js bootstrap sets for its memory: semi-space 5 %, old space 90 %. */
+const lambdaHeapFlags = (memoryMb: number) => [`--max-semi-space-size=${Math.floor(memoryMb * 0.05)}`, `--max-old-space-size=${Math.floor(memoryMb * 0.9)}`];
+/** The target: the worker fits a 256 MB Lambda. */
+const LAMBDA_256_HEAP = lambdaHeapFlags(256);
 
 export async function memoryUse(ctx: BenchContext): Promise<Measure[]> {
   const group = '8. memory';
-  const tasks = ctx.quick ? 500 : 2_000;
+  const tasks = ctx.quick ? 300 : 2_000;
   const dir = await mkdtemp(join(tmpdir(), 'leasehold-memory-'));
   try {
     const bundle = join(dir, 'memory-worker.cjs');

@@ -5,20 +5,10 @@
  * skew margin, which recovery waits on purpose) and a sweep must come round; then the next poll claims it.
  */
 import { performance } from 'node:perf_hooks';
+import { lambdaEnvironment } from '../../infra/lambda-env.js';
 import { startStackProcess, waitFor, type StackProcess } from '../../test/support/stack-process.js';
 import { benchTable } from '../bench-runtime.js';
 import { measure, percentile, round, type BenchContext, type Measure } from '../measure.js';
-
-const LEASES = {
-  LEASEHOLD_LEASE_TIMEOUT_MS: '2000',
-  LEASEHOLD_HEARTBEAT_INTERVAL_MS: '500',
-  LEASEHOLD_CLOCK_SKEW_MS: '100',
-  LEASEHOLD_REQUEST_DEADLINE_MS: '400',
-  LEASEHOLD_RECOVERY_INTERVAL_MS: '1000',
-  LEASEHOLD_POLL_INTERVAL_MS: '100',
-  LEASEHOLD_MAX_EXECUTION_MS: '120000',
-  LEASEHOLD_DRAIN_MARGIN_MS: '1000',
-};
 
 export async function recoveryLatency(ctx: BenchContext): Promise<Measure[]> {
   const kills = ctx.quick ? 2 : 20;
@@ -29,10 +19,13 @@ export async function recoveryLatency(ctx: BenchContext): Promise<Measure[]> {
     requestDeadlineMs: 400,
     recoveryIntervalMs: 1_000,
     pollIntervalMs: 100,
+    maxExecutionMs: 120_000,
+    drainMarginMs: 1_000,
   });
   const { config } = table;
   const r = table.runtime();
-  const env = { ...LEASES, LEASEHOLD_TABLE: config.tableName, LEASEHOLD_DYNAMODB_ENDPOINT: ctx.endpoint };
+  // The stack processes read the same settings from their environment.
+  const env = { ...lambdaEnvironment(config), LEASEHOLD_TABLE: config.tableName, LEASEHOLD_DYNAMODB_ENDPOINT: ctx.endpoint };
   let serial = 0;
   const startWorker = async () => {
     const id = `bench-recovery-worker-${++serial}`;

@@ -87,8 +87,11 @@ async function queriesWithIdleType(ctx: BenchContext, tasks: number): Promise<nu
   return round(r.meter.count(...QUERY_OPERATIONS) / tasks, 4);
 }
 
-/** One task through every step on a store with a manual clock and the default lease settings, reading the item after each write. */
-async function sampledLifecycle(endpoint: string, tableName: string) {
+/**
+ * One task through every step (enqueue, claim, 5 renewals a heartbeat apart, complete) on a store with
+ * a manual clock and the default lease settings, reading the item after each write to cost it.
+ */
+export async function sampledLifecycle(endpoint: string, tableName: string) {
   const config = defineConfig({ tableName, dynamodbEndpoint: endpoint });
   const clock = new ManualClock(Date.now());
   const client = createDynamoClient(config);

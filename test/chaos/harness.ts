@@ -3,7 +3,7 @@
  * fault proxy; SIGKILLs and restarts, SIGSTOP pauses past the lease, skewed clocks; then the checker
  * over the histories and a final scan.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,6 +15,7 @@ import { ensureTable } from '../../shared/store/table-setup.js';
 import { TaskStore } from '../../shared/store/task-store.js';
 import { checkHistory, type CheckResult, type FinalTask, type Recorded } from './checker.js';
 import { startFaultProxy, type FaultKind } from './fault-proxy.js';
+import { startStackProcess } from '../support/stack-process.js';
 
 export interface ChaosOptions {
   tasks: number;
@@ -62,7 +63,7 @@ export interface ChaosSummary extends CheckResult {
 interface Proc {
   child: ChildProcess;
   id: string;
-  exited: Promise<void>;
+  exited: Promise<unknown>;
 }
 
 export async function runChaos(options: ChaosOptions): Promise<ChaosSummary> {
@@ -81,9 +82,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosSummary> {
 
   const spawnRole = async (role: '--worker' | '--recovery', offsetMs: number): Promise<Proc> => {
     const n = ++serial;
-    const child = spawn(process.execPath, ['--import', 'tsx', 'shared/cli/leasehold.ts', 'serve', role], {
-      env: {
-        ...process.env,
+    // The harness's lease settings override the stack's fast test defaults.
+    const { child, exited } = await startStackProcess(
+      [role],
+      {
         ...LEASES,
         LEASEHOLD_DYNAMODB_ENDPOINT: proxy.endpoint,
         LEASEHOLD_TABLE: 'chaos',
@@ -91,18 +93,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosSummary> {
         LEASEHOLD_CLOCK_OFFSET_MS: String(offsetMs),
         LEASEHOLD_WORKER_ID: `${role.slice(2)}-${n}`,
         POWERTOOLS_LOG_LEVEL: 'ERROR',
-        AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
       },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-    for (let waited = 0; !/^Ctrl-C stops it/m.test(out); waited += 25) {
-      if (child.exitCode !== null || waited > 30_000) throw new Error(`a ${role} process did not start:\n${out}`);
-      await new Promise((r) => setTimeout(r, 25));
-    }
+      30_000,
+    );
     const id = role === '--worker' ? `worker-${n}` : `recovery-${n}`;
     const proc = { child, id, exited };
     procs.set(id, proc);

@@ -1,6 +1,5 @@
 /** Runs the local stack (`leasehold serve`) as a child process, the way a user starts it. */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
+import { startNodeProcess, type NodeProcess } from './node-process.js';
 
 export const FAST_STACK_ENV = {
   LEASEHOLD_PORT: '0',
@@ -16,29 +15,18 @@ export const FAST_STACK_ENV = {
   AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
 };
 
-export interface StackProcess {
-  child: ChildProcess;
+export interface StackProcess extends NodeProcess {
   url: string | undefined;
-  output: () => string;
-  /** Resolves with the exit code once the process has ended. */
-  exited: Promise<number | null>;
 }
 
-export async function startStackProcess(args: string[], env: Record<string, string>): Promise<StackProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'shared/cli/leasehold.ts', 'serve', ...args], {
+export async function startStackProcess(args: string[], env: Record<string, string>, timeoutMs = 20_000): Promise<StackProcess> {
+  const stack = await startNodeProcess(['--import', 'tsx', 'shared/cli/leasehold.ts', 'serve', ...args], {
     env: { ...process.env, ...FAST_STACK_ENV, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    ready: /^Ctrl-C stops it/m,
+    what: 'the stack',
+    timeoutMs,
   });
-  let text = '';
-  child.stdout!.on('data', (d: Buffer) => (text += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (text += d.toString()));
-  const exited = once(child, 'exit').then(([code]) => code as number | null);
-  const ready = /^Ctrl-C stops it/m;
-  for (let waited = 0; !ready.test(text); waited += 25) {
-    if (child.exitCode !== null || waited > 20_000) throw new Error(`the stack did not start:\n${text}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  return { child, url: /listening on (http:\/\/\S+)/.exec(text)?.[1], output: () => text, exited };
+  return { ...stack, url: /listening on (http:\/\/\S+)/.exec(stack.output())?.[1] };
 }
 
 export async function http(url: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
