@@ -2,10 +2,10 @@
 import { settings, type LeaseholdConfig } from '../shared/config.js';
 
 /**
- * Settings a deployed function does not take from the synth environment: the local stack's own, the
- * ones the stack sets from its resources (table, region, schedule group and ARNs), and fault injection.
+ * Settings a deployment does not take from its context: the local stack's own, the ones the stack sets
+ * from its resources (table, region, schedule group and ARNs), and fault injection.
  */
-const NOT_FROM_SYNTH: (keyof LeaseholdConfig)[] = [
+export const NOT_FROM_SYNTH: (keyof LeaseholdConfig)[] = [
   'port',
   'dataDir',
   'workerId',

@@ -1,8 +1,9 @@
 /** Everything Leasehold needs in an AWS account: `npx cdk deploy`. */
 import { Aws, CfnOutput, Duration, Stack, type StackProps } from 'aws-cdk-lib';
+import { SqsDestination } from 'aws-cdk-lib/aws-lambda-destinations';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
-import { loadConfig, type LeaseholdConfig } from '../shared/config.js';
+import { defineConfig, type LeaseholdConfig } from '../shared/config.js';
 import { INDEX } from '../shared/table-layout.js';
 import { LeaseholdHttpApi } from './http-api.js';
 import { lambdaEnvironment } from './lambda-env.js';
@@ -14,11 +15,11 @@ import { TaskTable } from './task-table.js';
 import { UserSchedules } from './user-schedules.js';
 
 export interface LeaseholdStackProps extends StackProps {
-  /** Default: read from the environment at synth time (the same LEASEHOLD_* variables). */
+  /** Default: the defaults (the app reads CDK context: infra/deployment-settings.ts). Never the synth shell's environment. */
   config?: LeaseholdConfig;
   logRetention?: RetentionDays;
   apiThrottle?: { rateLimit: number; burstLimit: number };
-  /** Default: derived from the worker timeout (one invocation per minute overlapping). */
+  /** Opt-in (default none): a reservation fails `cdk deploy` on an account whose quota cannot keep 100 unreserved. */
   workerReservedConcurrency?: number;
 }
 
@@ -50,7 +51,7 @@ export class LeaseholdStack extends Stack {
 
   constructor(scope: Construct, id: string, props: LeaseholdStackProps = {}) {
     super(scope, id, props);
-    const config = props.config ?? loadConfig(process.env);
+    const config = props.config ?? defineConfig();
     const sizing = sizeFunctions(config);
     const environment = lambdaEnvironment(config);
     const logRetention = props.logRetention ?? RetentionDays.ONE_MONTH;
@@ -70,7 +71,7 @@ export class LeaseholdStack extends Stack {
       });
     this.functions = {
       api: fn('api', 'Leasehold HTTP API', sizing.apiTimeoutMs, sizing.apiMemoryMb),
-      worker: fn('worker', 'Leasehold worker: claims, runs and renews tasks', sizing.workerTimeoutMs, sizing.workerMemoryMb, props.workerReservedConcurrency ?? sizing.workerReservedConcurrency),
+      worker: fn('worker', 'Leasehold worker: claims, runs and renews tasks', sizing.workerTimeoutMs, sizing.workerMemoryMb, props.workerReservedConcurrency),
       recovery: fn('recovery', 'Leasehold recovery: expired leases and due delayed tasks', sizing.recoveryTimeoutMs, sizing.recoveryMemoryMb),
       fire: fn('fire', 'Leasehold schedule tick: enqueues the schedule task once per tick', sizing.apiTimeoutMs, sizing.apiMemoryMb),
     };
@@ -78,6 +79,13 @@ export class LeaseholdStack extends Stack {
     this.httpApi = new LeaseholdHttpApi(this, 'Http', { handler: this.functions.api.fn, throttle: props.apiThrottle ?? { rateLimit: 100, burstLimit: 200 }, logRetention });
     this.schedules = new LeaseholdSchedules(this, 'Schedules', { worker: this.functions.worker.fn, recovery: this.functions.recovery.fn, recoveryIntervalMs: config.recoveryIntervalMs });
     this.userSchedules = new UserSchedules(this, 'UserSchedules', { api: this.functions.api.fn, fire: this.functions.fire.fn, deadLetters: this.schedules.deadLetters });
+    // EventBridge Scheduler invokes Lambda asynchronously, so Lambda's async settings decide what happens
+    // to a tick whose function fails or is throttled (its defaults: 2 retries over up to 6 hours).
+    // A worker or recovery run is worth nothing late or twice: the next minute's tick does the same work.
+    for (const fn of [this.functions.worker.fn, this.functions.recovery.fn]) fn.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: Duration.minutes(1) });
+    // A user schedule's tick is work someone asked for: retried (a fire is idempotent per tick), then kept
+    // in the dead-letter queue with the event and the error, where the ScheduleDeadLetters alarm sees it.
+    this.functions.fire.fn.configureAsyncInvoke({ retryAttempts: 2, maxEventAge: Duration.hours(1), onFailure: new SqsDestination(this.schedules.deadLetters) });
     const scheduleEnvironment = {
       LEASEHOLD_SCHEDULE_GROUP: this.userSchedules.group.scheduleGroupName,
       LEASEHOLD_SCHEDULER_ROLE_ARN: this.userSchedules.invokeRole.roleArn,

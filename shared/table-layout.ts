@@ -35,6 +35,9 @@ export function readySortKey(priority: number, availableAt: number, createdAt: n
   return `${pad(PRIORITY_LIMIT - priority, 4)}#${pad(availableAt, 13)}#${pad(createdAt, 13)}#${id}`;
 }
 
+/** The due time encoded in a ready sort key (its second part). */
+export const availableAtOfReadySortKey = (readySk: string) => Number(readySk.split('#')[1]);
+
 /** The priority part of a ready sort key: heads with equal prefixes have equal priority. */
 export const readyPriorityPrefix = (readySk: string) => readySk.slice(0, readySk.indexOf('#'));
 

@@ -14,9 +14,12 @@ import { FUNCTION_ACCESS, type FunctionName } from '../infra/leasehold-stack.js'
 import { SCHEDULE_MANAGEMENT_ACTIONS } from '../infra/user-schedules.js';
 import { lambdaEnvironment } from '../infra/lambda-env.js';
 import { sizeFunctions } from '../infra/sizing.js';
+import { readDeploymentSettings } from '../infra/deployment-settings.js';
+import { ConfigError } from '../shared/errors.js';
 
 let template: Template;
 let outDir: string;
+let synthOutput: string;
 let json: { Resources: Record<string, { Type: string; Properties: any; DeletionPolicy?: string }>; Outputs: Record<string, unknown> };
 let report: { pluginReports: { pluginName: string; conclusion: string; violations: unknown[]; suppressedViolations: { ruleName: string; reason: string }[] }[] };
 const resources = (type: string) => Object.entries(json.Resources).filter(([, r]) => r.Type === type);
@@ -25,8 +28,11 @@ beforeAll(() => {
   // `cdk synth` as a user runs it: offline, with no credentials at all.
   const out = (outDir = mkdtempSync(join(tmpdir(), 'cdk-out-')));
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('AWS_') && !k.startsWith('LEASEHOLD_')));
-  const run = spawnSync('npx', ['cdk', 'synth', '--quiet', '--no-notices', '-o', out], { env: { ...env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' }, encoding: 'utf8', timeout: 120_000 });
+  // A deployer's shell left over from local testing: it must not reach the functions (review finding 18).
+  const leftover = { LEASEHOLD_POLL_INTERVAL_MS: '20' };
+  const run = spawnSync('npx', ['cdk', 'synth', '--quiet', '--no-notices', '-o', out], { env: { ...env, ...leftover, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' }, encoding: 'utf8', timeout: 120_000 });
   if (run.status !== 0) throw new Error(`cdk synth failed (${run.status}):\n${run.stdout}\n${run.stderr}`);
+  synthOutput = run.stderr;
   json = JSON.parse(readFileSync(join(out, 'Leasehold.template.json'), 'utf8'));
   template = Template.fromJSON(json);
   report = JSON.parse(readFileSync(join(out, 'validation-report.json'), 'utf8'));
@@ -106,8 +112,10 @@ describe('the functions', () => {
       expect(fn.Properties.LoggingConfig.LogGroup).toBeDefined();
     }
     const byName = (name: string) => fns.find(([id]) => id.startsWith(name))![1].Properties;
-    expect(byName('Worker')).toMatchObject({ Timeout: sizing.workerTimeoutMs / 1000, MemorySize: sizing.workerMemoryMb, ReservedConcurrentExecutions: sizing.workerReservedConcurrency });
-    expect(sizing).toMatchObject({ workerTimeoutMs: 320_000, workerReservedConcurrency: 7 });
+    expect(byName('Worker')).toMatchObject({ Timeout: sizing.workerTimeoutMs / 1000, MemorySize: sizing.workerMemoryMb });
+    expect(sizing).toMatchObject({ workerTimeoutMs: 380_000, overlappingWorkers: 7 });
+    // Reserved concurrency is opt-in (leasehold:workerReservedConcurrency): on a young account it fails the deploy.
+    for (const [, fn] of fns) expect(fn.Properties.ReservedConcurrentExecutions).toBeUndefined();
     expect(byName('Recovery')).toMatchObject({ Timeout: 60 });
     expect(byName('Api')).toMatchObject({ Timeout: 10 });
   });
@@ -201,7 +209,10 @@ describe('the schedules', () => {
 describe('observability', () => {
   it('alarms at seed 000’s thresholds and on failures, dead letters, worker errors and throttles', () => {
     const alarms = Object.fromEntries(resources('AWS::CloudWatch::Alarm').map(([id, a]) => [id.replace(/^Monitoring/, '').replace(/[0-9A-F]{8}$/, ''), a.Properties]));
-    expect(Object.keys(alarms).sort()).toEqual(['ExpiredLeases', 'FireErrors', 'LeaseRenewalSuccess', 'RecoveryErrors', 'ScheduleDeadLetters', 'TasksFailed', 'WorkerErrors', 'WorkerThrottles']);
+    expect(Object.keys(alarms).sort()).toEqual(['BacklogWithoutClaims', 'ExpiredLeases', 'FireErrors', 'LeaseRenewalSuccess', 'OldestDueTaskAge', 'RecoveryErrors', 'ScheduleDeadLetters', 'TasksFailed', 'WorkerErrors', 'WorkerThrottles']);
+    expect(alarms.OldestDueTaskAge).toMatchObject({ MetricName: 'OldestDueAgeMs', Threshold: 600_000, Statistic: 'Maximum', EvaluationPeriods: 3 });
+    expect(alarms.BacklogWithoutClaims).toMatchObject({ Threshold: 0, ComparisonOperator: 'GreaterThanThreshold', EvaluationPeriods: 5 });
+    expect(JSON.stringify(alarms.BacklogWithoutClaims.Metrics)).toMatch(/ReadyTasks.*Claims|Claims.*ReadyTasks/);
     expect(alarms.LeaseRenewalSuccess).toMatchObject({ Threshold: 0.99, ComparisonOperator: 'LessThanThreshold', EvaluationPeriods: 5 });
     expect(JSON.stringify(alarms.LeaseRenewalSuccess.Metrics)).toContain('LeaseRenewalsOk');
     expect(alarms.LeaseRenewalSuccess.Metrics.find((m: { Id: string }) => m.Id === 'ok').MetricStat.Period).toBe(60);
@@ -222,10 +233,52 @@ describe('observability', () => {
   });
 });
 
+describe('deployment settings come from CDK context, never the shell (review finding 18)', () => {
+  it('synth prints the settings, names the shell variables it ignored, and the functions get the defaults', () => {
+    expect(synthOutput).toMatch(/Leasehold settings for stack Leasehold/);
+    expect(synthOutput).toMatch(/pollIntervalMs\s+1000/);
+    expect(synthOutput).toMatch(/ignored from your shell \(set them as context instead\): LEASEHOLD_POLL_INTERVAL_MS/);
+    for (const [, fn] of resources('AWS::Lambda::Function')) expect(fn.Properties.Environment.Variables.LEASEHOLD_POLL_INTERVAL_MS).toBe('1000');
+  });
+
+  it('reads leasehold:<setting> context keys, checks them with the config rules, and names the context key in every problem', () => {
+    const context = (values: Record<string, unknown>) => readDeploymentSettings((k) => values[k], Object.keys(values));
+    const set = context({ 'leasehold:maxExecutionMs': '600000', 'leasehold:workerConcurrency': 16, 'leasehold:workerReservedConcurrency': '12' });
+    expect(set.config).toMatchObject({ maxExecutionMs: 600_000, workerConcurrency: 16 });
+    expect(set).toMatchObject({ stackName: 'Leasehold', workerReservedConcurrency: 12 });
+    expect(context({}).workerReservedConcurrency).toBeUndefined();
+    const bad = () => context({ 'leasehold:pollIntervalMs': 'soon', 'leasehold:heartbeatIntervalMs': '40000', 'leasehold:port': '80', 'leasehold:workerReservedConcurrency': '0' });
+    expect(bad).toThrow(ConfigError);
+    const problems = (() => {
+      try {
+        bad();
+      } catch (error) {
+        return (error as ConfigError).problems.map((p) => p.path);
+      }
+      return [];
+    })();
+    expect(problems).toEqual(expect.arrayContaining(['leasehold:port', 'leasehold:pollIntervalMs', 'leasehold:workerReservedConcurrency']));
+    expect(() => context({ 'leasehold:heartbeatIntervalMs': '40000' })).toThrow(/leasehold:heartbeatIntervalMs: heartbeat interval 40000 ms must be less than half the lease timeout/);
+  });
+});
+
+describe('asynchronous invocation (Scheduler invokes Lambda asynchronously; review finding 3)', () => {
+  it('worker and recovery are not retried and drop a tick older than a minute; a failed user-schedule tick is retried, then sent to the dead-letter queue', () => {
+    const configs = resources('AWS::Lambda::EventInvokeConfig').map(([, c]) => c.Properties);
+    const of = (fn: string) => configs.find((c) => JSON.stringify(c.FunctionName).includes(`${fn}Function`))!;
+    expect(configs).toHaveLength(3);
+    expect(of('Worker')).toMatchObject({ Qualifier: '$LATEST', MaximumRetryAttempts: 0, MaximumEventAgeInSeconds: 60 });
+    expect(of('Recovery')).toMatchObject({ Qualifier: '$LATEST', MaximumRetryAttempts: 0, MaximumEventAgeInSeconds: 60 });
+    expect(of('Fire')).toMatchObject({ MaximumRetryAttempts: 2, MaximumEventAgeInSeconds: 3600 });
+    expect(of('Fire').DestinationConfig.OnFailure.Destination).toEqual({ 'Fn::GetAtt': [expect.stringMatching(/^SchedulesDeadLetters/), 'Arn'] });
+    expect(of('Api')).toBeUndefined();
+  });
+});
+
 describe('sizing rules (pure)', () => {
   it('derives the worker timeout from the maximum execution time plus the drain margin, and refuses more than Lambda allows', () => {
-    expect(sizeFunctions(defineConfig({ maxExecutionMs: 120_000 }))).toMatchObject({ workerTimeoutMs: 140_000, workerReservedConcurrency: 4 });
+    expect(sizeFunctions(defineConfig({ maxExecutionMs: 120_000 }))).toMatchObject({ workerTimeoutMs: 200_000, overlappingWorkers: 4 });
     expect(sizeFunctions(defineConfig({ workerConcurrency: 64 })).workerMemoryMb).toBe(640);
-    expect(() => sizeFunctions(defineConfig({ maxExecutionMs: 890_000 }))).toThrow(/at most 900000 ms/);
+    expect(() => sizeFunctions(defineConfig({ maxExecutionMs: 890_000 }))).toThrow(/over Lambda's 900000 ms limit: lower the maximum execution time to at most 820000 ms/);
   });
 });

@@ -1,9 +1,11 @@
 /**
- * Gauges for the dashboard: tasks due and waiting (ready index), tasks under a lease and delayed tasks (sweep index),
- * counted per shard with `Select: COUNT` on the keys-only indexes (one query per partition and page).
+ * Gauges for the dashboard and the alarms: tasks due and waiting (ready index) with the due time of the
+ * oldest, tasks under a lease and delayed tasks (sweep index), per shard. The ready entries are read
+ * with their sort key only (it encodes the due time): a keys-only read costs what `Select: COUNT`
+ * costs, since DynamoDB bills the entries it reads, not the ones it returns.
  */
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { delaySweepPartition, INDEX, leaseSweepPartition, readyPartition, SHARD_COUNT } from '../table-layout.js';
+import { availableAtOfReadySortKey, delaySweepPartition, INDEX, leaseSweepPartition, readyPartition, SHARD_COUNT } from '../table-layout.js';
 import type { StoreContext } from './context.js';
 
 export interface QueueDepth {
@@ -11,19 +13,28 @@ export interface QueueDepth {
   leased: number;
   /** Waiting for their due time (delays and retry backoffs). */
   delayed: number;
+  /** Due time of the longest-waiting ready task, if any is waiting. */
+  oldestDueAt: number | undefined;
+}
+
+interface PartitionCount {
+  count: number;
+  oldestDueAt: number | undefined;
 }
 
 export async function queueDepth(ctx: StoreContext, types: string[]): Promise<QueueDepth> {
   const shards = Array.from({ length: SHARD_COUNT }, (_, s) => s);
-  const ready = await Promise.all(types.flatMap((type) => shards.map((s) => countPartition(ctx, INDEX.ready, readyPartition(type, s)))));
-  const leased = await Promise.all(shards.map((s) => countPartition(ctx, INDEX.sweep, leaseSweepPartition(s))));
-  const delayed = await Promise.all(shards.map((s) => countPartition(ctx, INDEX.sweep, delaySweepPartition(s))));
-  const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
-  return { ready: sum(ready), leased: sum(leased), delayed: sum(delayed) };
+  const ready = await Promise.all(types.flatMap((type) => shards.map((s) => readPartition(ctx, INDEX.ready, readyPartition(type, s), true))));
+  const leased = await Promise.all(shards.map((s) => readPartition(ctx, INDEX.sweep, leaseSweepPartition(s), false)));
+  const delayed = await Promise.all(shards.map((s) => readPartition(ctx, INDEX.sweep, delaySweepPartition(s), false)));
+  const sum = (xs: PartitionCount[]) => xs.reduce((a, b) => a + b.count, 0);
+  const dueTimes = ready.flatMap((p) => (p.oldestDueAt === undefined ? [] : [p.oldestDueAt]));
+  return { ready: sum(ready), leased: sum(leased), delayed: sum(delayed), oldestDueAt: dueTimes.length > 0 ? Math.min(...dueTimes) : undefined };
 }
 
-async function countPartition(ctx: StoreContext, index: { name: string; partition: string }, partition: string): Promise<number> {
+async function readPartition(ctx: StoreContext, index: { name: string; partition: string; sort: string }, partition: string, withDueTimes: boolean): Promise<PartitionCount> {
   let count = 0;
+  let oldestDueAt: number | undefined;
   let startKey: Record<string, unknown> | undefined;
   do {
     const out = await ctx.doc.send(
@@ -31,14 +42,18 @@ async function countPartition(ctx: StoreContext, index: { name: string; partitio
         TableName: ctx.tableName,
         IndexName: index.name,
         KeyConditionExpression: '#p = :p',
-        ExpressionAttributeNames: { '#p': index.partition },
+        ExpressionAttributeNames: { '#p': index.partition, ...(withDueTimes ? { '#s': index.sort } : {}) },
         ExpressionAttributeValues: { ':p': partition },
-        Select: 'COUNT',
+        ...(withDueTimes ? { ProjectionExpression: '#s' } : { Select: 'COUNT' as const }),
         ...(startKey ? { ExclusiveStartKey: startKey } : {}),
       }),
     );
     count += out.Count ?? 0;
+    for (const item of out.Items ?? []) {
+      const dueAt = availableAtOfReadySortKey(String(item[index.sort]));
+      if (oldestDueAt === undefined || dueAt < oldestDueAt) oldestDueAt = dueAt;
+    }
     startKey = out.LastEvaluatedKey;
   } while (startKey);
-  return count;
+  return { count, oldestDueAt };
 }

@@ -8,6 +8,7 @@ import type { EnqueueResult } from '../store/enqueue.js';
 import type { EnqueueInput } from '../store/inputs.js';
 import type { TaskStore } from '../store/task-store.js';
 import type { TaskRegistry } from './registry.js';
+import { typeTimeoutMs } from '../invocation-budget.js';
 
 export class TaskQueue {
   constructor(
@@ -18,8 +19,10 @@ export class TaskQueue {
 
   async enqueue(input: EnqueueInput): Promise<EnqueueResult> {
     const { definition } = this.registry.parsePayload(input.type, input.payload);
-    if (input.timeoutMs !== undefined && input.timeoutMs > this.config.maxExecutionMs) {
-      throw new ValidationError('enqueue', [{ path: 'timeoutMs', message: `must be at most the maximum execution time (${this.config.maxExecutionMs} ms)` }]);
+    // A task may ask for less time than its type allows, never more: the worker's claim rule checks the type's.
+    const limit = typeTimeoutMs(definition.timeoutMs, this.config);
+    if (input.timeoutMs !== undefined && input.timeoutMs > limit) {
+      throw new ValidationError('enqueue', [{ path: 'timeoutMs', message: `must be at most ${limit} ms, the timeout of task type ${input.type}` }]);
     }
     // The stored payload is the one given: the handler's schema parses it again (with its transforms) at run time.
     return this.store.enqueue({

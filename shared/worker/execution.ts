@@ -17,6 +17,7 @@ import type { LeaseholdMetrics } from './metrics.js';
 import { decideOutcome, describeError, type AbortReason, type HandlerEnd, type OutcomeWrite } from './outcome.js';
 import type { TimerSet } from './timers.js';
 import type { HistorySink } from './history.js';
+import { effectiveTimeoutMs } from '../invocation-budget.js';
 
 /** The reason a handler's signal carries. */
 export class TaskAbortedError extends Error {
@@ -65,7 +66,7 @@ export class Execution {
     this.task = claimed.task;
     this.lease = claimed.lease;
     this.definition = deps.registry.get(this.task.type);
-    this.timeoutMs = this.task.timeoutMs ?? this.definition?.timeoutMs ?? deps.config.maxExecutionMs;
+    this.timeoutMs = effectiveTimeoutMs(this.task.timeoutMs, this.definition?.timeoutMs, deps.config);
     this.logger = deps.logger.createChild();
     // Never the payload: it may hold personal data.
     this.logger.appendKeys({ taskId: this.task.id, taskType: this.task.type, attempt: this.task.attempts, token: this.lease.token });

@@ -22,7 +22,10 @@ export const COUNTERS = [
   'DelayedPromoted',
 ] as const;
 export const TIMINGS = ['TaskDuration', 'QueueWait', 'EventLoopLag'] as const;
-export const GAUGES = ['QueueDepth', 'RunningTasks'] as const;
+export const GAUGES = ['QueueDepth', 'ReadyTasks', 'RunningTasks', 'OldestDueAgeMs'] as const;
+/** A running worker sends its figures this often: CloudWatch alarms evaluate one-minute periods. */
+export const METRICS_FLUSH_INTERVAL_MS = 60_000;
+
 export type CounterName = (typeof COUNTERS)[number];
 export type TimingName = (typeof TIMINGS)[number];
 export type GaugeName = (typeof GAUGES)[number];

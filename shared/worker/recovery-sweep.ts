@@ -13,7 +13,10 @@ export async function runRecoverySweep(store: TaskStore, metrics: LeaseholdMetri
     if (types.length > 0) {
       const depth = await store.depth(types);
       metrics.gauge('QueueDepth', depth.ready + depth.delayed);
+      metrics.gauge('ReadyTasks', depth.ready);
       metrics.gauge('RunningTasks', depth.leased);
+      // 0 when nothing waits, so the alarm on it sees a value every sweep (missing data would hide a stall).
+      metrics.gauge('OldestDueAgeMs', depth.oldestDueAt === undefined ? 0 : Math.max(0, store.ctx.clock.now() - depth.oldestDueAt));
     }
     metrics.count('RecoveredRequeued', report.requeued);
     metrics.count('RecoveredFailed', report.failed);

@@ -13,8 +13,9 @@ import type { TaskRegistry } from '../tasks/registry.js';
 import type { Task } from '../task-model.js';
 import { Execution } from './execution.js';
 import { describeError } from './outcome.js';
-import { RecordingMetrics, type LeaseholdMetrics } from './metrics.js';
+import { METRICS_FLUSH_INTERVAL_MS, RecordingMetrics, type LeaseholdMetrics } from './metrics.js';
 import { TimerSet } from './timers.js';
+import { canStartWithin, typeTimeoutMs } from '../invocation-budget.js';
 import type { HistorySink } from './history.js';
 
 export interface WorkerOptions {
@@ -101,14 +102,15 @@ export class Worker {
           this.summary.stoppedBecause = 'deadline';
           break;
         }
-        // Only types whose timeout still fits in this invocation, with the drain margin to spare.
-        const claimable = this.types.filter((type) => this.timeoutOf(type) + config.drainMarginMs <= left);
+        // Only types whose timeout still fits in this invocation, with the drain margin to spare. A task
+        // never runs longer than its type allows (effectiveTimeoutMs), so what is claimed here can finish.
+        const claimable = this.types.filter((type) => canStartWithin(left, this.timeoutOf(type), config));
         const free = config.workerConcurrency - this.active.size;
         if (claimable.length === 0 && this.active.size === 0) {
           this.summary.stoppedBecause = 'deadline';
           break;
         }
-        if (free > 0 && claimable.length > 0 && (await this.claim(claimable, free, left)) > 0) {
+        if (free > 0 && claimable.length > 0 && (await this.claim(claimable, free)) > 0) {
           idleSince = this.clock.now();
           continue;
         }
@@ -138,10 +140,10 @@ export class Worker {
   }
 
   private timeoutOf(type: string): number {
-    return this.options.registry.get(type)?.timeoutMs ?? this.options.config.maxExecutionMs;
+    return typeTimeoutMs(this.options.registry.get(type)?.timeoutMs, this.options.config);
   }
 
-  private async claim(types: string[], free: number, left: number): Promise<number> {
+  private async claim(types: string[], free: number): Promise<number> {
     const { store, config, workerId } = this.options;
     try {
       const round = await store.claim({ workerId, types, max: free });
@@ -152,16 +154,6 @@ export class Worker {
       this.metrics.count('WastedClaimWrites', round.lostRaces);
       for (const claimed of round.claimed) {
         this.options.history?.record({ ev: 'claim', task: claimed.task.id, token: claimed.lease.token, leaseUntil: claimed.lease.leaseUntil });
-        // A task whose own timeout outruns this invocation is given back at once, attempt unspent.
-        if ((claimed.task.timeoutMs ?? 0) + config.drainMarginMs > left) {
-          const released = await store.release({ lease: claimed.lease }).then(
-            () => 'ok' as const,
-            (error: unknown) => (this.logger.warn('release failed', { error: describeError(error) }), 'error' as const),
-          );
-          this.options.history?.record({ ev: 'write', task: claimed.task.id, token: claimed.lease.token, write: 'release', outcome: released });
-          this.metrics.count('TasksReleased');
-          continue;
-        }
         const execution = new Execution(
           { store, registry: this.options.registry, config, clock: this.clock, timers: this.timers, metrics: this.metrics, logger: this.logger, renewNow: (e) => this.renew([e]), onDelayedRetry: (task) => this.promoteWhenDue(task), ...(this.options.history ? { history: this.options.history } : {}) },
           claimed,
@@ -220,8 +212,15 @@ export class Worker {
   private startHeartbeat(): void {
     const interval = this.options.config.heartbeatIntervalMs;
     let expected = this.monotonic() + interval;
+    let flushedAt = this.monotonic();
     this.timers.interval(() => {
       const now = this.monotonic();
+      // Figures go out while a long invocation runs, not only at its end: alarms need them each minute,
+      // and an invocation Lambda kills at its timeout never reaches the end.
+      if (now - flushedAt >= METRICS_FLUSH_INTERVAL_MS) {
+        flushedAt = now;
+        this.metrics.flush();
+      }
       const lag = Math.max(0, now - expected);
       expected = now + interval;
       this.summary.maxEventLoopLagMs = Math.max(this.summary.maxEventLoopLagMs, Math.round(lag));
