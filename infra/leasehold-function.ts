@@ -36,7 +36,11 @@ export interface LeaseholdFunctionProps {
   reservedConcurrentExecutions?: number;
 }
 
-/** What DynamoDB needs from a caller to use a table encrypted with a customer-managed key. */
+/**
+ * What CDK grants users of a table encrypted with a customer-managed key. DynamoDB calls kms:Decrypt as
+ * the caller (the sim checks it); the others are kept for paths the sim cannot see, with their reasons in
+ * GRANTS_WITHOUT_ROUTINE_USE (infra/grant-reasons.ts).
+ */
 export const TABLE_KEY_ACTIONS = ['kms:Decrypt', 'kms:DescribeKey', 'kms:Encrypt', 'kms:GenerateDataKey'];
 
 export class LeaseholdFunction extends Construct {
@@ -48,6 +52,7 @@ export class LeaseholdFunction extends Construct {
     this.logGroup = new LogGroup(this, 'Logs', { retention: props.logRetention, removalPolicy: RemovalPolicy.DESTROY });
     const { taskTable, access } = props;
     const statements = [
+      // Lambda writes the function's logs with this role (see GRANTS_WITHOUT_ROUTINE_USE).
       new PolicyStatement({ sid: 'WriteOwnLogs', actions: ['logs:CreateLogStream', 'logs:PutLogEvents'], resources: [this.logGroup.logGroupArn] }),
       new PolicyStatement({ sid: 'TaskItems', actions: access.table, resources: [taskTable.table.tableArn] }),
       ...Object.entries(access.indexes).map(

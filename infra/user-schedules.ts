@@ -17,7 +17,8 @@ export interface UserSchedulesProps {
   deadLetters: IQueue;
 }
 
-export const SCHEDULE_MANAGEMENT_ACTIONS = ['scheduler:CreateSchedule', 'scheduler:DeleteSchedule', 'scheduler:GetSchedule', 'scheduler:UpdateSchedule'];
+/** What the API calls (scheduler-sync.ts): update, else create; delete. It never reads a schedule back. */
+export const SCHEDULE_MANAGEMENT_ACTIONS = ['scheduler:CreateSchedule', 'scheduler:DeleteSchedule', 'scheduler:UpdateSchedule'];
 
 export class UserSchedules extends Construct {
   readonly group: ScheduleGroup;
@@ -27,10 +28,12 @@ export class UserSchedules extends Construct {
     super(scope, id);
     this.group = new ScheduleGroup(this, 'Group', { removalPolicy: RemovalPolicy.DESTROY });
     this.invokeRole = new Role(this, 'InvokeRole', {
-      assumedBy: new ServicePrincipal('scheduler.amazonaws.com', { conditions: { StringEquals: { 'aws:SourceAccount': Aws.ACCOUNT_ID } } }),
+      // Only schedules of this group may use it (the confused-deputy guard Scheduler documents).
+      assumedBy: new ServicePrincipal('scheduler.amazonaws.com', { conditions: { StringEquals: { 'aws:SourceAccount': Aws.ACCOUNT_ID, 'aws:SourceArn': this.group.scheduleGroupArn } } }),
       description: 'EventBridge Scheduler: invoke the Leasehold fire function for user schedules',
     });
     this.invokeRole.addToPolicy(new PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: [props.fire.functionArn] }));
+    // Used only when a tick cannot be delivered (see GRANTS_WITHOUT_ROUTINE_USE).
     this.invokeRole.addToPolicy(new PolicyStatement({ actions: ['sqs:SendMessage'], resources: [props.deadLetters.queueArn] }));
 
     props.api.addToRolePolicy(

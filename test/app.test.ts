@@ -16,7 +16,7 @@ describe('building the app from the environment', () => {
   });
 
   it('registers the demo task types by default', () => {
-    expect(createLeasehold({}).registry.names()).toEqual(['demo.echo', 'demo.sleep', 'demo.fail']);
+    expect(createLeasehold({}).registry.names()).toEqual(['demo.echo', 'demo.sleep', 'demo.fail', 'demo.report', 'demo.block']);
   });
 
   it('builds the runtime of the worker and recovery Lambdas with the same rules, without schedules', () => {

@@ -3,6 +3,7 @@
  * same again; reports its peak RSS and whether its heap grew from the first drain to the second.
  * The child (bench/memory-worker.ts) is bundled first and run by plain node, so tsx is not in the RSS.
  */
+import { lambdaNodeFlags } from '../../sim/lambda/node-runtime.js';
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -16,10 +17,8 @@ import { measure, round, type BenchContext, type Measure } from '../measure.js';
 const run = promisify(execFile);
 const MB = 1024 * 1024;
 
-/** The V8 limits a Lambda's Node.js bootstrap sets for its memory: semi-space 5 %, old space 90 %. */
-const lambdaHeapFlags = (memoryMb: number) => [`--max-semi-space-size=${Math.floor(memoryMb * 0.05)}`, `--max-old-space-size=${Math.floor(memoryMb * 0.9)}`];
-/** The target: the worker fits a 256 MB Lambda. */
-const LAMBDA_256_HEAP = lambdaHeapFlags(256);
+/** The target: the worker fits a 256 MB Lambda, with the V8 limits its Node.js bootstrap sets (the sim uses the same flags). */
+const LAMBDA_256_HEAP = lambdaNodeFlags(256).filter((f) => f.startsWith('--max-semi') || f.startsWith('--max-old'));
 
 export async function memoryUse(ctx: BenchContext): Promise<Measure[]> {
   const group = '8. memory';

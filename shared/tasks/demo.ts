@@ -1,5 +1,6 @@
 /** Demo task types: small, real handlers to try the queue with (registered in the catalog). */
 import * as z from 'zod';
+import { settings } from '../config.js';
 import { defineTask } from './define.js';
 
 export const demoEcho = defineTask({
@@ -32,4 +33,37 @@ export const demoFail = defineTask({
   },
 });
 
-export const demoTasks = [demoEcho, demoSleep, demoFail];
+/** The deployment's maximum execution time as the functions read it (the config's default when unset). */
+const maxExecutionMs = Number(process.env[settings.maxExecutionMs.env]) || settings.maxExecutionMs.default;
+
+/**
+ * A long job: sleeps like demo.sleep under a timeout of its own, four fifths of the deployment's maximum
+ * execution time (4 minutes with the defaults), so a worker may claim it through most of an invocation,
+ * not only in its first seconds.
+ */
+export const demoReport = defineTask({
+  name: 'demo.report',
+  schema: z.object({ ms: z.number().int().min(0).max(15 * 60_000) }).strict(),
+  timeoutMs: Math.floor(maxExecutionMs * 0.8),
+  handler: (payload, ctx) => demoSleep.handler(payload, ctx),
+});
+
+/**
+ * A handler that stalls its process: on the listed attempts it waits `afterMs` (renewing its lease as
+ * usual), then blocks the event loop for `blockMs`, as synchronous CPU work or a hung native call
+ * would (no heartbeat, no abort, no drain gets through; Lambda kills the invocation at its timeout).
+ * Other attempts succeed at once. Atomics.wait blocks without burning CPU.
+ */
+export const demoBlock = defineTask({
+  name: 'demo.block',
+  schema: z.object({ afterMs: z.number().int().min(0).max(15 * 60_000), blockMs: z.number().int().min(0).max(15 * 60_000), attempts: z.array(z.number().int().min(1)).default([1]) }).strict(),
+  handler: async ({ afterMs, blockMs, attempts }, ctx) => {
+    if (!attempts.includes(ctx.attempt)) return { blocked: false, attempt: ctx.attempt };
+    await new Promise((resolve) => setTimeout(resolve, afterMs));
+    ctx.logger.warn('blocking the event loop', { blockMs });
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, blockMs);
+    return { blocked: true, attempt: ctx.attempt };
+  },
+});
+
+export const demoTasks = [demoEcho, demoSleep, demoFail, demoReport, demoBlock];

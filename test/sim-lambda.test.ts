@@ -1,0 +1,143 @@
+/** The sim's Lambda: execution environments frozen between invocations, killed at their timeout, concurrency and async retries. */
+import { afterAll, describe, expect, it } from 'vitest';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { AccessLog } from '../sim/iam/access-log.js';
+import type { IdentityStore } from '../sim/iam/identity-store.js';
+import { LambdaService, type FunctionDefinition } from '../sim/lambda/lambda-service.js';
+import { ExecutionEnvironment } from '../sim/lambda/execution-environment.js';
+
+const root = mkdtempSync(join(tmpdir(), 'sim-lambda-'));
+writeFileSync(
+  join(root, 'index.js'),
+  `
+let armedAt;
+const fired = [];
+exports.handler = async (event, context) => {
+  if (event.arm) { armedAt = Date.now(); setTimeout(() => fired.push(Date.now()), event.arm); }
+  if (event.sleep) await new Promise((r) => setTimeout(r, event.sleep));
+  if (event.crash) setImmediate(() => { throw new Error('boom'); });
+  if (event.crash) await new Promise((r) => setTimeout(r, 1000));
+  if (event.fail) throw new TypeError('bad input');
+  return { fired: fired.splice(0), armedAt, remaining: context.getRemainingTimeInMillis(), pid: process.pid, fn: context.functionName, heap: process.execArgv.join(' ') };
+};
+`,
+);
+
+const environments: ExecutionEnvironment[] = [];
+afterAll(() => environments.forEach((e) => e.kill()));
+
+async function environment(timeoutMs = 5_000, log: string[] = []): Promise<ExecutionEnvironment> {
+  const e = new ExecutionEnvironment({ functionName: 'probe', functionArn: 'arn:aws:lambda:us-east-1:1:function:probe', handler: 'index.handler', taskRoot: root, timeoutMs, memoryMb: 256, nodePath: process.execPath, environment: { PATH: process.env.PATH ?? '' }, log: (l) => log.push(l) });
+  environments.push(e);
+  await e.start();
+  return e;
+}
+const run = async (e: ExecutionEnvironment, event: unknown) => {
+  const r = await e.invoke(JSON.stringify(event));
+  // The environment takes the next event once its runtime asks for one.
+  while (e.state === 'busy') await new Promise((res) => setTimeout(res, 5));
+  return { ...r, body: JSON.parse(r.payload) };
+};
+
+describe('an execution environment', () => {
+  it('is frozen between invocations: a timer armed in one fires only inside a later one', async () => {
+    const e = await environment();
+    const first = await run(e, { arm: 200 });
+    expect(first.coldStart).toBe(true);
+    expect(first.body.heap).toContain('--max-old-space-size=231');
+    await new Promise((r) => setTimeout(r, 800)); // frozen: the timer cannot fire now
+    const second = await run(e, { sleep: 50 });
+    expect(second.coldStart).toBe(false);
+    expect(second.body.pid).toBe(first.body.pid);
+    expect(second.body.fired).toHaveLength(1);
+    // It fired after the thaw, not 200 ms after it was armed.
+    expect(second.body.fired[0] - second.body.armedAt).toBeGreaterThan(750);
+  });
+
+  it('counts getRemainingTimeInMillis down from the timeout, and is killed at the timeout', async () => {
+    const log: string[] = [];
+    const e = await environment(1_500, log);
+    const ok = await run(e, {});
+    expect(ok.body.remaining).toBeGreaterThan(1_400);
+    expect(ok.body.remaining).toBeLessThanOrEqual(1_500);
+    const late = await e.invoke(JSON.stringify({ sleep: 5_000 }));
+    expect(late).toMatchObject({ functionError: 'Unhandled', errorType: 'Sandbox.Timedout' });
+    expect(JSON.parse(late.payload).errorMessage).toMatch(/Task timed out after 1\.50 seconds/);
+    expect(e.state).toBe('dead');
+    expect(log.some((l) => l.includes('Task timed out after 1.50 seconds'))).toBe(true);
+  });
+
+  it('reports a handler error, and a crash as an exit of the runtime', async () => {
+    const e = await environment();
+    const failed = await run(e, { fail: true });
+    expect(failed).toMatchObject({ functionError: 'Unhandled', errorType: 'TypeError' });
+    const crashed = await e.invoke(JSON.stringify({ crash: true }));
+    expect(crashed.functionError).toBe('Unhandled');
+    expect(['Error', 'Runtime.ExitError']).toContain(crashed.errorType);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(e.state).toBe('dead');
+  });
+});
+
+describe('the Lambda service', () => {
+  const def = (overrides: Partial<FunctionDefinition>): FunctionDefinition => ({
+    logicalId: 'Probe',
+    name: 'probe',
+    arn: 'arn:aws:lambda:us-east-1:123456789012:function:probe',
+    handler: 'index.handler',
+    runtime: 'nodejs22.x',
+    taskRoot: root,
+    timeoutMs: 5_000,
+    memoryMb: 256,
+    reservedConcurrency: undefined,
+    roleArn: 'arn:aws:iam::123456789012:role/probe',
+    nodePath: process.execPath,
+    environment: { PATH: process.env.PATH ?? '' },
+    asyncConfig: { maximumRetryAttempts: 0, maximumEventAgeMs: 60_000 },
+    resourcePolicy: [{ principal: 'apigateway.amazonaws.com', action: 'lambda:InvokeFunction', sourceArn: 'arn:aws:execute-api:us-east-1:123456789012:api/*/*/health' }],
+    log: () => undefined,
+    ...overrides,
+  });
+  // Only what the service asks of the IAM store.
+  const identities = {
+    isAllowed: (principal: string) => principal.endsWith('user/allowed'),
+    assumeRole: () => ({ arn: 'arn:aws:sts::123456789012:assumed-role/probe/probe', credentials: { accessKeyId: 'ASIA1', secretAccessKey: 's', sessionToken: 't' } }),
+  } as unknown as IdentityStore;
+  const services: LambdaService[] = [];
+  afterAll(() => Promise.all(services.map((s) => s.close())));
+  const service = (d: FunctionDefinition, destinations: (dest: string, fn: string, record: string) => Promise<void> = async () => undefined) => {
+    const s = new LambdaService({ functions: [d], identities, log: new AccessLog(), accountConcurrency: 1000, idleEnvironmentTtlMs: 60_000, destinations });
+    services.push(s);
+    return s;
+  };
+
+  it('throttles invocations beyond the reserved concurrency', async () => {
+    const s = service(def({ reservedConcurrency: 1 }));
+    const caller = { principalArn: 'arn:aws:iam::123456789012:user/allowed' };
+    const results = await Promise.allSettled([s.invoke('probe', JSON.stringify({ sleep: 400 }), caller), s.invoke('probe', JSON.stringify({ sleep: 400 }), caller)]);
+    expect(results.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
+    expect((results.find((r) => r.status === 'rejected') as PromiseRejectedResult).reason).toMatchObject({ code: 'TooManyRequestsException', status: 429 });
+    expect(s.stats().Probe!.throttles).toBe(1);
+  });
+
+  it('checks the caller: an identity policy, or the function resource policy for API Gateway with its source ARN', async () => {
+    const s = service(def({}));
+    await expect(s.invoke('probe', '{}', { principalArn: 'arn:aws:iam::123456789012:user/other' })).rejects.toMatchObject({ code: 'AccessDeniedException' });
+    await expect(s.invoke('probe', '{}', { service: 'apigateway.amazonaws.com', sourceArn: 'arn:aws:execute-api:us-east-1:123456789012:api/$default/GET/health' })).resolves.toMatchObject({ requestId: expect.any(String) });
+    await expect(s.invoke('probe', '{}', { service: 'apigateway.amazonaws.com', sourceArn: 'arn:aws:execute-api:us-east-1:123456789012:api/$default/GET/tasks' })).rejects.toMatchObject({ code: 'AccessDeniedException' });
+  });
+
+  it('an asynchronous invocation that fails with no retries left goes to the on-failure destination with Lambda record', async () => {
+    const records: { dest: string; record: any }[] = [];
+    const s = service(def({ asyncConfig: { maximumRetryAttempts: 0, maximumEventAgeMs: 60_000, onFailure: 'arn:aws:sqs:us-east-1:123456789012:dlq' } }), async (dest, _fn, record) => void records.push({ dest, record: JSON.parse(record) }));
+    s.invokeAsync('probe', JSON.stringify({ fail: true }), { principalArn: 'arn:aws:iam::123456789012:user/allowed' });
+    for (let i = 0; i < 100 && records.length === 0; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(records).toHaveLength(1);
+    expect(records[0]).toMatchObject({
+      dest: 'arn:aws:sqs:us-east-1:123456789012:dlq',
+      record: { version: '1.0', requestContext: { condition: 'RetriesExhausted', approximateInvokeCount: 1 }, requestPayload: { fail: true }, responseContext: { functionError: 'Unhandled' }, responsePayload: { errorType: 'TypeError' } },
+    });
+  });
+});
