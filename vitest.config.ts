@@ -17,6 +17,8 @@ class LongestFirst extends BaseSequencer {
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // The sim suite has its own config and npm script (it runs for minutes against one sim).
+    exclude: ['test/sim/**', 'test/repro/**', '**/node_modules/**'],
     // Each test file starts its own dynalite; two cores run two files at a time.
     pool: 'forks',
     testTimeout: 30_000,

@@ -18,6 +18,8 @@ export class TaskTable extends Construct {
       enableKeyRotation: true,
       removalPolicy: RemovalPolicy.RETAIN,
     });
+    // TableV2 is an AWS::DynamoDB::GlobalTable with one replica. Never add a replica: conditional writes
+    // are not serialised across regions (last writer wins), so two workers could both hold a lease.
     this.table = new TableV2(this, 'Table', {
       partitionKey: { name: KEY.partition, type: AttributeType.STRING },
       sortKey: { name: KEY.sort, type: AttributeType.STRING },

@@ -19,9 +19,9 @@ export const LAMBDA_MAX_TIMEOUT_MS = 900_000;
 
 type Budget = Pick<LeaseholdConfig, 'maxExecutionMs' | 'drainMarginMs'>;
 
-/** The longest a task of a type may run: its own timeout, or the maximum execution time. */
+/** The longest a task of a type may run: its own timeout, never more than the maximum execution time. */
 export function typeTimeoutMs(typeTimeout: number | undefined, config: Pick<LeaseholdConfig, 'maxExecutionMs'>): number {
-  return typeTimeout ?? config.maxExecutionMs;
+  return Math.min(typeTimeout ?? config.maxExecutionMs, config.maxExecutionMs);
 }
 
 /**

@@ -10,7 +10,7 @@ import { AwsSolutionsChecks } from 'cdk-nag';
 import { API_ROUTES } from '../shared/api/api-handler.js';
 import { defineConfig } from '../shared/config.js';
 import { INDEX, KEY, TTL_ATTRIBUTE } from '../shared/table-layout.js';
-import { FUNCTION_ACCESS, type FunctionName } from '../infra/leasehold-stack.js';
+import { FUNCTION_ACCESS, LeaseholdStack, type FunctionName } from '../infra/leasehold-stack.js';
 import { SCHEDULE_MANAGEMENT_ACTIONS } from '../infra/user-schedules.js';
 import { lambdaEnvironment } from '../infra/lambda-env.js';
 import { sizeFunctions } from '../infra/sizing.js';
@@ -272,6 +272,13 @@ describe('asynchronous invocation (Scheduler invokes Lambda asynchronously; revi
     expect(of('Fire')).toMatchObject({ MaximumRetryAttempts: 2, MaximumEventAgeInSeconds: 3600 });
     expect(of('Fire').DestinationConfig.OnFailure.Destination).toEqual({ 'Fn::GetAtt': [expect.stringMatching(/^SchedulesDeadLetters/), 'Arn'] });
     expect(of('Api')).toBeUndefined();
+  });
+});
+
+describe('the catalog at synth', () => {
+  it('refuses a task type whose timeout the deployment cannot run (demo.report asks for 4 minutes)', () => {
+    const app = new App();
+    expect(() => new LeaseholdStack(app, 'TooShort', { config: defineConfig({ maxExecutionMs: 120_000 }) })).toThrow(/task demo\.report: timeoutMs 240000 exceeds LEASEHOLD_MAX_EXECUTION_MS \(120000 ms\)/);
   });
 });
 

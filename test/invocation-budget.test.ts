@@ -10,6 +10,9 @@ import {
   workerTimeoutProblem,
 } from '../shared/invocation-budget.js';
 import { sizeFunctions } from '../infra/sizing.js';
+import * as z from 'zod';
+import { defineTask } from '../shared/tasks/define.js';
+import { TaskRegistry } from '../shared/tasks/registry.js';
 
 const defaults = defineConfig();
 
@@ -60,5 +63,14 @@ describe('a task never runs longer than its type allows (review finding 2)', () 
     expect(effectiveTimeoutMs(undefined, 60_000, defaults)).toBe(60_000);
     expect(effectiveTimeoutMs(undefined, undefined, defaults)).toBe(300_000);
     expect(effectiveTimeoutMs(400_000, undefined, defaults)).toBe(300_000);
+    // A type declaring more than the deployment allows runs within the maximum (synth refuses it: infra test).
+    expect(typeTimeoutMs(600_000, defaults)).toBe(300_000);
+    expect(effectiveTimeoutMs(undefined, 600_000, defaults)).toBe(300_000);
+  });
+
+  it('a catalog type whose timeout exceeds the maximum execution time is a warning at run time, not a start-up failure', () => {
+    const registry = new TaskRegistry([defineTask({ name: 'long', schema: z.unknown(), timeoutMs: 240_000, handler: () => 1 })], defineConfig({ maxExecutionMs: 120_000 }));
+    expect(registry.warnings).toEqual(['task long: timeoutMs 240000 exceeds LEASEHOLD_MAX_EXECUTION_MS (120000 ms); it runs with 120000 ms']);
+    expect(new TaskRegistry([defineTask({ name: 'long', schema: z.unknown(), timeoutMs: 240_000, handler: () => 1 })], defaults).warnings).toEqual([]);
   });
 });

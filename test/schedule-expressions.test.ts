@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ExpressionError, fireTimes, parseExpression } from '../shared/schedules/expression.js';
+import { ExpressionError, fireTimes, latestFireTimes, parseExpression, rateTicks } from '../shared/schedules/expression.js';
 
 const t = (iso: string) => Date.parse(iso);
 const iso = (ms: number[]) => ms.map((m) => new Date(m).toISOString());
@@ -61,5 +61,35 @@ describe('schedule expressions (EventBridge Scheduler syntax)', () => {
 
   it('refuses an unknown time zone', () => {
     expect(() => parseExpression('rate(1 day)', 'Mars/Olympus')).toThrow('"Mars/Olympus" is not an IANA time zone');
+  });
+});
+
+describe('the recent end of a long span, and EventBridge cron forms', () => {
+  it('latestFireTimes gives the newest ticks however long the span (cron from Croner’s previousRuns, rate by arithmetic)', () => {
+    const cron = parseExpression('cron(0 9 ? * MON-FRI *)', 'Europe/Berlin');
+    const forward = fireTimes(cron, t('2026-01-01T00:00:00Z'), t('2027-06-01T00:00:00Z'), 0, 10_000);
+    expect(latestFireTimes(cron, t('2026-01-01T00:00:00Z'), t('2027-06-01T00:00:00Z'), 0, 5)).toEqual(forward.slice(-5));
+    // A tick exactly at the end of the span is in it.
+    expect(latestFireTimes(cron, 0, forward.at(-1)!, 0, 1)).toEqual([forward.at(-1)]);
+    const created = t('2026-11-30T09:00:10Z');
+    const rate = parseExpression('rate(1 minute)');
+    expect(iso(latestFireTimes(rate, 0, created + 2000 * 60_000 + 5, created, 2))).toEqual(['2026-12-01T18:19:10.000Z', '2026-12-01T18:20:10.000Z']);
+    expect(latestFireTimes(rate, 0, created + 60_000, created, 10)).toEqual([created + 60_000]);
+  });
+
+  it('rateTicks places ticks on any phase, before and after it', () => {
+    expect(rateTicks(60_000, 1_000_000, 1_000_000 - 150_000, 1_000_000 + 60_000, 10)).toEqual([880_000, 940_000, 1_000_000, 1_060_000]);
+    expect(rateTicks(60_000, 1_000_000, 0, 1_000_000, 2)).toEqual([940_000, 1_000_000]);
+    expect(rateTicks(60_000, 1_000_000, 0, 1_000_000, 2, true)).toEqual([40_000, 100_000]);
+  });
+
+  it('takes EventBridge’s n/step form in cron fields: 0/15 is every 15 minutes from 0', () => {
+    const e = parseExpression('cron(0/15 * * * ? *)');
+    expect(iso(fireTimes(e, t('2026-12-01T09:00:00Z'), t('2026-12-01T10:00:00Z'), 0))).toEqual([
+      '2026-12-01T09:15:00.000Z',
+      '2026-12-01T09:30:00.000Z',
+      '2026-12-01T09:45:00.000Z',
+      '2026-12-01T10:00:00.000Z',
+    ]);
   });
 });

@@ -1,17 +1,18 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SchedulerClient } from '@aws-sdk/client-scheduler';
 import { handleApiEvent } from '../shared/api/api-handler.js';
-import { eventBridgeSync } from '../shared/schedules/scheduler-sync.js';
-import { demoTasks } from '../shared/tasks/demo.js';
-import { startDynalite, type DynaliteServer } from './support/dynalite-server.js';
+import { demoEcho, demoFail, demoSleep } from '../shared/tasks/demo.js';
+import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { apiEvent, ALICE, BOB, type EventSpec } from './support/api-events.js';
 import { createWorkerWorld, silentLogger, type WorkerWorld } from './support/worker-world.js';
-import { startFakeScheduler, type FakeScheduler } from './support/fake-scheduler.js';
+import { eventBridgeSyncFor, startFakeScheduler, type FakeScheduler } from './support/fake-scheduler.js';
 
-let server: DynaliteServer;
+/** The short demo types (the test config's 10 s maximum execution time fits them). */
+const demoTasks = [demoEcho, demoSleep, demoFail];
+
+let server: TestDynamo;
 let scheduler: FakeScheduler;
 beforeAll(async () => {
-  server = await startDynalite();
+  server = await startTestDynamo();
   scheduler = await startFakeScheduler();
 });
 afterAll(async () => {
@@ -95,9 +96,9 @@ describe('schedules through the API (evaluated locally)', () => {
     const w = await createWorkerWorld(server.endpoint, demoTasks);
     await caller(w)({ method: 'PUT', path: '/schedules/gappy', body: { ...definition, expression: 'rate(1 minute)' } });
     const def = await w.schedules.get('gappy', ALICE);
-    // Pretend the schedule was made ten minutes ago and only its third tick was delivered.
+    // Pretend the schedule was made (its last PUT, where a rate's rhythm starts) ten minutes ago and only its third tick was delivered.
     const created = Date.now() - 10 * 60_000;
-    await w.doc.send(new (await import('@aws-sdk/lib-dynamodb')).UpdateCommand({ TableName: w.config.tableName, Key: { pk: 'SCHEDULES', sk: 'gappy' }, UpdateExpression: 'SET createdAt = :c', ExpressionAttributeValues: { ':c': created } }));
+    await w.doc.send(new (await import('@aws-sdk/lib-dynamodb')).UpdateCommand({ TableName: w.config.tableName, Key: { pk: 'SCHEDULES', sk: 'gappy' }, UpdateExpression: 'SET createdAt = :c, updatedAt = :c', ExpressionAttributeValues: { ':c': created } }));
     await w.schedules.fire('gappy', created + 3 * 60_000);
     const { fires, missed } = await w.schedules.fires('gappy', def.owner);
     expect(fires.map((f) => f.scheduledTime)).toEqual([created + 3 * 60_000]);
@@ -107,14 +108,7 @@ describe('schedules through the API (evaluated locally)', () => {
 });
 
 describe('schedules in AWS: the table and EventBridge Scheduler kept in step', () => {
-  const sync = () =>
-    eventBridgeSync({
-      client: new SchedulerClient({ endpoint: scheduler.endpoint, region: 'eu-west-1', credentials: { accessKeyId: 'x', secretAccessKey: 'x' }, maxAttempts: 1 }),
-      groupName: 'leasehold',
-      targetArn: 'arn:aws:lambda:eu-west-1:123456789012:function:fire',
-      roleArn: 'arn:aws:iam::123456789012:role/scheduler',
-      deadLetterArn: 'arn:aws:sqs:eu-west-1:123456789012:dlq',
-    });
+  const sync = () => eventBridgeSyncFor(scheduler);
 
   it('creates the matching EventBridge schedule, with the scheduled time in its input', async () => {
     const w = await createWorkerWorld(server.endpoint, demoTasks, {}, sync());

@@ -15,7 +15,8 @@ import { callerOwner } from './caller.js';
 import { json, problem, type ApiResponse } from './http.js';
 import { enqueueBody, firesQuery, listQuery, MAX_BODY_BYTES } from './request-schemas.js';
 import { fireJson, scheduleJson } from '../schedules/schedule-model.js';
-import { ScheduleNameTakenError, ScheduleNotFoundError, ScheduleSyncError, type ScheduleService } from '../schedules/schedule-service.js';
+import type { ScheduleService } from '../schedules/schedule-service.js';
+import { ScheduleConflictError, ScheduleNameTakenError, ScheduleNotFoundError, ScheduleRejectedError, ScheduleSyncError } from '../schedules/schedule-errors.js';
 import { taskJson } from './task-json.js';
 
 export interface ApiDeps {
@@ -138,7 +139,8 @@ async function putSchedule(ctx: RequestContext, name: string): Promise<ApiRespon
 
 async function getSchedule(ctx: RequestContext, name: string): Promise<ApiResponse> {
   const schedule = await ctx.deps.schedules.get(name, ctx.owner);
-  return json(200, { schedule: scheduleJson(schedule, ctx.deps.schedules.nextFire(schedule)) });
+  const latest = await ctx.deps.schedules.latestFire(schedule);
+  return json(200, { schedule: scheduleJson(schedule, ctx.deps.schedules.nextFire(schedule, latest)) });
 }
 
 async function listSchedules(ctx: RequestContext): Promise<ApiResponse> {
@@ -195,6 +197,8 @@ function errorResponse(error: unknown, logger: Logger): ApiResponse {
   if (error instanceof TaskNotFoundError) return problem(404, error.code, `No task ${error.taskId} for this caller.`);
   if (error instanceof ScheduleNotFoundError) return problem(404, error.code, error.message);
   if (error instanceof ScheduleNameTakenError) return problem(409, error.code, error.message);
+  if (error instanceof ScheduleRejectedError) return problem(400, error.code, error.message, { reason: error.reason });
+  if (error instanceof ScheduleConflictError) return problem(409, error.code, error.message);
   if (error instanceof ScheduleSyncError) return problem(503, error.code, error.message, { headers: { 'retry-after': '5' } });
   if (error instanceof IdempotencyConflictError) return problem(409, error.code, error.message, { taskId: error.existing.id });
   if (error instanceof TaskStateConflictError) return problem(409, error.code, error.message, { taskStatus: error.task.status });

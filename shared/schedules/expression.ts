@@ -55,7 +55,8 @@ function parseCron(body: string, timezone: string): ScheduleExpression {
   // EventBridge: exactly one of the two day fields is "?" (there is no OR of both).
   if ((dayOfMonth === '?') === (dayOfWeek === '?')) throw new ExpressionError('cron(...): exactly one of day-of-month and day-of-week must be "?", e.g. cron(0 9 ? * MON-FRI *) or cron(0 9 1 * ? *)');
   try {
-    return { kind: 'cron', cron: new Cron(`0 ${fields.join(' ')}`, { timezone, mode: '7-part', alternativeWeekdays: true, paused: true }) };
+    // sloppyRanges: EventBridge writes "every 15 minutes from 0" as 0/15, which strict Croner refuses.
+    return { kind: 'cron', cron: new Cron(`0 ${fields.join(' ')}`, { timezone, mode: '7-part', alternativeWeekdays: true, sloppyRanges: true, paused: true }) };
   } catch (error) {
     throw new ExpressionError(`cron(...): ${(error as Error).message.replace(/^CronPattern: /, '')}`);
   }
@@ -77,22 +78,35 @@ function parseAt(body: string, timezone: string): ScheduleExpression {
   return { kind: 'at', at: at.getTime() };
 }
 
+/** True for a one-time schedule, `at(...)`. */
+export const isOneTime = (expression: string) => /^at\(/.test(expression.trim());
+
 /**
- * The fire times in (after, until], oldest first, at most `limit`. Rate schedules tick from `anchor`
- * (when the schedule was created), as EventBridge's do.
+ * The ticks phase + k * everyMs (k any whole number) in (after, until]: the newest `limit` of them, or
+ * with `oldest` the first `limit`; oldest first either way.
+ */
+export function rateTicks(everyMs: number, phase: number, after: number, until: number, limit: number, oldest = false): number[] {
+  let first = Math.floor((after - phase) / everyMs) + 1;
+  let last = Math.floor((until - phase) / everyMs);
+  if (oldest) last = Math.min(last, first + limit - 1);
+  else first = Math.max(first, last - limit + 1);
+  const out: number[] = [];
+  for (let k = first; k <= last; k++) out.push(phase + k * everyMs);
+  return out;
+}
+
+/**
+ * The fire times in (after, until], oldest first, at most `limit` (the first ones). Rate schedules tick
+ * from `anchor` (when their rhythm began: the schedule's last change), as EventBridge's do.
  */
 export function fireTimes(expression: ScheduleExpression, after: number, until: number, anchor: number, limit = 1000): number[] {
-  const out: number[] = [];
   switch (expression.kind) {
     case 'at':
-      if (expression.at > after && expression.at <= until) out.push(expression.at);
-      break;
-    case 'rate': {
-      const first = anchor + Math.max(1, Math.floor((after - anchor) / expression.everyMs) + 1) * expression.everyMs;
-      for (let t = first; t <= until && out.length < limit; t += expression.everyMs) if (t > after) out.push(t);
-      break;
-    }
+      return expression.at > after && expression.at <= until ? [expression.at] : [];
+    case 'rate':
+      return rateTicks(expression.everyMs, anchor, Math.max(after, anchor), until, limit, true);
     case 'cron': {
+      const out: number[] = [];
       let cursor = new Date(after);
       while (out.length < limit) {
         const next = expression.cron.nextRun(cursor);
@@ -100,8 +114,24 @@ export function fireTimes(expression: ScheduleExpression, after: number, until: 
         out.push(next.getTime());
         cursor = next;
       }
-      break;
+      return out;
     }
   }
-  return out;
+}
+
+/** The last `limit` fire times in (after, until], oldest first: however long the span, the recent end. */
+export function latestFireTimes(expression: ScheduleExpression, after: number, until: number, anchor: number, limit: number): number[] {
+  switch (expression.kind) {
+    case 'at':
+      return fireTimes(expression, after, until, anchor);
+    case 'rate':
+      return rateTicks(expression.everyMs, anchor, Math.max(after, anchor), until, limit);
+    case 'cron':
+      // previousRuns is exclusive of its reference: one millisecond on includes a tick at `until`.
+      return expression.cron
+        .previousRuns(limit, new Date(until + 1))
+        .map((d) => d.getTime())
+        .filter((t) => t > after)
+        .reverse();
+  }
 }

@@ -24,12 +24,32 @@ export type ScheduleBody = z.output<typeof scheduleBody>;
 
 export type SyncState = 'SYNCED' | 'PENDING' | 'FAILED' | 'LOCAL';
 
+/** What every write to a definition is conditioned on: the definition as it was read (see schedule-conditions.ts). */
+export interface DefinitionRef {
+  name: string;
+  owner: string;
+  generation?: string | undefined;
+  version: number;
+}
+
+export const refOf = (def: ScheduleDefinition): DefinitionRef => ({ name: def.name, owner: def.owner, generation: def.generation, version: def.version });
+
 export interface ScheduleDefinition extends ScheduleBody {
   name: string;
   owner: string;
+  /**
+   * Which creation of this name the definition belongs to: set when the name is created, kept by every
+   * replacement, new after a delete. Its fires are kept under it, so whoever creates the name next
+   * starts with an empty history. Absent on definitions written before generations existed.
+   */
+  generation?: string;
   createdAt: number;
+  /** The last PUT. EventBridge Scheduler restarts a rate schedule's rhythm when it is created or updated, so rate ticks count from here. */
   updatedAt: number;
+  /** Grows with every PUT of the same generation; every write to the definition is conditioned on it. */
   version: number;
+  /** A one-time (`at`) schedule whose tick has fired: it is disabled, and expires from the table after the retention period. */
+  completedAt?: number;
   /** Whether EventBridge Scheduler matches this definition (LOCAL: evaluated by the local stack, no EventBridge). */
   syncState: SyncState;
   syncError?: string;
@@ -53,6 +73,7 @@ export function scheduleJson(def: ScheduleDefinition, nextFireAt: number | undef
     enabled: def.enabled,
     createdAt: iso(def.createdAt),
     updatedAt: iso(def.updatedAt),
+    ...(def.completedAt === undefined ? {} : { completedAt: iso(def.completedAt) }),
     ...(nextFireAt === undefined ? {} : { nextFireAt: iso(nextFireAt) }),
     sync: { state: def.syncState, ...(def.syncError ? { error: def.syncError } : {}) },
   };

@@ -2,106 +2,76 @@
  * Recurring schedules: definitions in the table (the source of truth), mirrored to EventBridge
  * Scheduler in AWS, and fires that enqueue the schedule's task once per tick, whoever fires it.
  */
-import { IdempotencyConflictError, LeaseholdError, ValidationError } from '../errors.js';
+import { randomUUID } from 'node:crypto';
+import { IdempotencyConflictError } from '../errors.js';
 import type { Clock } from '../clock.js';
 import type { TaskQueue } from '../tasks/task-queue.js';
 import { describeError } from '../worker/outcome.js';
 import { parseInput } from '../store/inputs.js';
-import { ExpressionError, fireTimes, parseExpression } from './expression.js';
-import { fireIdempotencyKey, scheduleBody, scheduleNameSchema, type FireRecord, type ScheduleDefinition } from './schedule-model.js';
+import { fireTimes, isOneTime, parseExpression } from './expression.js';
+import { missedTicks, nextTick } from './fire-history.js';
+import { ScheduleConflictError, ScheduleNameTakenError, ScheduleNotFoundError } from './schedule-errors.js';
+import { parseScheduleInput } from './schedule-input.js';
+import { fireIdempotencyKey, refOf, scheduleNameSchema, type FireRecord, type ScheduleDefinition } from './schedule-model.js';
+import { SchedulePublisher } from './schedule-publisher.js';
 import type { ScheduleStore } from './schedule-store.js';
 import type { SchedulerSync } from './scheduler-sync.js';
 
-export class ScheduleNotFoundError extends LeaseholdError {
-  override name = 'ScheduleNotFoundError';
-  override readonly code = 'SCHEDULE_NOT_FOUND';
-  constructor(readonly scheduleName: string) {
-    super(`No schedule "${scheduleName}" for this caller.`);
-  }
-}
-
-export class ScheduleNameTakenError extends LeaseholdError {
-  override name = 'ScheduleNameTakenError';
-  override readonly code = 'SCHEDULE_NAME_TAKEN';
-  constructor(readonly scheduleName: string) {
-    super(`The schedule name "${scheduleName}" is taken by another caller; choose another name.`);
-  }
-}
-
-/** The table and EventBridge Scheduler disagree after a failed call; the same request again repairs it. */
-export class ScheduleSyncError extends LeaseholdError {
-  override name = 'ScheduleSyncError';
-  override readonly code = 'SCHEDULE_NOT_SYNCED';
-  constructor(
-    readonly scheduleName: string,
-    readonly action: 'save' | 'delete',
-    options: { cause: unknown },
-  ) {
-    super(
-      action === 'save'
-        ? `Schedule "${scheduleName}" is saved but EventBridge Scheduler did not accept it (${describeError(options.cause)}); it is marked FAILED. Send the same PUT again to retry.`
-        : `Schedule "${scheduleName}" is disabled but EventBridge Scheduler did not delete it (${describeError(options.cause)}). Send the DELETE again to finish.`,
-      options,
-    );
-  }
-}
+export { ScheduleConflictError, ScheduleNameTakenError, ScheduleNotFoundError, ScheduleRejectedError, ScheduleSyncError } from './schedule-errors.js';
 
 export type FireOutcome = { fired: true; taskId: string; created: boolean } | { fired: false; reason: 'unknown-schedule' | 'disabled' };
 
+/** Attempts at a conditional write that keeps meeting a concurrent change before giving up with a 409. */
+const MAX_WRITE_ATTEMPTS = 3;
+/** A tick counts as missed once a delivery had time to arrive (EventBridge retries take minutes). */
+const MISSED_AFTER_MS = 120_000;
+
 export class ScheduleService {
+  private readonly publisher: SchedulePublisher;
+
   constructor(
     private readonly store: ScheduleStore,
     private readonly sync: SchedulerSync,
     private readonly queue: TaskQueue,
     private readonly clock: Clock,
-  ) {}
+  ) {
+    this.publisher = new SchedulePublisher(store, sync);
+  }
 
   /** True when no EventBridge Scheduler is configured and running stacks fire the ticks themselves. */
   get evaluatedLocally(): boolean {
     return this.sync.mode === 'local';
   }
 
-  /** Creates or replaces a schedule; refuses a bad expression, time zone, task type or payload with what to fix. */
+  /**
+   * Creates or replaces a schedule; refuses a bad expression, time zone, task type or payload with what
+   * to fix, and a definition EventBridge Scheduler refuses (ScheduleRejectedError) without changing anything.
+   */
   async put(name: string, owner: string, body: unknown): Promise<{ schedule: ScheduleDefinition; created: boolean }> {
-    parseInput(scheduleNameSchema, 'PUT /schedules/{name}', name);
-    const input = parseInput(scheduleBody, 'PUT /schedules/{name}', body);
-    try {
-      parseExpression(input.expression, input.timezone);
-    } catch (error) {
-      if (!(error instanceof ExpressionError)) throw error;
-      throw new ValidationError('PUT /schedules/{name}', [{ path: /time zone/.test(error.message) ? 'timezone' : 'expression', message: error.message }]);
-    }
-    try {
-      this.queue.registry.parsePayload(input.task.type, input.task.payload, 'PUT /schedules/{name}');
-    } catch (error) {
-      if (error instanceof ValidationError) throw new ValidationError(error.operation, error.problems.map((p) => ({ ...p, path: `task.${p.path}` })));
-      throw error;
-    }
-    const existing = await this.store.get(name);
-    if (existing && existing.owner !== owner) throw new ScheduleNameTakenError(name);
-    const now = this.clock.now();
-    const schedule: ScheduleDefinition = {
-      ...input,
-      name,
-      owner,
-      // Rate schedules tick from creation; replacing a definition keeps its rhythm.
-      createdAt: existing?.createdAt ?? now,
-      updatedAt: now,
-      version: (existing?.version ?? 0) + 1,
-      syncState: this.sync.mode === 'local' ? 'LOCAL' : 'PENDING',
-    };
-    if (!(await this.store.put(schedule))) throw new ScheduleNameTakenError(name);
-    if (this.sync.mode === 'eventbridge') {
-      try {
-        await this.sync.upsert(schedule);
-      } catch (cause) {
-        await this.store.setSyncState(name, schedule.version, 'FAILED', describeError(cause));
-        throw new ScheduleSyncError(name, 'save', { cause });
+    const input = parseScheduleInput(name, body, this.queue.registry, this.clock.now());
+    for (let attempt = 1; ; attempt++) {
+      const existing = await this.store.get(name);
+      if (existing && existing.owner !== owner) throw new ScheduleNameTakenError(name);
+      const now = this.clock.now();
+      const schedule: ScheduleDefinition = {
+        ...input,
+        name,
+        owner,
+        generation: existing ? existing.generation : randomUUID(),
+        createdAt: existing?.createdAt ?? now,
+        updatedAt: now,
+        version: (existing?.version ?? 0) + 1,
+        syncState: this.sync.mode === 'local' ? 'LOCAL' : 'PENDING',
+      };
+      if (await this.store.put(schedule, existing && refOf(existing))) {
+        if (this.sync.mode === 'local') return { schedule, created: existing === undefined };
+        const published = await this.publisher.publish(schedule, existing);
+        if (!published) throw new ScheduleConflictError(name, 'was deleted by a concurrent request just after this PUT wrote it');
+        return { schedule: published, created: existing === undefined };
       }
-      await this.store.setSyncState(name, schedule.version, 'SYNCED');
-      schedule.syncState = 'SYNCED';
+      // Created, replaced or deleted since we read it: read it again and build on what is there now.
+      if (attempt >= MAX_WRITE_ATTEMPTS) throw new ScheduleConflictError(name, 'kept changing under concurrent requests');
     }
-    return { schedule, created: existing === undefined };
   }
 
   async get(name: string, owner: string): Promise<ScheduleDefinition> {
@@ -117,20 +87,21 @@ export class ScheduleService {
 
   /** Disables first (fires stop at once), then deletes in EventBridge, then the definition. */
   async delete(name: string, owner: string): Promise<void> {
-    const def = await this.get(name, owner);
-    await this.store.disable(name, def.version);
-    try {
-      await this.sync.remove(name);
-    } catch (cause) {
-      throw new ScheduleSyncError(name, 'delete', { cause });
+    for (let attempt = 1; ; attempt++) {
+      const def = await this.get(name, owner);
+      if (await this.store.disable(refOf(def))) {
+        if (await this.publisher.unpublish(def)) return;
+        throw new ScheduleConflictError(name, 'was replaced by a concurrent PUT while being deleted, and was not deleted');
+      }
+      // A PUT replaced it since we read it: delete what is there now.
+      if (attempt >= MAX_WRITE_ATTEMPTS) throw new ScheduleConflictError(name, 'kept changing under concurrent requests');
     }
-    await this.store.delete(name, owner);
   }
 
   /**
    * One tick of a schedule. Enqueues with the key `schedule:<name>:<scheduled time>`, so a second
    * delivery (EventBridge is at-least-once), a retry or another node firing the same tick finds the
-   * first task instead of making a second.
+   * first task instead of making a second. A one-time schedule is completed by its tick.
    */
   async fire(name: string, scheduledTime: number): Promise<FireOutcome> {
     const def = await this.store.get(name);
@@ -152,37 +123,45 @@ export class ScheduleService {
       // The definition changed between two deliveries of the same tick: the tick already has its task.
       if (error instanceof IdempotencyConflictError) outcome = { fired: true, taskId: error.existing.id, created: false };
       else {
-        await this.store.recordFire(name, { scheduledTime, firedAt: this.clock.now(), error: describeError(error) });
+        await this.store.recordFire(def, { scheduledTime, firedAt: this.clock.now(), error: describeError(error) });
         throw error;
       }
     }
-    await this.store.recordFire(name, { scheduledTime, firedAt: this.clock.now(), taskId: outcome.taskId });
+    await this.store.recordFire(def, { scheduledTime, firedAt: this.clock.now(), taskId: outcome.taskId });
+    if (isOneTime(def.expression)) {
+      const expression = parseExpression(def.expression, def.timezone);
+      // Its one tick (not a late delivery of a tick an earlier definition had): done. A PUT meanwhile wins.
+      if (expression.kind === 'at' && Math.abs(expression.at - scheduledTime) < 1000) await this.store.complete(refOf(def), this.clock.now());
+    }
     return outcome;
   }
 
-  /** Recent fires, newest first, and the ticks in that span that have no fire (missed). */
+  /** Recent fires of this definition's generation, newest first, and the ticks in that span that have no fire (missed). */
   async fires(name: string, owner: string, limit = 20): Promise<{ fires: FireRecord[]; missed: number[] }> {
     const def = await this.get(name, owner);
-    const fires = await this.store.fires(name, limit);
-    const now = this.clock.now();
-    // A tick counts as missed once a delivery had time to arrive (EventBridge retries take minutes).
-    const settled = now - 120_000;
-    const from = fires.length === limit ? fires.at(-1)!.scheduledTime : def.createdAt;
-    const expected = fireTimes(parseExpression(def.expression, def.timezone), from - 1, settled, def.createdAt, 1000);
-    const seen = new Set(fires.map((f) => f.scheduledTime));
-    return { fires, missed: expected.filter((t) => !seen.has(t)).slice(-100) };
+    const fires = await this.store.fires(def, limit);
+    // A disabled (or completed) schedule expects no ticks. Else the listed span: back to the oldest fire
+    // shown when the list is full, else to the last change.
+    if (!def.enabled) return { fires, missed: [] };
+    const after = fires.length === limit ? fires.at(-1)!.scheduledTime - 1 : def.updatedAt;
+    const missed = missedTicks(parseExpression(def.expression, def.timezone), def.updatedAt, fires, after, this.clock.now() - MISSED_AFTER_MS);
+    return { fires, missed };
   }
 
-  /** The next tick after now, for display. */
-  nextFire(def: ScheduleDefinition): number | undefined {
+  /** The newest fire of a definition, to place its next rate tick on (one small read). */
+  async latestFire(def: ScheduleDefinition): Promise<FireRecord | undefined> {
+    return (await this.store.fires(def, 1))[0];
+  }
+
+  /** The next tick after now, for display; with `latest` (see latestFire) a rate tick is placed on the fires seen. */
+  nextFire(def: ScheduleDefinition, latest?: FireRecord): number | undefined {
     if (!def.enabled) return undefined;
-    const now = this.clock.now();
-    return fireTimes(parseExpression(def.expression, def.timezone), now, now + 400 * 86_400_000, def.createdAt, 1)[0];
+    return nextTick(parseExpression(def.expression, def.timezone), def.updatedAt, this.clock.now(), latest);
   }
 
   /** The ticks due in (after, until] for every enabled schedule: what a local ticker fires. */
   async dueTicks(after: number, until: number): Promise<{ name: string; scheduledTime: number }[]> {
     const defs = (await this.store.list()).filter((d) => d.enabled);
-    return defs.flatMap((d) => fireTimes(parseExpression(d.expression, d.timezone), after, until, d.createdAt, 100).map((t) => ({ name: d.name, scheduledTime: t })));
+    return defs.flatMap((d) => fireTimes(parseExpression(d.expression, d.timezone), after, until, d.updatedAt, 100).map((t) => ({ name: d.name, scheduledTime: t })));
   }
 }

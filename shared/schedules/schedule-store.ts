@@ -1,32 +1,22 @@
 /**
  * Schedule definitions and fire records in the task table. Definitions share one partition
- * (`SCHEDULES`, sorted by name) so every node lists them with one query; each schedule's fires have a
- * partition of their own, sorted by scheduled time.
+ * (`SCHEDULES`, sorted by name) so every node lists them with one query. Fires have a partition per
+ * definition generation (`FIRES#<name>#<generation>`), sorted by scheduled time, and expire with the
+ * table's TTL after the retention period: a name created again starts with no history.
  */
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { StoreContext } from '../store/context.js';
 import { isConditionalCheckFailed } from '../store/dynamo.js';
 import { Expression } from '../store/expression.js';
-import type { ConditionPart } from '../store/expression.js';
-import { KEY } from '../table-layout.js';
-import type { FireRecord, ScheduleDefinition, SyncState } from './schedule-model.js';
+import { retentionExpiry } from '../lease-rules.js';
+import { KEY, TTL_ATTRIBUTE } from '../table-layout.js';
+import { definitionAsRead, definitionIsNew, fireIsNew, fireNotYetSucceeded } from './schedule-conditions.js';
+import type { DefinitionRef, FireRecord, ScheduleDefinition, SyncState } from './schedule-model.js';
 
 const DEFINITIONS = 'SCHEDULES';
 const definitionKey = (name: string) => ({ [KEY.partition]: DEFINITIONS, [KEY.sort]: name });
-const firesPartition = (name: string) => `FIRES#${name}`;
-
-/** Replacing a definition: it is new, or the caller owns it (a name belongs to whoever created it). */
-const newOrOwnedBy =
-  (owner: string): ConditionPart =>
-  (e) =>
-    `attribute_not_exists(${e.name(KEY.partition)}) OR ${e.name('owner')} = ${e.value(owner)}`;
-/** Recording the sync outcome: only for the version it was about; a newer PUT meanwhile wins. */
-const atVersion =
-  (version: number): ConditionPart =>
-  (e) =>
-    `${e.name('version')} = ${e.value(version)}`;
-/** Recording a fire: once per tick, whichever node or delivery gets there first. */
-const fireIsNew: ConditionPart = (e) => `attribute_not_exists(${e.name(KEY.partition)})`;
+/** Definitions from before generations keep their fires in the old partition, `FIRES#<name>`. */
+const firesPartition = (def: Pick<ScheduleDefinition, 'name' | 'generation'>) => (def.generation === undefined ? `FIRES#${def.name}` : `FIRES#${def.name}#${def.generation}`);
 
 export class ScheduleStore {
   constructor(private readonly ctx: StoreContext) {}
@@ -56,60 +46,55 @@ export class ScheduleStore {
     return defs;
   }
 
-  /** Writes the definition (a new version); false when the name belongs to another owner. */
-  async put(def: ScheduleDefinition): Promise<boolean> {
-    const condition = new Expression().require(newOrOwnedBy(def.owner)).params();
-    try {
-      await this.ctx.doc.send(new PutCommand({ TableName: this.ctx.tableName, Item: { ...definitionKey(def.name), ...def, task: JSON.stringify(def.task) }, ...condition }));
-      return true;
-    } catch (error) {
-      if (isConditionalCheckFailed(error)) return false;
-      throw error;
-    }
+  /**
+   * Writes `def` over the definition read as `replacing` (or as a new name when that is undefined);
+   * false when it changed since (another PUT or DELETE, or another owner took the name).
+   */
+  async put(def: ScheduleDefinition, replacing: DefinitionRef | undefined): Promise<boolean> {
+    const condition = new Expression().require(replacing === undefined ? definitionIsNew : definitionAsRead(replacing)).params();
+    return this.conditionally(new PutCommand({ TableName: this.ctx.tableName, Item: this.toItem(def), ...condition }));
   }
 
-  async setSyncState(name: string, version: number, state: SyncState, error?: string): Promise<void> {
-    const e = new Expression().require(atVersion(version)).assign({ syncState: state, syncError: error });
-    try {
-      await this.ctx.doc.send(new UpdateCommand({ TableName: this.ctx.tableName, Key: definitionKey(name), ...e.params() }));
-    } catch (err) {
-      if (!isConditionalCheckFailed(err)) throw err;
-    }
+  /** Records whether EventBridge Scheduler matches this version; false when the definition moved on meanwhile. */
+  async setSyncState(ref: DefinitionRef, state: SyncState, error?: string): Promise<boolean> {
+    return this.update(ref, new Expression().assign({ syncState: state, syncError: error }));
   }
 
   /** Stops fires of this version at once (a delete in progress): the fire handler checks `enabled`. */
-  async disable(name: string, version: number): Promise<void> {
-    const e = new Expression().require(atVersion(version)).set('enabled', false).set('syncState', 'PENDING');
-    await this.ctx.doc.send(new UpdateCommand({ TableName: this.ctx.tableName, Key: definitionKey(name), ...e.params() }));
+  async disable(ref: DefinitionRef): Promise<boolean> {
+    return this.update(ref, new Expression().set('enabled', false).set('syncState', 'PENDING'));
   }
 
-  async delete(name: string, owner: string): Promise<void> {
-    const condition = new Expression().require(newOrOwnedBy(owner)).params();
-    await this.ctx.doc.send(new DeleteCommand({ TableName: this.ctx.tableName, Key: definitionKey(name), ...condition }));
+  /** A one-time schedule fired: it stays, disabled, to show its fire, until the retention period ends. */
+  async complete(ref: DefinitionRef, now: number): Promise<boolean> {
+    return this.update(ref, new Expression().set('enabled', false).set('completedAt', now).set(TTL_ATTRIBUTE, retentionExpiry(now, this.ctx.config)));
   }
 
-  /** Records a fire; false when this tick was recorded already. */
-  async recordFire(name: string, fire: FireRecord): Promise<boolean> {
-    const condition = new Expression().require(fireIsNew).params();
-    try {
-      await this.ctx.doc.send(
-        new PutCommand({ TableName: this.ctx.tableName, Item: { [KEY.partition]: firesPartition(name), [KEY.sort]: new Date(fire.scheduledTime).toISOString(), ...fire }, ...condition }),
-      );
-      return true;
-    } catch (error) {
-      if (isConditionalCheckFailed(error)) return false;
-      throw error;
-    }
+  async delete(ref: DefinitionRef): Promise<boolean> {
+    const condition = new Expression().require(definitionAsRead(ref)).params();
+    return this.conditionally(new DeleteCommand({ TableName: this.ctx.tableName, Key: definitionKey(ref.name), ...condition }));
   }
 
-  /** The most recent fires, newest first. */
-  async fires(name: string, limit: number): Promise<FireRecord[]> {
+  /** Records a tick's outcome; false when this tick already has a success (or, for a failure, any record). */
+  async recordFire(def: Pick<ScheduleDefinition, 'name' | 'generation'>, fire: FireRecord): Promise<boolean> {
+    const condition = new Expression().require(fire.error === undefined ? fireNotYetSucceeded : fireIsNew).params();
+    const item = {
+      [KEY.partition]: firesPartition(def),
+      [KEY.sort]: new Date(fire.scheduledTime).toISOString(),
+      ...fire,
+      [TTL_ATTRIBUTE]: retentionExpiry(fire.firedAt, this.ctx.config),
+    };
+    return this.conditionally(new PutCommand({ TableName: this.ctx.tableName, Item: withoutUndefined(item), ...condition }));
+  }
+
+  /** The most recent fires of this generation, newest first. */
+  async fires(def: Pick<ScheduleDefinition, 'name' | 'generation'>, limit: number): Promise<FireRecord[]> {
     const out = await this.ctx.doc.send(
       new QueryCommand({
         TableName: this.ctx.tableName,
         KeyConditionExpression: '#pk = :pk',
         ExpressionAttributeNames: { '#pk': KEY.partition },
-        ExpressionAttributeValues: { ':pk': firesPartition(name) },
+        ExpressionAttributeValues: { ':pk': firesPartition(def) },
         ScanIndexForward: false,
         Limit: limit,
         ConsistentRead: true,
@@ -122,9 +107,33 @@ export class ScheduleStore {
       ...(i.error ? { error: i.error as string } : {}),
     }));
   }
+
+  private toItem(def: ScheduleDefinition): Record<string, unknown> {
+    // A completed one-time schedule carries its expiry, also when a refused PUT puts it back.
+    const expiry = def.completedAt === undefined ? {} : { [TTL_ATTRIBUTE]: retentionExpiry(def.completedAt, this.ctx.config) };
+    return withoutUndefined({ ...definitionKey(def.name), ...def, ...expiry, task: JSON.stringify(def.task) });
+  }
+
+  private async update(ref: DefinitionRef, e: Expression): Promise<boolean> {
+    e.require(definitionAsRead(ref));
+    return this.conditionally(new UpdateCommand({ TableName: this.ctx.tableName, Key: definitionKey(ref.name), ...e.params() }));
+  }
+
+  /** Sends a conditional write: true when it applied, false when its condition failed. */
+  private async conditionally(command: PutCommand | UpdateCommand | DeleteCommand): Promise<boolean> {
+    try {
+      await this.ctx.doc.send(command as PutCommand);
+      return true;
+    } catch (error) {
+      if (isConditionalCheckFailed(error)) return false;
+      throw error;
+    }
+  }
 }
 
 function fromItem(item: Record<string, unknown>): ScheduleDefinition {
-  const { pk: _pk, sk: _sk, task, ...rest } = item;
+  const { pk: _pk, sk: _sk, [TTL_ATTRIBUTE]: _expires, task, ...rest } = item;
   return { ...(rest as Omit<ScheduleDefinition, 'task'>), task: JSON.parse(task as string) as ScheduleDefinition['task'] };
 }
+
+const withoutUndefined = (item: Record<string, unknown>) => Object.fromEntries(Object.entries(item).filter(([, v]) => v !== undefined));

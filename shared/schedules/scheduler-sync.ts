@@ -11,6 +11,7 @@ import {
   UpdateScheduleCommand,
   type CreateScheduleCommandInput,
 } from '@aws-sdk/client-scheduler';
+import { isOneTime } from './expression.js';
 import type { ScheduleDefinition } from './schedule-model.js';
 
 export interface SchedulerSync {
@@ -40,6 +41,8 @@ export function eventBridgeSync(options: EventBridgeSyncOptions): SchedulerSync 
     ScheduleExpressionTimezone: def.timezone,
     FlexibleTimeWindow: { Mode: 'OFF' },
     State: def.enabled ? 'ENABLED' : 'DISABLED',
+    // A one-time schedule deletes itself after its one invocation instead of staying in the group for ever.
+    ActionAfterCompletion: isOneTime(def.expression) ? 'DELETE' : 'NONE',
     Description: `Leasehold schedule ${def.name} (version ${def.version})`,
     Target: {
       Arn: options.targetArn,
@@ -74,4 +77,19 @@ export function eventBridgeSync(options: EventBridgeSyncOptions): SchedulerSync 
       }
     },
   };
+}
+
+/** Client errors that a later try may not meet: throttling, and a concurrent change to the same schedule. */
+const RETRYABLE_CLIENT_ERRORS = new Set(['ThrottlingException', 'ConflictException', 'TooManyRequestsException']);
+
+/**
+ * Scheduler's reason, when it refused a call for a reason sending it again cannot fix: a client error
+ * (4xx) other than throttling or a conflict, e.g. its ValidationException for a time zone or cron it does
+ * not take, ServiceQuotaExceededException, AccessDeniedException. Undefined for anything worth retrying.
+ */
+export function schedulerRejection(error: unknown): string | undefined {
+  if (!(error instanceof Error)) return undefined;
+  const e = error as Error & { $fault?: string; $retryable?: unknown };
+  if (e.$fault !== 'client' || e.$retryable || RETRYABLE_CLIENT_ERRORS.has(e.name)) return undefined;
+  return `${e.name}: ${e.message}`;
 }

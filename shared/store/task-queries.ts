@@ -27,14 +27,33 @@ const cursorSchema = z.object({ pk: z.string(), sk: z.string(), ownerPk: z.strin
 const MAX_PAGES_PER_LIST = 10;
 
 /**
+ * The most a page of tasks may weigh. The API's Lambda may return at most 6 MB (6,291,456 bytes) from a
+ * synchronous invocation, and API Gateway answers 500 to anything larger; a task can weigh about 330 KB
+ * (payload 256 KB, result 64 KB, error), so 100 of them would not fit. What Lambda counts is its result
+ * object, in which the JSON body is itself a JSON string: every quote and backslash of the body counts
+ * twice. Measured that way, 5 MB leaves a megabyte for the envelope (status, headers, `nextCursor`).
+ */
+export const MAX_LIST_PAGE_BYTES = 5 * 1024 * 1024;
+/** Per task, on top of what is measured: the API shows times as ISO-8601 text, longer than epoch numbers, and commas join the list. */
+const TASK_SIZE_SLACK_BYTES = 256;
+
+/** A task's weight in a list page as Lambda counts it (its JSON, escaped once more as the body string). */
+function pageBytes(task: Task): number {
+  return Buffer.byteLength(JSON.stringify(JSON.stringify(task))) + TASK_SIZE_SLACK_BYTES;
+}
+
+/**
  * The owner index is keys-only (plus the never-changing type) so status changes never write it; the
  * items are fetched by key. A status filter is applied after that read, so a page may come back short
- * with a cursor: keep following `nextCursor` until it is absent.
+ * with a cursor: keep following `nextCursor` until it is absent. A page also ends before its tasks
+ * would weigh more than MAX_LIST_PAGE_BYTES (always holding at least one), its cursor at the last task
+ * it holds, so the next page goes on exactly there.
  */
 export async function listTasks(ctx: StoreContext, rawInput: ListInput): Promise<TaskPage> {
   const input = parseInput(listInput, 'listTasks', rawInput);
   let startKey = input.cursor === undefined ? undefined : decodeCursor(input.cursor, input.owner);
   const tasks: Task[] = [];
+  let bytes = 0;
   for (let page = 0; page < MAX_PAGES_PER_LIST; page++) {
     const out = await ctx.doc.send(
       new QueryCommand({
@@ -52,10 +71,19 @@ export async function listTasks(ctx: StoreContext, rawInput: ListInput): Promise
     const keys = (out.Items ?? []) as IndexKey[];
     const items = await readItems<TaskItem>(ctx, keys.map((k) => ({ [KEY.partition]: k.pk, [KEY.sort]: k.sk })));
     const byPk = new Map(items.map((i) => [i.pk, i]));
+    /** The last index entry this page has dealt with: where the next page starts. */
+    let position = startKey;
     for (const key of keys) {
       const item = byPk.get(key.pk);
       // Deleted (TTL) between the index read and the item read: nothing to show.
-      if (item && (input.status === undefined || item.status === input.status)) tasks.push(toTask(item));
+      if (item && (input.status === undefined || item.status === input.status)) {
+        const task = toTask(item);
+        const size = pageBytes(task);
+        if (tasks.length > 0 && bytes + size > MAX_LIST_PAGE_BYTES) return { tasks, nextCursor: encodeCursor(position!) };
+        tasks.push(task);
+        bytes += size;
+      }
+      position = key;
     }
     startKey = out.LastEvaluatedKey as IndexKey | undefined;
     if (!startKey || tasks.length >= input.limit) break;

@@ -1,6 +1,5 @@
 /** Demo task types: small, real handlers to try the queue with (registered in the catalog). */
 import * as z from 'zod';
-import { settings } from '../config.js';
 import { defineTask } from './define.js';
 
 export const demoEcho = defineTask({
@@ -33,18 +32,15 @@ export const demoFail = defineTask({
   },
 });
 
-/** The deployment's maximum execution time as the functions read it (the config's default when unset). */
-const maxExecutionMs = Number(process.env[settings.maxExecutionMs.env]) || settings.maxExecutionMs.default;
-
 /**
- * A long job: sleeps like demo.sleep under a timeout of its own, four fifths of the deployment's maximum
- * execution time (4 minutes with the defaults), so a worker may claim it through most of an invocation,
+ * A long job: sleeps like demo.sleep under a timeout of its own, 4 minutes (a deployment with a shorter
+ * maximum execution time runs it within that), so a worker may claim it through most of an invocation,
  * not only in its first seconds.
  */
 export const demoReport = defineTask({
   name: 'demo.report',
   schema: z.object({ ms: z.number().int().min(0).max(15 * 60_000) }).strict(),
-  timeoutMs: Math.floor(maxExecutionMs * 0.8),
+  timeoutMs: 240_000,
   handler: (payload, ctx) => demoSleep.handler(payload, ctx),
 });
 
