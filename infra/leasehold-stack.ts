@@ -38,8 +38,9 @@ export const FUNCTION_ACCESS: Record<FunctionName, TableAccess> = {
   worker: { table: ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem'], indexes: { [INDEX.ready.name]: ['dynamodb:Query'] } },
   // sweep (sweep index + batch read), fixes and promotions, queue-depth counts (ready index)
   recovery: { table: ['dynamodb:BatchGetItem', 'dynamodb:UpdateItem'], indexes: { [INDEX.sweep.name]: ['dynamodb:Query'], [INDEX.ready.name]: ['dynamodb:Query'] } },
-  // a schedule tick: read the definition, enqueue (put, read-back), record the fire
-  fire: { table: ['dynamodb:GetItem', 'dynamodb:PutItem'], indexes: {} },
+  // a schedule tick: read the definition, enqueue (put, read-back), record the fire, mark a one-time
+  // schedule's definition completed (UpdateItem: the sim's IAM gate found it missing)
+  fire: { table: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'], indexes: {} },
 };
 
 export type FunctionName = 'api' | 'worker' | 'recovery' | 'fire';

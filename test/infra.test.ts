@@ -15,6 +15,7 @@ import { SCHEDULE_MANAGEMENT_ACTIONS } from '../infra/user-schedules.js';
 import { lambdaEnvironment } from '../infra/lambda-env.js';
 import { sizeFunctions } from '../infra/sizing.js';
 import { readDeploymentSettings } from '../infra/deployment-settings.js';
+import { GRANTS_WITHOUT_ROUTINE_USE, grantHasReason } from '../infra/grant-reasons.js';
 import { ConfigError } from '../shared/errors.js';
 
 let template: Template;
@@ -272,6 +273,16 @@ describe('asynchronous invocation (Scheduler invokes Lambda asynchronously; revi
     expect(of('Fire')).toMatchObject({ MaximumRetryAttempts: 2, MaximumEventAgeInSeconds: 3600 });
     expect(of('Fire').DestinationConfig.OnFailure.Destination).toEqual({ 'Fn::GetAtt': [expect.stringMatching(/^SchedulesDeadLetters/), 'Arn'] });
     expect(of('Api')).toBeUndefined();
+  });
+});
+
+describe('grants without routine use', () => {
+  it('each reason names an action a role of the stack grants (no reason outlives its grant)', () => {
+    const granted = JSON.stringify([...resources('AWS::IAM::Role'), ...resources('AWS::IAM::Policy')].map(([, r]) => r.Properties));
+    for (const key of Object.keys(GRANTS_WITHOUT_ROUTINE_USE)) expect({ key, granted: granted.includes(`"${key.slice(key.indexOf(':') + 1)}"`) }).toEqual({ key, granted: true });
+    expect(grantHasReason('Leasehold-WorkerRoleAAEB1603-177JY88', 'dynamodb:GetItem')).toBe(true);
+    expect(grantHasReason('Leasehold-ApiRoleDE7A08EC-0SYXM34', 'dynamodb:GetItem')).toBe(false);
+    expect(grantHasReason('Leasehold-ApiRoleDE7A08EC-0SYXM34', 'logs:PutLogEvents')).toBe(true);
   });
 });
 

@@ -11,12 +11,14 @@ import { startDynalite } from '../local/dynalite.js';
 import { banner, startStack, type Roles } from '../local/stack.js';
 import { ApiClient, ApiError, UnreachableError, type TaskJson } from './api-client.js';
 import { regionOfApiUrl, sigv4Signer } from './sigv4.js';
+import { simSigner } from './sim-callers.js';
 import { computeStats, statsText, taskDetails, taskTable, watchScreen } from './format.js';
 
 const USAGE = `Usage: leasehold <command> [options]
 
   serve [--api] [--worker] [--recovery]   run the local stack (all three roles unless some are named)
   dynamodb [--port N] [--data-dir DIR]     run a standalone dynalite that several stacks can share
+  sim [--data-dir DIR] [-c leasehold:<setting>=V]  run what \`cdk deploy\` creates, locally (see the README)
   enqueue <type> [payload-json] [--priority N] [--delay SECONDS] [--key KEY] [--max-attempts N]
   get <id>
   list [--status STATUS] [--type TYPE] [--limit N]
@@ -28,7 +30,8 @@ const USAGE = `Usage: leasehold <command> [options]
 Options for the API commands:
   --url URL       the API (default http://127.0.0.1:$LEASEHOLD_PORT, port 3000); an
                   https://<id>.execute-api.<region>.amazonaws.com URL is called with SigV4,
-                  signed with your AWS credentials (environment, profile, SSO or role)
+                  signed with your AWS credentials (environment, profile, SSO or role); the
+                  sim's API URL is signed with the keys of a sim caller (--as NAME, default admin)
   --owner OWNER   sent as X-Leasehold-Owner (local stack only; default "local")
   --json          print JSON for scripts`;
 
@@ -40,6 +43,7 @@ const options = {
   'data-dir': { type: 'string' },
   url: { type: 'string' },
   owner: { type: 'string' },
+  as: { type: 'string' },
   json: { type: 'boolean' },
   priority: { type: 'string' },
   delay: { type: 'string' },
@@ -59,6 +63,8 @@ class UsageError extends Error {}
 
 export async function main(argv: string[], env: Record<string, string | undefined>, out = process.stdout): Promise<number> {
   const print = (text: string) => out.write(`${text}\n`);
+  // The sim is development tooling with options of its own: loaded only when asked for.
+  if (argv[0] === 'sim') return (await import('../../sim/cli.js')).simMain(argv.slice(1));
   let parsed;
   try {
     parsed = parseArgs({ args: argv, options, allowPositionals: true, strict: true });
@@ -135,7 +141,7 @@ async function apiCommand(command: string, args: string[], flags: Flags, env: Re
   const baseUrl = flags.url ?? `http://127.0.0.1:${env.LEASEHOLD_PORT || '3000'}`;
   // The deployed API takes the caller from IAM: requests to it are signed with your AWS credentials.
   const region = regionOfApiUrl(new URL(baseUrl));
-  const client = new ApiClient(baseUrl, flags.owner, region ? sigv4Signer(region) : undefined);
+  const client = new ApiClient(baseUrl, flags.owner, region ? sigv4Signer(region) : simSigner(baseUrl, env, flags.as));
   const show = (value: unknown, human: () => string) => print(flags.json ? JSON.stringify(value, null, 2) : human());
   switch (command) {
     case 'enqueue': {

@@ -32,6 +32,8 @@ export interface WorkerOptions {
   monotonic?: () => number;
   /** Records every lease-path step (chaos testing, audits). */
   history?: HistorySink;
+  /** How often a running worker sends its figures (default METRICS_FLUSH_INTERVAL_MS). */
+  metricsFlushIntervalMs?: number;
 }
 
 export interface RunOptions {
@@ -217,7 +219,7 @@ export class Worker {
       const now = this.monotonic();
       // Figures go out while a long invocation runs, not only at its end: alarms need them each minute,
       // and an invocation Lambda kills at its timeout never reaches the end.
-      if (now - flushedAt >= METRICS_FLUSH_INTERVAL_MS) {
+      if (now - flushedAt >= (this.options.metricsFlushIntervalMs ?? METRICS_FLUSH_INTERVAL_MS)) {
         flushedAt = now;
         this.metrics.flush();
       }

@@ -104,5 +104,9 @@ export async function startIamGate(options: IamGateOptions): Promise<{ endpoint:
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   const { port } = server.address() as AddressInfo;
-  return { endpoint: `http://127.0.0.1:${port}`, server, close: () => new Promise<void>((r) => server.close(() => r())) };
+  return { endpoint: `http://127.0.0.1:${port}`, server, close: () => new Promise<void>((r) => {
+      server.close(() => r());
+      // Keep-alive connections would hold the close open.
+      server.closeAllConnections();
+    }) };
 }

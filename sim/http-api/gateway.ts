@@ -104,7 +104,8 @@ export async function startGateway(options: GatewayOptions): Promise<{ url: stri
       { method, rawPath, rawQueryString, headers: req.headers, body, sourceIp: req.socket.remoteAddress ?? '127.0.0.1' },
       { accountId: options.accountId, apiId: options.apiId, region: options.region, routeKey: route.routeKey, stage: options.stage, requestId: id, now: started, pathParameters: match.pathParameters, ...(iam ? { iam } : {}) },
     );
-    const sourceArn = `arn:aws:execute-api:${options.region}:${options.accountId}:${options.apiId}/${options.stage}/${method}${rawPath}`;
+    // API Gateway names the route (its path template, e.g. /tasks/{id}), not the request path, when it invokes.
+    const sourceArn = `arn:aws:execute-api:${options.region}:${options.accountId}:${options.apiId}/${options.stage}/${route.routeKey === '$default' ? '$default' : `${method}${route.path}`}`;
     const timeoutMs = Math.min(route.integration.timeoutMs, MAX_INTEGRATION_TIMEOUT_MS);
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), timeoutMs)));
@@ -131,5 +132,9 @@ export async function startGateway(options: GatewayOptions): Promise<{ url: stri
   });
   await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', () => resolve()));
   const { port } = server.address() as AddressInfo;
-  return { url: `http://127.0.0.1:${port}/`, server, close: () => new Promise<void>((r) => server.close(() => r())) };
+  return { url: `http://127.0.0.1:${port}/`, server, close: () => new Promise<void>((r) => {
+      server.close(() => r());
+      // Keep-alive connections would hold the close open.
+      server.closeAllConnections();
+    }) };
 }

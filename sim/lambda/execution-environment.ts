@@ -140,6 +140,7 @@ export class ExecutionEnvironment {
     }
     this.state = 'dead';
     this.server?.close();
+    this.server?.closeAllConnections();
     if (this.rssTimer) clearInterval(this.rssTimer);
   }
 
@@ -202,6 +203,7 @@ export class ExecutionEnvironment {
     const wasDead = this.state === 'dead';
     this.state = 'dead';
     this.server?.close();
+    this.server?.closeAllConnections();
     for (const w of this.readyWaiters.splice(0)) w(false);
     if (!wasDead && this.current) {
       const how = signal ? `signal: ${signal.toLowerCase()}` : `exit status ${code}`;

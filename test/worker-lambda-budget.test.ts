@@ -1,0 +1,68 @@
+/** The worker shaped as the deployed Lambda runs it: remaining time from the synthesized timeout (review findings 1 and 2). */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as z from 'zod';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { ValidationError } from '../shared/errors.js';
+import { defineTask } from '../shared/tasks/define.js';
+import { sizeFunctions } from '../infra/sizing.js';
+import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
+import { createWorkerWorld, silentLogger } from './support/worker-world.js';
+import { RecordingMetrics } from '../shared/worker/metrics.js';
+import { Worker } from '../shared/worker/worker.js';
+
+let server: TestDynamo;
+beforeAll(async () => {
+  server = await startTestDynamo();
+});
+afterAll(() => server.close());
+
+describe('a worker invocation sized as the stack sizes it', () => {
+  it('claims a type without a timeout of its own at once (before the fix it returned in milliseconds with nothing claimed)', async () => {
+    const w = await createWorkerWorld(server.endpoint, [defineTask({ name: 'demo.echo', schema: z.unknown(), handler: (p) => p })]);
+    const { task } = await w.queue.enqueue({ type: 'demo.echo', payload: 1, owner: 'o' });
+    // getRemainingTimeInMillis() starts just below the function's timeout: 30 ms of init already spent.
+    const invocationEnd = Date.now() + sizeFunctions(w.config).workerTimeoutMs - 30;
+    // A generous idle stop: on a loaded machine the first polls may find the task's shard after 300 ms.
+    const summary = await w.worker('lambda-1').run({ remainingTimeMs: () => invocationEnd - Date.now(), idleStopMs: 2_000 });
+    expect(summary).toMatchObject({ claimed: 1, stoppedBecause: 'idle' });
+    expect(await w.store.get({ id: task.id })).toMatchObject({ status: 'SUCCESS', attempts: 1 });
+  });
+
+  it('refuses at enqueue a task timeout above its type timeout, and runs one written before that rule under the type timeout instead of releasing it in a loop', async () => {
+    const w = await createWorkerWorld(server.endpoint, [defineTask({ name: 'short', schema: z.unknown(), timeoutMs: 1_000, handler: () => 'done' })]);
+    await expect(w.queue.enqueue({ type: 'short', owner: 'o', payload: 1, timeoutMs: 10_000 })).rejects.toThrow(ValidationError);
+    await expect(w.queue.enqueue({ type: 'short', owner: 'o', payload: 1, timeoutMs: 10_000 })).rejects.toThrow(/at most 1000 ms, the timeout of task type short/);
+    expect(await w.scanAll()).toEqual([]);
+
+    // A task stored with a longer timeout (an older client, a direct write): the item as enqueue writes it.
+    const { task } = await w.queue.enqueue({ type: 'short', owner: 'o', payload: 2, timeoutMs: 1_000 });
+    const [item] = (await w.scanAll()).filter((i) => i.pk === `TASK#${task.id}`);
+    await w.doc.send(new PutCommand({ TableName: w.config.tableName, Item: { ...item, timeoutMs: 10_000 } }));
+    const invocationEnd = Date.now() + 5_000; // less than the task's own 10 s + drain, more than the type's 1 s + drain
+    const worker = w.worker('lambda-2');
+    const summary = await worker.run({ remainingTimeMs: () => invocationEnd - Date.now(), idleStopMs: 2_000 });
+    expect(summary).toMatchObject({ claimed: 1 });
+    expect(worker.recorded.get('TasksReleased')).toBe(0);
+    expect(await w.store.get({ id: task.id })).toMatchObject({ status: 'SUCCESS', attempts: 1, result: 'done' });
+  });
+});
+
+describe('metrics of a long invocation (review finding 11)', () => {
+  it('are sent while the worker runs, not only when it returns', async () => {
+    const w = await createWorkerWorld(server.endpoint, [defineTask({ name: 'slow', schema: z.unknown(), handler: () => new Promise((r) => setTimeout(() => r('done'), 1_200)) })]);
+    await w.queue.enqueue({ type: 'slow', owner: 'o', payload: 1 });
+    const recorded = new RecordingMetrics();
+    // The heartbeat (200 ms here) sends the figures once the flush interval has passed.
+    const worker = new Worker({ store: w.peer(), registry: w.registry, config: w.config, workerId: 'long', logger: silentLogger(), metrics: recorded, metricsFlushIntervalMs: 300 });
+    let flushesWhileRunning = 0;
+    const run = worker.run();
+    while (worker.running === 0) await new Promise((r) => setTimeout(r, 10));
+    while (worker.running > 0) {
+      flushesWhileRunning = recorded.flushes;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await run;
+    expect(flushesWhileRunning).toBeGreaterThanOrEqual(2);
+    expect(recorded.flushes).toBeGreaterThan(flushesWhileRunning);
+  });
+});
