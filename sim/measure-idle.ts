@@ -2,12 +2,14 @@
  * `npm run sim:idle [-- --minutes N]`: what an idle deployment does and costs, counted in the sim.
  * Starts the sim, lets the first ticks pass, then counts over N minutes (default 3) the invocations
  * and billed duration of each function and every DynamoDB request by function and action, and prices
- * them at us-east-1 on-demand rates. The figures behind the README's idle cost.
+ * them at us-east-1 on-demand rates; then enqueues a few tasks at random idle moments and times their
+ * start. The figures behind the README's idle cost.
  */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { sigv4Signer } from '../shared/cli/sigv4.js';
 import { startSim } from './sim.js';
 
 const PRICES = {
@@ -19,8 +21,9 @@ const PRICES = {
 };
 const MINUTES_PER_MONTH = 43_200;
 
-const { values } = parseArgs({ options: { minutes: { type: 'string' }, warmup: { type: 'string' } } });
+const { values } = parseArgs({ options: { minutes: { type: 'string' }, warmup: { type: 'string' }, samples: { type: 'string' } } });
 const minutes = Number(values.minutes ?? 3);
+const samples = Number(values.samples ?? 3);
 const warmupMs = Number(values.warmup ?? 75) * 1000;
 const sim = await startSim({ dataDir: mkdtempSync(join(tmpdir(), 'leasehold-sim-idle-')), log: () => undefined });
 const admin = sim.info.adminUrl;
@@ -31,6 +34,29 @@ const from = Date.now();
 const before = await state();
 await new Promise((r) => setTimeout(r, minutes * 60_000));
 const after = await state(from);
+
+// Enqueue-to-start while idle: tasks enqueued at random moments while no worker runs wait for the next tick.
+const caller = sim.info.callers.find((c) => c.name === 'admin')!;
+const sign = sigv4Signer(sim.info.region, { accessKeyId: caller.accessKeyId, secretAccessKey: caller.secretAccessKey });
+const call = async (method: string, path: string, body?: unknown) => {
+  const url = new URL(path, sim.info.apiUrl);
+  const text = body === undefined ? undefined : JSON.stringify(body);
+  const headers = await sign(url, { method, headers: text ? { 'content-type': 'application/json' } : {}, ...(text ? { body: text } : {}) });
+  return (await (await fetch(url, { method, headers, ...(text ? { body: text } : {}) })).json()) as { task: { id: string; status: string; createdAt: string; startedAt?: string } };
+};
+const idleStarts: number[] = [];
+for (let i = 0; i < samples; i++) {
+  await new Promise((r) => setTimeout(r, 15_000 + Math.random() * 45_000));
+  const { task } = await call('POST', 'tasks', { type: 'demo.echo', payload: i });
+  for (;;) {
+    const t = (await call('GET', `tasks/${task.id}`)).task;
+    if (t.startedAt) {
+      idleStarts.push(Date.parse(t.startedAt) - Date.parse(t.createdAt));
+      break;
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
 await sim.close();
 
 const memoryOf: Record<string, number> = { Worker: 256, Recovery: 256, Api: 256, Fire: 256 };
@@ -59,4 +85,5 @@ for (const [principal, actions] of Object.entries(after.requests)) {
 // Upper bound: every read request priced as a strongly consistent read unit, every write as one write unit.
 const dynamoCost = reads * PRICES.readUnit + writes * PRICES.writeUnit;
 process.stdout.write(`\nDynamoDB requests per idle minute: ${reads.toFixed(1)} reads, ${writes.toFixed(1)} writes\n`);
+process.stdout.write(`sim start-up ${(sim.info.startupMs / 1000).toFixed(1)} s (cdk synth included); enqueue-to-start while idle: ${idleStarts.map((ms) => `${(ms / 1000).toFixed(1)} s`).join(', ')}\n`);
 process.stdout.write(`a month idle: Lambda $${(lambdaCost * MINUTES_PER_MONTH).toFixed(2)}, DynamoDB at most $${(dynamoCost * MINUTES_PER_MONTH).toFixed(2)} (every read priced as a full read unit)\n`);

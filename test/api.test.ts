@@ -3,16 +3,16 @@ import fc from 'fast-check';
 import { ensureTable } from '../shared/store/table-setup.js';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
-import { startDynalite, type DynaliteServer } from './support/dynalite-server.js';
+import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { ALICE, BOB, apiEvent, type EventSpec } from './support/api-events.js';
 
-let server: DynaliteServer;
+let server: TestDynamo;
 let handler: (typeof import('../functions/api.js'))['handler'];
 let doc: DynamoDBDocumentClient;
 const table = `api-${process.pid}`;
 
 beforeAll(async () => {
-  server = await startDynalite();
+  server = await startTestDynamo();
   Object.assign(process.env, { LEASEHOLD_DYNAMODB_ENDPOINT: server.endpoint, LEASEHOLD_TABLE: table, POWERTOOLS_LOG_LEVEL: 'SILENT' });
   const client = new DynamoDBClient({ endpoint: server.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
   await ensureTable(client, table);

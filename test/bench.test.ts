@@ -5,13 +5,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Measure } from '../bench/measure.js';
 import { bundleSizes } from '../bench/measures/cold-start.js';
 import { requestsPerTask } from '../bench/measures/requests-per-task.js';
-import { startDynalite, type DynaliteServer } from './support/dynalite-server.js';
+import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 
 // The benchmark's cheapest measures run on every CI build, so its code cannot rot and the targets
 // that hold on any machine (bundle sizes, request counts) cannot regress unnoticed.
-let server: DynaliteServer;
+let server: TestDynamo;
 beforeAll(async () => {
-  server = await startDynalite();
+  server = await startTestDynamo();
 });
 afterAll(() => server.close());
 

@@ -3,13 +3,13 @@ import * as z from 'zod';
 import { defineTask } from '../shared/tasks/define.js';
 import { MemoryHistory } from '../shared/worker/history.js';
 import { checkHistory, type CheckInput, type Recorded } from './chaos/checker.js';
-import { startDynalite, type DynaliteServer } from './support/dynalite-server.js';
+import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { createWorkerWorld, partitionedAfterFirstClaim, silentLogger, sleep } from './support/worker-world.js';
 import { Worker } from '../shared/worker/worker.js';
 
-let server: DynaliteServer;
+let server: TestDynamo;
 beforeAll(async () => {
-  server = await startDynalite();
+  server = await startTestDynamo();
 });
 afterAll(() => server.close());
 

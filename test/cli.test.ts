@@ -4,15 +4,15 @@ import { main } from '../shared/cli/main.js';
 import { computeStats, progressBar, watchScreen } from '../shared/cli/format.js';
 import { regionOfApiUrl, sigv4Signer } from '../shared/cli/sigv4.js';
 import { serveApi, type LocalApiServer } from '../shared/local/http-bridge.js';
-import { startDynalite, type DynaliteServer } from './support/dynalite-server.js';
+import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { createWorkerWorld, silentLogger } from './support/worker-world.js';
 import { demoTasks } from '../shared/tasks/demo.js';
 
-let server: DynaliteServer;
+let server: TestDynamo;
 let api: LocalApiServer;
 
 beforeAll(async () => {
-  server = await startDynalite();
+  server = await startTestDynamo();
   const w = await createWorkerWorld(server.endpoint, demoTasks);
   api = await serveApi({ ...w, logger: silentLogger() }, 0);
 });

@@ -4,11 +4,11 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { ensureTable } from '../shared/store/table-setup.js';
 import { TaskStore } from '../shared/store/task-store.js';
 import { loadConfig } from '../shared/config.js';
-import { startDynalite, type DynaliteServer } from './support/dynalite-server.js';
+import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { apiEvent } from './support/api-events.js';
 import { sleep } from './support/worker-world.js';
 
-let server: DynaliteServer;
+let server: TestDynamo;
 let fns: { api: typeof import('../functions/api.js'); worker: typeof import('../functions/worker.js'); recovery: typeof import('../functions/recovery.js'); fire: typeof import('../functions/fire.js') };
 let store: TaskStore;
 const table = `fn-${process.pid}`;
@@ -21,7 +21,7 @@ const lambdaContext = (ms: number) => {
 };
 
 beforeAll(async () => {
-  server = await startDynalite();
+  server = await startTestDynamo();
   const env = {
     LEASEHOLD_DYNAMODB_ENDPOINT: server.endpoint,
     LEASEHOLD_TABLE: table,

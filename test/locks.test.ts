@@ -5,11 +5,11 @@ import { defineConfig } from '../shared/config.js';
 import { ValidationError } from '../shared/errors.js';
 import { LockClient, LockLostError, LockNotAcquiredError } from '../shared/locks/lock-client.js';
 import { ensureTable } from '../shared/store/table-setup.js';
-import { startDynalite, type DynaliteServer } from './support/dynalite-server.js';
+import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { dropNextAnswer } from './support/lost-answer.js';
 import { sleep } from './support/worker-world.js';
 
-let server: DynaliteServer;
+let server: TestDynamo;
 const config = defineConfig({ tableName: 'locks', clockSkewMs: 0 });
 const clients: DynamoDBClient[] = [];
 
@@ -21,7 +21,7 @@ const node = () => {
 };
 
 beforeAll(async () => {
-  server = await startDynalite();
+  server = await startTestDynamo();
   await ensureTable(node().client, config.tableName);
 });
 afterAll(() => server.close());

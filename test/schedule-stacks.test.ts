@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { startDynalite } from './support/dynalite-server.js';
+import { startTestDynamo } from './support/test-dynamo.js';
 import { http, startStackProcess, waitFor, type StackProcess } from './support/stack-process.js';
 
 const started: StackProcess[] = [];
@@ -9,9 +9,9 @@ afterAll(() => {
 
 describe('a schedule on three local stacks sharing one table', () => {
   it('every stack fires every tick, and each tick makes exactly one task', { timeout: 200_000 }, async () => {
-    const dynalite = await startDynalite();
+    const dynamo = await startTestDynamo();
     try {
-      const env = { LEASEHOLD_DYNAMODB_ENDPOINT: dynalite.endpoint, LEASEHOLD_TABLE: 'scheduled', POWERTOOLS_LOG_LEVEL: 'INFO' };
+      const env = { LEASEHOLD_DYNAMODB_ENDPOINT: dynamo.endpoint, LEASEHOLD_TABLE: 'scheduled', POWERTOOLS_LOG_LEVEL: 'INFO' };
       const stacks = await Promise.all([startStackProcess(['--api'], env), startStackProcess(['--worker'], env), startStackProcess(['--recovery'], env)]);
       started.push(...stacks);
       const url = stacks[0]!.url!;
@@ -34,7 +34,7 @@ describe('a schedule on three local stacks sharing one table', () => {
       for (const s of stacks) s.child.kill('SIGTERM');
       expect(await Promise.all(stacks.map((s) => s.exited))).toEqual([0, 0, 0]);
     } finally {
-      await dynalite.close();
+      await dynamo.close();
     }
   });
 });

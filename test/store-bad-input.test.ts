@@ -2,15 +2,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ValidationError } from '../shared/errors.js';
 import type { Lease } from '../shared/store/inputs.js';
 import type { TaskStore } from '../shared/store/task-store.js';
-import { startDynalite, type DynaliteServer } from './support/dynalite-server.js';
+import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { createTestStore, type TestStore } from './support/test-store.js';
 
-let server: DynaliteServer;
+let server: TestDynamo;
 let t: TestStore;
 let lease: Lease;
 
 beforeAll(async () => {
-  server = await startDynalite();
+  server = await startTestDynamo();
   t = await createTestStore(server.endpoint);
   await t.store.enqueue({ type: 'valid', owner: 'o' });
   lease = (await t.store.claim({ workerId: 'w', types: ['valid'], max: 1 })).claimed[0]!.lease;

@@ -1,16 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TaskStore } from '../shared/store/task-store.js';
 import { LeaseLostError } from '../shared/errors.js';
-import { startDynalite, type DynaliteServer } from './support/dynalite-server.js';
+import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { createTestStore, type TestStore } from './support/test-store.js';
 import { idsInShard } from './support/shard-ids.js';
 import { dropNextAnswer } from './support/lost-answer.js';
 
-let server: DynaliteServer;
+let server: TestDynamo;
 let t: TestStore;
 
 beforeAll(async () => {
-  server = await startDynalite();
+  server = await startTestDynamo();
   t = await createTestStore(server.endpoint);
 });
 afterAll(() => server.close());

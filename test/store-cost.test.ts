@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sampledLifecycle } from '../bench/measures/requests-per-task.js';
-import { startDynalite, type DynaliteServer } from './support/dynalite-server.js';
+import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { createTestStore } from './support/test-store.js';
 import { QUERY_OPERATIONS, READ_OPERATIONS, WRITE_OPERATIONS } from './support/request-meter.js';
 
-let server: DynaliteServer;
+let server: TestDynamo;
 beforeAll(async () => {
-  server = await startDynalite();
+  server = await startTestDynamo();
 });
 afterAll(() => server.close());
 

@@ -1,14 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IdempotencyConflictError, LeaseLostError, TaskNotFoundError, TaskStateConflictError } from '../shared/errors.js';
-import { startDynalite, type DynaliteServer } from './support/dynalite-server.js';
+import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { createTestStore, type TestStore } from './support/test-store.js';
 
-let server: DynaliteServer;
+let server: TestDynamo;
 let t: TestStore;
 const worker = 'worker-a';
 
 beforeAll(async () => {
-  server = await startDynalite();
+  server = await startTestDynamo();
   t = await createTestStore(server.endpoint, { backoffBaseMs: 1000, backoffMaxMs: 8000 }, { random: () => 0.5 });
 });
 afterAll(() => server.close());

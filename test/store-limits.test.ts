@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startDynalite, type DynaliteServer } from './support/dynalite-server.js';
+import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { createTestStore } from './support/test-store.js';
 
-let server: DynaliteServer;
+let server: TestDynamo;
 beforeAll(async () => {
-  server = await startDynalite();
+  server = await startTestDynamo();
 });
 afterAll(() => server.close());
 

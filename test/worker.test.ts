@@ -4,12 +4,12 @@ import { ValidationError } from '../shared/errors.js';
 import { defineTask, NonRetryableError, type TaskContext } from '../shared/tasks/define.js';
 import { RecordingMetrics } from '../shared/worker/metrics.js';
 import { decideOutcome } from '../shared/worker/outcome.js';
-import { startDynalite, type DynaliteServer } from './support/dynalite-server.js';
+import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { createWorkerWorld, partitionedAfterFirstClaim, sleep, untilAborted } from './support/worker-world.js';
 
-let server: DynaliteServer;
+let server: TestDynamo;
 beforeAll(async () => {
-  server = await startDynalite();
+  server = await startTestDynamo();
 });
 afterAll(() => server.close());
 

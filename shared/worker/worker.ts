@@ -67,6 +67,8 @@ export class Worker {
   private readonly monotonic: () => number;
   private readonly types: string[];
   private renewal: Promise<void> | undefined;
+  /** When this worker last promoted a retry to the ready index (0: never). */
+  private promotedAt = 0;
   private wake: (() => void) | undefined;
   private summary!: RunSummary;
 
@@ -117,6 +119,8 @@ export class Worker {
           continue;
         }
         // A retry due within the idle window is work on its way; a long backoff is left to the next invocation.
+        // A promotion that finished during the last round made work that round could not see yet.
+        idleSince = Math.max(idleSince, this.promotedAt);
         if (this.active.size > 0 || this.retryDueWithin(idleStopMs)) idleSince = this.clock.now();
         else if (this.clock.now() - idleSince >= idleStopMs) {
           this.summary.stoppedBecause = 'idle';
@@ -187,7 +191,10 @@ export class Worker {
       this.options.store
         .promote({ id: task.id })
         .then((promoted) => {
-          if (promoted) this.metrics.count('DelayedPromoted');
+          if (promoted) {
+            this.metrics.count('DelayedPromoted');
+            this.promotedAt = this.clock.now();
+          }
           else if (this.clock.now() < task.availableAt) return this.promoteWhenDue(task);
           this.pendingPromotions.delete(task.id);
         })

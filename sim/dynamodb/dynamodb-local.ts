@@ -202,8 +202,9 @@ async function startOnce(dir: string, port: number, options: DynamoDbLocalOption
   const until = Date.now() + (options.timeoutMs ?? 60_000);
   while (!(await answers(endpoint))) {
     if (child.exitCode !== null || child.signalCode !== null || Date.now() > until) {
+      const how = child.exitCode !== null ? `exited with ${child.exitCode}` : child.signalCode ? `killed by ${child.signalCode}` : `no answer in ${options.timeoutMs ?? 60_000} ms`;
       await stop();
-      throw new DynamoDbLocalStartError(`DynamoDB Local did not start on port ${port}:\n${output.slice(-2_000)}`);
+      throw new DynamoDbLocalStartError(`DynamoDB Local did not start on port ${port} (${how}):\n${output.slice(-2_000)}`);
     }
     await new Promise((r) => setTimeout(r, 100));
   }

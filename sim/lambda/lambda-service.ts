@@ -202,6 +202,11 @@ export class LambdaService {
         log: def.log,
       });
       await environment.start();
+      // The sim closed while this one started: nothing may outlive it (a frozen child keeps its parent alive).
+      if (this.closed) {
+        environment.kill();
+        throw new LambdaError('TooManyRequestsException', 429, 'the sim is shutting down');
+      }
       state.environments.push(environment);
       return environment;
     } finally {

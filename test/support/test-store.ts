@@ -1,4 +1,4 @@
-/** A fresh table on the file's dynalite, and a store on it with a manual clock. */
+/** A fresh table on the file's DynamoDB (dynalite or DynamoDB Local, see test-dynamo.ts), and a store on it with a manual clock. */
 import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { defineConfig, type ConfigInput, type LeaseholdConfig } from '../../shared/config.js';
