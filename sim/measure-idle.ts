@@ -21,6 +21,9 @@ const PRICES = {
 };
 const MINUTES_PER_MONTH = 43_200;
 
+// The sim's own SDK clients run on this Node; the functions run on their runtime's.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+
 const { values } = parseArgs({ options: { minutes: { type: 'string' }, warmup: { type: 'string' }, samples: { type: 'string' } } });
 const minutes = Number(values.minutes ?? 3);
 const samples = Number(values.samples ?? 3);
