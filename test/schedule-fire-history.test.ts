@@ -5,15 +5,12 @@ import { ScheduleStore } from '../shared/schedules/schedule-store.js';
 import { localSync, type SchedulerSync } from '../shared/schedules/scheduler-sync.js';
 import { TaskRegistry } from '../shared/tasks/registry.js';
 import { TaskQueue } from '../shared/tasks/task-queue.js';
-import { demoEcho, demoFail, demoSleep } from '../shared/tasks/demo.js';
+import { demoTasks } from '../shared/tasks/demo.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { ALICE, BOB, apiEvent, type EventSpec } from './support/api-events.js';
 import { createTestStore } from './support/test-store.js';
 import { FAST_LEASES, silentLogger } from './support/worker-world.js';
 import { eventBridgeSyncFor, startFakeScheduler, type FakeScheduler } from './support/fake-scheduler.js';
-
-/** The short demo types (the test config's 10 s maximum execution time fits them). */
-const demoTasks = [demoEcho, demoSleep, demoFail];
 
 let server: TestDynamo;
 let scheduler: FakeScheduler;

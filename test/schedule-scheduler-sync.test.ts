@@ -3,14 +3,11 @@ import { handleApiEvent } from '../shared/api/api-handler.js';
 import { ScheduleService } from '../shared/schedules/schedule-service.js';
 import { ScheduleStore } from '../shared/schedules/schedule-store.js';
 import { refOf } from '../shared/schedules/schedule-model.js';
-import { demoEcho, demoFail, demoSleep } from '../shared/tasks/demo.js';
+import { demoTasks } from '../shared/tasks/demo.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { apiEvent, type EventSpec } from './support/api-events.js';
 import { createWorkerWorld, silentLogger, type WorkerWorld } from './support/worker-world.js';
 import { eventBridgeSyncFor, startFakeScheduler, type FakeScheduler } from './support/fake-scheduler.js';
-
-/** The short demo types (the test config's 10 s maximum execution time fits them). */
-const demoTasks = [demoEcho, demoSleep, demoFail];
 
 let server: TestDynamo;
 let scheduler: FakeScheduler;

@@ -7,6 +7,7 @@ import { AccessLog } from '../sim/iam/access-log.js';
 import type { IdentityStore } from '../sim/iam/identity-store.js';
 import { LambdaService, type FunctionDefinition } from '../sim/lambda/lambda-service.js';
 import { ExecutionEnvironment } from '../sim/lambda/execution-environment.js';
+import { startGateway } from '../sim/http-api/gateway.js';
 
 const root = mkdtempSync(join(tmpdir(), 'sim-lambda-'));
 writeFileSync(
@@ -14,12 +15,15 @@ writeFileSync(
   `
 let armedAt;
 const fired = [];
-exports.handler = async (event, context) => {
+exports.handler = async (received, context) => {
+  // Through the HTTP API the request body is in the proxy event.
+  const event = received.version === '2.0' ? JSON.parse(received.body || '{}') : received;
   if (event.arm) { armedAt = Date.now(); setTimeout(() => fired.push(Date.now()), event.arm); }
   if (event.sleep) await new Promise((r) => setTimeout(r, event.sleep));
   if (event.crash) setImmediate(() => { throw new Error('boom'); });
   if (event.crash) await new Promise((r) => setTimeout(r, 1000));
   if (event.fail) throw new TypeError('bad input');
+  if (event.big) return 'x'.repeat(event.big);
   return { fired: fired.splice(0), armedAt, remaining: context.getRemainingTimeInMillis(), pid: process.pid, fn: context.functionName, heap: process.execArgv.join(' ') };
 };
 `,
@@ -67,6 +71,13 @@ describe('an execution environment', () => {
     expect(JSON.parse(late.payload).errorMessage).toMatch(/Task timed out after 1\.50 seconds/);
     expect(e.state).toBe('dead');
     expect(log.some((l) => l.includes('Task timed out after 1.50 seconds'))).toBe(true);
+  });
+
+  it('refuses a response over 6 MB as Lambda does', async () => {
+    const e = await environment();
+    const big = await run(e, { big: 7 * 1024 * 1024 });
+    expect(big).toMatchObject({ functionError: 'Unhandled', errorType: 'Function.ResponseSizeTooLarge' });
+    expect(big.body.errorMessage).toMatch(/Response payload size exceeded maximum allowed payload size \(6291556 bytes\)/);
   });
 
   it('reports a handler error, and a crash as an exit of the runtime', async () => {
@@ -127,6 +138,35 @@ describe('the Lambda service', () => {
     await expect(s.invoke('probe', '{}', { principalArn: 'arn:aws:iam::123456789012:user/other' })).rejects.toMatchObject({ code: 'AccessDeniedException' });
     await expect(s.invoke('probe', '{}', { service: 'apigateway.amazonaws.com', sourceArn: 'arn:aws:execute-api:us-east-1:123456789012:api/$default/GET/health' })).resolves.toMatchObject({ requestId: expect.any(String) });
     await expect(s.invoke('probe', '{}', { service: 'apigateway.amazonaws.com', sourceArn: 'arn:aws:execute-api:us-east-1:123456789012:api/$default/GET/tasks' })).rejects.toMatchObject({ code: 'AccessDeniedException' });
+  });
+
+  it('behind the HTTP API: a slow integration is API Gateway 503, a failing function 500, a good one its own answer', async () => {
+    const s = service(def({}));
+    const route = (routeKey: string, timeoutMs: number) => ({ routeKey, method: routeKey.split(' ')[0]!, path: routeKey.split(' ')[1]!, authorization: 'NONE', integration: { functionArn: def({}).arn, payloadFormatVersion: '2.0', timeoutMs } });
+    const gateway = await startGateway({
+      apiId: 'api',
+      stage: '$default',
+      region: 'us-east-1',
+      accountId: '123456789012',
+      routes: [route('POST /health', 300)],
+      throttle: undefined,
+      identities,
+      lambda: s,
+      log: new AccessLog(),
+      accessLog: () => undefined,
+    });
+    try {
+      const post = (body: unknown) => fetch(new URL('health', gateway.url), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const slow = await post({ sleep: 1_000 });
+      expect([slow.status, await slow.json()]).toEqual([503, { message: 'Service Unavailable' }]);
+      const failing = await post({ fail: true });
+      expect([failing.status, await failing.json()]).toEqual([500, { message: 'Internal Server Error' }]);
+      const ok = await post({});
+      expect(ok.status).toBe(200);
+      expect(((await ok.json()) as { fn: string }).fn).toBe('probe');
+    } finally {
+      await gateway.close();
+    }
   });
 
   it('an asynchronous invocation that fails with no retries left goes to the on-failure destination with Lambda record', async () => {
