@@ -43,6 +43,11 @@ export const settings = {
   backoffMaxMs: { env: 'LEASEHOLD_BACKOFF_MAX_MS', schema: nonNegativeMs, default: 300_000 },
   globalConcurrency: { env: 'LEASEHOLD_GLOBAL_CONCURRENCY', schema: positiveInt.max(10_000).optional(), default: undefined },
   typeConcurrency: { env: 'LEASEHOLD_TYPE_CONCURRENCY', schema: typeLimits, default: '' },
+  workerTypes: {
+    env: 'LEASEHOLD_WORKER_TYPES',
+    schema: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:-]*(,[A-Za-z0-9][A-Za-z0-9._:-]*)*$/, 'must be task type names separated by commas, e.g. email.send,report.build').optional(),
+    default: undefined,
+  },
   retentionDays: { env: 'LEASEHOLD_RETENTION_DAYS', schema: positiveInt.max(3650), default: 30 },
   idleStopMs: { env: 'LEASEHOLD_IDLE_STOP_MS', schema: positiveMs, default: 10_000 },
   drainMarginMs: { env: 'LEASEHOLD_DRAIN_MARGIN_MS', schema: positiveMs, default: 20_000 },

@@ -66,3 +66,18 @@ describe('metrics of a long invocation (review finding 11)', () => {
     expect(recorded.flushes).toBeGreaterThan(flushesWhileRunning);
   });
 });
+
+describe('a dedicated worker pool (LEASEHOLD_WORKER_TYPES)', () => {
+  it('serves only its types, and refuses a type the catalog does not have', async () => {
+    const defs = [defineTask({ name: 'mine', schema: z.unknown(), handler: () => 'mine' }), defineTask({ name: 'theirs', schema: z.unknown(), handler: () => 'theirs' })];
+    const w = await createWorkerWorld(server.endpoint, defs, { workerTypes: 'mine' });
+    const mine = (await w.queue.enqueue({ type: 'mine', owner: 'o' })).task;
+    const theirs = (await w.queue.enqueue({ type: 'theirs', owner: 'o' })).task;
+    const summary = await w.worker('pool').run({ idleStopMs: 1_000 });
+    expect(summary.claimed).toBe(1);
+    expect(await w.store.get({ id: mine.id })).toMatchObject({ status: 'SUCCESS' });
+    expect(await w.store.get({ id: theirs.id })).toMatchObject({ status: 'QUEUED' });
+    const other = await createWorkerWorld(server.endpoint, defs, { workerTypes: 'mine,nope' });
+    expect(() => other.worker('bad')).toThrow(/LEASEHOLD_WORKER_TYPES: unknown task types nope; registered: mine, theirs/);
+  });
+});

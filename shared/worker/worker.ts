@@ -7,7 +7,8 @@
 import { performance } from 'node:perf_hooks';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { systemClock, type Clock } from '../clock.js';
-import type { LeaseholdConfig } from '../config.js';
+import { settings, type LeaseholdConfig } from '../config.js';
+import { ConfigError } from '../errors.js';
 import type { TaskStore } from '../store/task-store.js';
 import type { TaskRegistry } from '../tasks/registry.js';
 import type { Task } from '../task-model.js';
@@ -56,6 +57,15 @@ export interface RunSummary {
   timersArmed: number;
 }
 
+/** The types a worker serves: LEASEHOLD_WORKER_TYPES (a dedicated pool), or every registered type. */
+function workerTypes(config: LeaseholdConfig, registry: TaskRegistry): string[] {
+  if (config.workerTypes === undefined) return registry.names();
+  const types = config.workerTypes.split(',');
+  const unknown = types.filter((t) => !registry.get(t));
+  if (unknown.length > 0) throw new ConfigError([{ path: settings.workerTypes.env, message: `unknown task types ${unknown.join(', ')}; registered: ${registry.names().join(', ')}` }]);
+  return types;
+}
+
 export class Worker {
   readonly timers = new TimerSet();
   private readonly active = new Map<string, Execution>();
@@ -78,7 +88,7 @@ export class Worker {
     this.logger.appendKeys({ workerId: options.workerId });
     this.metrics = options.metrics ?? new RecordingMetrics();
     this.monotonic = options.monotonic ?? (() => performance.now());
-    this.types = options.types ?? options.registry.names();
+    this.types = options.types ?? workerTypes(options.config, options.registry);
   }
 
   /** Tasks running now. */

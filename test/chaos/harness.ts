@@ -47,9 +47,11 @@ const LEASES = {
   LEASEHOLD_BACKOFF_MAX_MS: '500',
   LEASEHOLD_WORKER_CONCURRENCY: '8',
   LEASEHOLD_TYPE_CONCURRENCY: 'demo.fail=2',
+  // The workers serve the types the run enqueues: polling idle types would only add load.
+  LEASEHOLD_WORKER_TYPES: 'demo.fail,demo.echo,demo.sleep',
 };
 
-const TASK_TYPES = ['demo.fail', 'demo.echo', 'demo.sleep'];
+const TASK_TYPES = LEASES.LEASEHOLD_WORKER_TYPES.split(',');
 
 export interface ChaosSummary extends CheckResult {
   options: ChaosOptions;
@@ -70,6 +72,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosSummary> {
   const log = options.log ?? (() => undefined);
   const started = Date.now();
   const dir = await mkdtemp(join(tmpdir(), 'leasehold-chaos-'));
+  let keep = false;
   const dynalite = await startDynalite();
   const proxy = await startFaultProxy({ target: dynalite.endpoint, rate: options.faultRate });
   // The same settings the worker processes read from their environment.
@@ -180,13 +183,16 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosSummary> {
       kills,
       config: { ...config, limits: { 'demo.fail': 2 }, maxClockOffsetMs: skew },
     });
+    // The histories of a run that broke an invariant are kept for reading.
+    if (result.violations.length > 0) keep = true;
+    if (keep) log(`histories kept in ${dir}`);
     return { ...result, options, killsDone, pausesDone, faults: { ...proxy.injected }, requests: proxy.requests, durationMs: Date.now() - started };
   } finally {
     for (const p of procs.values()) if (p.child.exitCode === null) p.child.kill('SIGKILL');
     await proxy.close();
     client.destroy();
     await dynalite.close();
-    await rm(dir, { recursive: true, force: true });
+    if (!keep) await rm(dir, { recursive: true, force: true });
   }
 }
 
