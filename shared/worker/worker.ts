@@ -128,9 +128,9 @@ export class Worker {
           idleSince = this.clock.now();
           continue;
         }
-        // A retry due within the idle window is work on its way; a long backoff is left to the next invocation.
         // A promotion that finished during the last round made work that round could not see yet.
         idleSince = Math.max(idleSince, this.promotedAt);
+        // A retry due within the idle window is work on its way; a long backoff is left to the next invocation.
         if (this.active.size > 0 || this.retryDueWithin(idleStopMs)) idleSince = this.clock.now();
         else if (this.clock.now() - idleSince >= idleStopMs) {
           this.summary.stoppedBecause = 'idle';
