@@ -20,6 +20,7 @@ export default defineConfig({
       'test/local-stack.test.ts',
       'test/schedule-stacks.test.ts',
     ],
+    exclude: ['test/repro/**', '**/node_modules/**'],
     // Two JVMs (plus the tests' own Node processes) are what two cores carry.
     maxWorkers: 2,
     // A JVM starting beside another one takes a few seconds to answer.

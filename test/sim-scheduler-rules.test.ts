@@ -42,6 +42,10 @@ describe('request validation', () => {
     expect(problems(request({ ScheduleExpressionTimezone: zone }))).toContain(`Invalid ScheduleExpressionTimezone ${zone}`);
   });
 
+  it.each(['Etc/UTC', 'UTC', 'Europe/Oslo', 'America/New_York', 'Asia/Kolkata'])('accepts the time zone %s (Etc/UTC is what CDK writes by default)', (zone) => {
+    expect(valid(request({ ScheduleExpressionTimezone: zone })).request.ScheduleExpressionTimezone).toBe(zone);
+  });
+
   it('says which canonical name to write', () => {
     expect(problems(request({ ScheduleExpressionTimezone: 'europe/berlin' }))).toContain('write Europe/Berlin');
   });

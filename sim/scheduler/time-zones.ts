@@ -18,7 +18,8 @@
 import { CANONICAL_TIME_ZONES } from '../../shared/schedules/time-zone-names.js';
 
 // The names themselves are the tz database's (the app's list): data, not a rule, so one copy serves both.
-const CANONICAL = new Set<string>(CANONICAL_TIME_ZONES);
+// Plus Etc/UTC: CDK writes it for every schedule that names no zone, and Scheduler takes it.
+const CANONICAL = new Set<string>([...CANONICAL_TIME_ZONES, 'Etc/UTC']);
 const LOWERCASE = new Map([...CANONICAL].map((name) => [name.toLowerCase(), name]));
 
 export type TimeZoneVerdict = { ok: true } | { ok: false; reason: string };
