@@ -5,7 +5,7 @@
  * a schedule would (for trying a function without waiting for its tick).
  */
 import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenOnLoopback } from './loopback-server.js';
 import type { AccessLog } from './iam/access-log.js';
 import type { IdentityStore } from './iam/identity-store.js';
 import type { LambdaService } from './lambda/lambda-service.js';
@@ -57,11 +57,6 @@ export async function startAdminServer(deps: AdminDeps): Promise<{ url: string; 
       }
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const { port } = server.address() as AddressInfo;
-  return { url: `http://127.0.0.1:${port}`, close: () => new Promise<void>((r) => {
-      server.close(() => r());
-      // Keep-alive connections would hold the close open.
-      server.closeAllConnections();
-    }) };
+  const { port, close } = await listenOnLoopback(server);
+  return { url: `http://127.0.0.1:${port}`, close };
 }

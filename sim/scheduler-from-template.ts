@@ -6,7 +6,7 @@
  */
 import type { AccessLog } from './iam/access-log.js';
 import type { IdentityStore } from './iam/identity-store.js';
-import { verifySigV4 } from './iam/sigv4-verifier.js';
+import { awsErrorType, verifySigV4 } from './iam/sigv4-verifier.js';
 import { LambdaError, type LambdaService } from './lambda/lambda-service.js';
 import { LocalScheduler } from './scheduler/local-scheduler.js';
 import type { SchedulerAuth, SchedulerTargets } from './scheduler/ports.js';
@@ -39,8 +39,7 @@ export async function startSchedulerFromTemplate(w: SchedulerWiring): Promise<Si
     authenticate: async (request) => {
       const verified = await verifySigV4({ ...request, body: Buffer.from(request.body) }, (key) => identities.byAccessKey(key)?.credentials, 'scheduler');
       if (!verified.ok) {
-        const type = verified.reason === 'unknown-key' ? 'UnrecognizedClientException' : verified.reason === 'unsigned' ? 'MissingAuthenticationTokenException' : 'InvalidSignatureException';
-        return { error: { status: 403, type, message: verified.message } };
+        return { error: { status: 403, type: awsErrorType(verified.reason), message: verified.message } };
       }
       const principal = identities.byAccessKey(verified.accessKeyId)!;
       return { caller: { principalArn: principal.arn, accountId: principal.accountId } };

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { handleApiEvent } from '../shared/api/api-handler.js';
 import { ScheduleService } from '../shared/schedules/schedule-service.js';
 import { ScheduleStore } from '../shared/schedules/schedule-store.js';
@@ -6,26 +6,17 @@ import { localSync, type SchedulerSync } from '../shared/schedules/scheduler-syn
 import { TaskRegistry } from '../shared/tasks/registry.js';
 import { TaskQueue } from '../shared/tasks/task-queue.js';
 import { demoTasks } from '../shared/tasks/demo.js';
-import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { ALICE, BOB, apiEvent, type EventSpec } from './support/api-events.js';
 import { createTestStore } from './support/test-store.js';
 import { FAST_LEASES, silentLogger } from './support/worker-world.js';
-import { eventBridgeSyncFor, startFakeScheduler, type FakeScheduler } from './support/fake-scheduler.js';
+import { eventBridgeSyncFor } from './support/fake-scheduler.js';
+import { useScheduleBackends } from './support/schedule-backends.js';
 
-let server: TestDynamo;
-let scheduler: FakeScheduler;
-beforeAll(async () => {
-  server = await startTestDynamo();
-  scheduler = await startFakeScheduler();
-});
-afterAll(async () => {
-  await scheduler.close();
-  await server.close();
-});
+const backends = useScheduleBackends();
 
 /** Schedules on a manual clock (2026-11-30T09:00:00Z), in AWS shape unless told otherwise. */
-async function scheduleWorld(sync: SchedulerSync = eventBridgeSyncFor(scheduler)) {
-  const t = await createTestStore(server.endpoint, FAST_LEASES);
+async function scheduleWorld(sync: SchedulerSync = eventBridgeSyncFor(backends.scheduler)) {
+  const t = await createTestStore(backends.server.endpoint, FAST_LEASES);
   const registry = new TaskRegistry(demoTasks, t.config);
   const queue = new TaskQueue(t.store, registry, t.config);
   const schedules = new ScheduleService(new ScheduleStore(t.store.ctx), sync, queue, t.clock);

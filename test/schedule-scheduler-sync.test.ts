@@ -1,39 +1,30 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { handleApiEvent } from '../shared/api/api-handler.js';
 import { ScheduleService } from '../shared/schedules/schedule-service.js';
 import { ScheduleStore } from '../shared/schedules/schedule-store.js';
 import { refOf } from '../shared/schedules/schedule-model.js';
 import { demoTasks } from '../shared/tasks/demo.js';
-import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { apiEvent, type EventSpec } from './support/api-events.js';
 import { createWorkerWorld, silentLogger, type WorkerWorld } from './support/worker-world.js';
-import { eventBridgeSyncFor, startFakeScheduler, type FakeScheduler } from './support/fake-scheduler.js';
+import { eventBridgeSyncFor } from './support/fake-scheduler.js';
+import { useScheduleBackends } from './support/schedule-backends.js';
 
-let server: TestDynamo;
-let scheduler: FakeScheduler;
-beforeAll(async () => {
-  server = await startTestDynamo();
-  scheduler = await startFakeScheduler();
-});
-afterAll(async () => {
-  await scheduler.close();
-  await server.close();
-});
+const backends = useScheduleBackends();
 
-const world = () => createWorkerWorld(server.endpoint, demoTasks, {}, eventBridgeSyncFor(scheduler));
+const world = () => createWorkerWorld(backends.server.endpoint, demoTasks, {}, eventBridgeSyncFor(backends.scheduler));
 const caller = (w: WorkerWorld) => async (spec: EventSpec) => {
   const res = await handleApiEvent(apiEvent(spec), { ...w, logger: silentLogger() });
   return { status: res.statusCode, headers: res.headers, body: res.body ? (JSON.parse(res.body) as Record<string, any>) : undefined };
 };
 const definition = { expression: 'rate(5 minutes)', task: { type: 'demo.echo', payload: { report: 'daily' } } };
-const remote = (name: string) => scheduler.schedules.get(`leasehold/${name}`);
+const remote = (name: string) => backends.scheduler.schedules.get(`leasehold/${name}`);
 const definitionItem = async (w: WorkerWorld, name: string) => (await w.scanAll()).find((i) => i.pk === 'SCHEDULES' && i.sk === name);
 
 describe('a definition EventBridge Scheduler refuses (review finding 12)', () => {
   it('a new schedule Scheduler refuses is a 400 with its reason, not a 503 retry, and leaves no definition', async () => {
     const w = await world();
     const call = caller(w);
-    scheduler.rejectNext(1, 'Invalid Schedule Expression cron(0 9 ? * MON-FRI *).');
+    backends.scheduler.rejectNext(1, 'Invalid Schedule Expression cron(0 9 ? * MON-FRI *).');
     const res = await call({ method: 'PUT', path: '/schedules/refused-new', body: definition });
     expect(res.status).toBe(400);
     expect(res.headers['retry-after']).toBeUndefined();
@@ -49,7 +40,7 @@ describe('a definition EventBridge Scheduler refuses (review finding 12)', () =>
     const w = await world();
     const call = caller(w);
     expect((await call({ method: 'PUT', path: '/schedules/refused-update', body: definition })).status).toBe(201);
-    scheduler.rejectNext(1, 'Invalid time zone');
+    backends.scheduler.rejectNext(1, 'Invalid time zone');
     const res = await call({ method: 'PUT', path: '/schedules/refused-update', body: { ...definition, expression: 'cron(0 9 ? * MON-FRI *)' } });
     expect([res.status, res.body!.code]).toEqual([400, 'SCHEDULE_REJECTED']);
     expect(res.body!.detail).toContain('the previous definition stays in force');
@@ -62,7 +53,7 @@ describe('a definition EventBridge Scheduler refuses (review finding 12)', () =>
 
   it('a failure worth retrying is still a 503 that says to send it again', async () => {
     const w = await world();
-    scheduler.failNext(1);
+    backends.scheduler.failNext(1);
     const res = await caller(w)({ method: 'PUT', path: '/schedules/flaky-again', body: definition });
     expect([res.status, res.body!.code, res.headers['retry-after']]).toEqual([503, 'SCHEDULE_NOT_SYNCED', '5']);
   });
@@ -159,7 +150,7 @@ describe('concurrent writes keep the table and Scheduler in agreement (review fi
     const w = await world();
     const call = caller(w);
     await call({ method: 'PUT', path: '/schedules/raced', body: definition });
-    const held = scheduler.holdNext();
+    const held = backends.scheduler.holdNext();
     const first = call({ method: 'PUT', path: '/schedules/raced', body: { ...definition, expression: 'rate(7 minutes)' } });
     await held.arrived;
     const second = await call({ method: 'PUT', path: '/schedules/raced', body: { ...definition, expression: 'rate(9 minutes)' } });
@@ -178,7 +169,7 @@ describe('concurrent writes keep the table and Scheduler in agreement (review fi
     const w = await world();
     const call = caller(w);
     await call({ method: 'PUT', path: '/schedules/kept', body: definition });
-    const held = scheduler.holdNext();
+    const held = backends.scheduler.holdNext();
     const deleting = call({ method: 'DELETE', path: '/schedules/kept' });
     await held.arrived;
     const put = await call({ method: 'PUT', path: '/schedules/kept', body: { ...definition, expression: 'rate(9 minutes)' } });
@@ -193,7 +184,7 @@ describe('concurrent writes keep the table and Scheduler in agreement (review fi
   it('a PUT between a DELETE’s read and its disable is no 500: the DELETE deletes what is there now', async () => {
     const w = await world();
     const store = new ScheduleStore(w.store.ctx);
-    const service = new ScheduleService(store, eventBridgeSyncFor(scheduler), w.queue, w.storeClock);
+    const service = new ScheduleService(store, eventBridgeSyncFor(backends.scheduler), w.queue, w.storeClock);
     await service.put('between', 'owner-a', definition);
     const disable = store.disable.bind(store);
     let interleaved = false;

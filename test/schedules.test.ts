@@ -1,21 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { handleApiEvent } from '../shared/api/api-handler.js';
 import { demoTasks } from '../shared/tasks/demo.js';
-import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { apiEvent, ALICE, BOB, type EventSpec } from './support/api-events.js';
 import { createWorkerWorld, silentLogger, type WorkerWorld } from './support/worker-world.js';
-import { eventBridgeSyncFor, startFakeScheduler, type FakeScheduler } from './support/fake-scheduler.js';
+import { eventBridgeSyncFor } from './support/fake-scheduler.js';
+import { useScheduleBackends } from './support/schedule-backends.js';
 
-let server: TestDynamo;
-let scheduler: FakeScheduler;
-beforeAll(async () => {
-  server = await startTestDynamo();
-  scheduler = await startFakeScheduler();
-});
-afterAll(async () => {
-  await scheduler.close();
-  await server.close();
-});
+const backends = useScheduleBackends();
 
 const caller = (w: WorkerWorld) => async (spec: EventSpec) => {
   const res = await handleApiEvent(apiEvent(spec), { ...w, logger: silentLogger() });
@@ -25,7 +16,7 @@ const definition = { expression: 'rate(5 minutes)', task: { type: 'demo.echo', p
 
 describe('schedules through the API (evaluated locally)', () => {
   it('creates, reads, lists, replaces and deletes a schedule', async () => {
-    const w = await createWorkerWorld(server.endpoint, demoTasks);
+    const w = await createWorkerWorld(backends.server.endpoint, demoTasks);
     const call = caller(w);
     const created = await call({ method: 'PUT', path: '/schedules/daily-report', body: definition });
     expect(created.status).toBe(201);
@@ -50,7 +41,7 @@ describe('schedules through the API (evaluated locally)', () => {
     ['a payload the task refuses', { ...definition, task: { type: 'demo.sleep', payload: { ms: 'long' } } }, 'task.payload.ms', 'expected number'],
     ['no task', { expression: 'rate(1 day)' }, 'task', 'expected object'],
   ])('refuses %s with a 400 that says why, writing nothing', async (_name, body, field, message) => {
-    const w = await createWorkerWorld(server.endpoint, demoTasks);
+    const w = await createWorkerWorld(backends.server.endpoint, demoTasks);
     const res = await caller(w)({ method: 'PUT', path: '/schedules/bad-one', body });
     expect(res.status).toBe(400);
     const error = res.body!.errors.find((e: { field: string }) => e.field === field);
@@ -59,12 +50,12 @@ describe('schedules through the API (evaluated locally)', () => {
   });
 
   it('refuses a bad name', async () => {
-    const w = await createWorkerWorld(server.endpoint, demoTasks);
+    const w = await createWorkerWorld(backends.server.endpoint, demoTasks);
     expect((await caller(w)({ method: 'PUT', path: '/schedules/has%20space', body: definition })).status).toBe(400);
   });
 
   it('a tick fired twice (a duplicated delivery, a second node) makes one task; fires are recorded and missed ticks shown', async () => {
-    const w = await createWorkerWorld(server.endpoint, demoTasks);
+    const w = await createWorkerWorld(backends.server.endpoint, demoTasks);
     const call = caller(w);
     await call({ method: 'PUT', path: '/schedules/every-minute', body: { ...definition, expression: 'cron(* * * * ? *)' } });
     const tick = Math.floor(Date.now() / 60_000) * 60_000;
@@ -83,14 +74,14 @@ describe('schedules through the API (evaluated locally)', () => {
   });
 
   it('a disabled or deleted schedule fires nothing', async () => {
-    const w = await createWorkerWorld(server.endpoint, demoTasks);
+    const w = await createWorkerWorld(backends.server.endpoint, demoTasks);
     await caller(w)({ method: 'PUT', path: '/schedules/paused', body: { ...definition, enabled: false } });
     expect(await w.schedules.fire('paused', Date.now())).toEqual({ fired: false, reason: 'disabled' });
     expect(await w.schedules.fire('never-created', Date.now())).toEqual({ fired: false, reason: 'unknown-schedule' });
   });
 
   it('lists ticks that have no fire as missed', async () => {
-    const w = await createWorkerWorld(server.endpoint, demoTasks);
+    const w = await createWorkerWorld(backends.server.endpoint, demoTasks);
     await caller(w)({ method: 'PUT', path: '/schedules/gappy', body: { ...definition, expression: 'rate(1 minute)' } });
     const def = await w.schedules.get('gappy', ALICE);
     // Pretend the schedule was made (its last PUT, where a rate's rhythm starts) ten minutes ago and only its third tick was delivered.
@@ -105,14 +96,14 @@ describe('schedules through the API (evaluated locally)', () => {
 });
 
 describe('schedules in AWS: the table and EventBridge Scheduler kept in step', () => {
-  const sync = () => eventBridgeSyncFor(scheduler);
+  const sync = () => eventBridgeSyncFor(backends.scheduler);
 
   it('creates the matching EventBridge schedule, with the scheduled time in its input', async () => {
-    const w = await createWorkerWorld(server.endpoint, demoTasks, {}, sync());
+    const w = await createWorkerWorld(backends.server.endpoint, demoTasks, {}, sync());
     const res = await caller(w)({ method: 'PUT', path: '/schedules/synced', body: { ...definition, timezone: 'Europe/Berlin' } });
     expect(res.status).toBe(201);
     expect(res.body!.schedule.sync).toEqual({ state: 'SYNCED' });
-    const remote = scheduler.schedules.get('leasehold/synced')!;
+    const remote = backends.scheduler.schedules.get('leasehold/synced')!;
     expect(remote).toMatchObject({
       ScheduleExpression: 'rate(5 minutes)',
       ScheduleExpressionTimezone: 'Europe/Berlin',
@@ -123,31 +114,31 @@ describe('schedules in AWS: the table and EventBridge Scheduler kept in step', (
     expect(JSON.parse((remote.Target as { Input: string }).Input)).toEqual({ scheduleName: 'synced', scheduledTime: '<aws.scheduler.scheduled-time>' });
     // A replacement updates it in place.
     await caller(w)({ method: 'PUT', path: '/schedules/synced', body: { ...definition, enabled: false } });
-    expect(scheduler.schedules.get('leasehold/synced')).toMatchObject({ State: 'DISABLED' });
+    expect(backends.scheduler.schedules.get('leasehold/synced')).toMatchObject({ State: 'DISABLED' });
   });
 
   it('a failed EventBridge call leaves a clear error and a FAILED state; the same PUT again repairs it', async () => {
-    const w = await createWorkerWorld(server.endpoint, demoTasks, {}, sync());
+    const w = await createWorkerWorld(backends.server.endpoint, demoTasks, {}, sync());
     const call = caller(w);
-    scheduler.failNext(1);
+    backends.scheduler.failNext(1);
     const failed = await call({ method: 'PUT', path: '/schedules/flaky', body: definition });
     expect(failed.status).toBe(503);
     expect(failed.body).toMatchObject({ code: 'SCHEDULE_NOT_SYNCED' });
     expect(failed.body!.detail).toContain('Send the same PUT again');
     expect((await call({ method: 'GET', path: '/schedules/flaky' })).body!.schedule.sync).toMatchObject({ state: 'FAILED', error: expect.stringContaining('injected failure') });
-    expect(scheduler.schedules.has('leasehold/flaky')).toBe(false);
+    expect(backends.scheduler.schedules.has('leasehold/flaky')).toBe(false);
 
     const repaired = await call({ method: 'PUT', path: '/schedules/flaky', body: definition });
     expect(repaired.status).toBe(200);
     expect(repaired.body!.schedule.sync).toEqual({ state: 'SYNCED' });
-    expect(scheduler.schedules.has('leasehold/flaky')).toBe(true);
+    expect(backends.scheduler.schedules.has('leasehold/flaky')).toBe(true);
 
     // A failed delete disables the schedule at once (no fires) and says to retry; the retry finishes it.
-    scheduler.failNext(1);
+    backends.scheduler.failNext(1);
     expect((await call({ method: 'DELETE', path: '/schedules/flaky' })).status).toBe(503);
     expect(await w.schedules.fire('flaky', Date.now())).toEqual({ fired: false, reason: 'disabled' });
     expect((await call({ method: 'DELETE', path: '/schedules/flaky' })).status).toBe(204);
-    expect(scheduler.schedules.has('leasehold/flaky')).toBe(false);
+    expect(backends.scheduler.schedules.has('leasehold/flaky')).toBe(false);
     expect((await call({ method: 'GET', path: '/schedules/flaky' })).status).toBe(404);
   });
 });

@@ -6,10 +6,10 @@
  * emulator behind it.
  */
 import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenOnLoopback } from '../loopback-server.js';
 import type { AccessLog } from '../iam/access-log.js';
 import type { IdentityStore } from '../iam/identity-store.js';
-import { verifySigV4 } from '../iam/sigv4-verifier.js';
+import { awsErrorType, verifySigV4 } from '../iam/sigv4-verifier.js';
 
 export interface GatedTable {
   name: string;
@@ -63,8 +63,7 @@ export async function startIamGate(options: IamGateOptions): Promise<{ endpoint:
     const [path, query = ''] = (req.url ?? '/').split('?') as [string, string?];
     const verified = await verifySigV4({ method: req.method ?? 'POST', path, query, headers: req.headers, body }, (key) => identities.byAccessKey(key)?.credentials, 'dynamodb');
     if (!verified.ok) {
-      const type = verified.reason === 'unknown-key' ? 'UnrecognizedClientException' : verified.reason === 'unsigned' ? 'MissingAuthenticationTokenException' : 'InvalidSignatureException';
-      res.writeHead(400, { 'content-type': 'application/x-amz-json-1.0' }).end(JSON.stringify({ __type: `com.amazon.coral.service#${type}`, message: verified.message }));
+      res.writeHead(400, { 'content-type': 'application/x-amz-json-1.0' }).end(JSON.stringify({ __type: `com.amazon.coral.service#${awsErrorType(verified.reason)}`, message: verified.message }));
       return;
     }
     const principal = identities.byAccessKey(verified.accessKeyId)!;
@@ -102,11 +101,6 @@ export async function startIamGate(options: IamGateOptions): Promise<{ endpoint:
       if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/x-amz-json-1.0' }).end(JSON.stringify({ __type: 'com.amazonaws.dynamodb.v20120810#InternalServerError', message: String(error) }));
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const { port } = server.address() as AddressInfo;
-  return { endpoint: `http://127.0.0.1:${port}`, server, close: () => new Promise<void>((r) => {
-      server.close(() => r());
-      // Keep-alive connections would hold the close open.
-      server.closeAllConnections();
-    }) };
+  const { port, close } = await listenOnLoopback(server);
+  return { endpoint: `http://127.0.0.1:${port}`, server, close };
 }

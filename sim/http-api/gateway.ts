@@ -8,7 +8,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenOnLoopback } from '../loopback-server.js';
 import type { AccessLog } from '../iam/access-log.js';
 import type { IdentityStore } from '../iam/identity-store.js';
 import { verifySigV4 } from '../iam/sigv4-verifier.js';
@@ -130,11 +130,6 @@ export async function startGateway(options: GatewayOptions): Promise<{ url: stri
       options.accessLog({ error: String(error) });
     });
   });
-  await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', () => resolve()));
-  const { port } = server.address() as AddressInfo;
-  return { url: `http://127.0.0.1:${port}/`, server, close: () => new Promise<void>((r) => {
-      server.close(() => r());
-      // Keep-alive connections would hold the close open.
-      server.closeAllConnections();
-    }) };
+  const { port, close } = await listenOnLoopback(server, options.port);
+  return { url: `http://127.0.0.1:${port}/`, server, close };
 }

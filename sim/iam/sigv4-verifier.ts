@@ -27,6 +27,13 @@ export type VerifyResult =
   | { ok: true; accessKeyId: string; region: string; service: string }
   | { ok: false; reason: 'unsigned' | 'malformed' | 'unknown-key' | 'bad-signature' | 'expired' | 'wrong-service'; message: string };
 
+/** The error type an AWS JSON service answers for a refused signature. */
+export function awsErrorType(reason: Exclude<VerifyResult, { ok: true }>['reason']): string {
+  if (reason === 'unknown-key') return 'UnrecognizedClientException';
+  if (reason === 'unsigned') return 'MissingAuthenticationTokenException';
+  return 'InvalidSignatureException';
+}
+
 /** AWS refuses a signature whose date is more than 15 minutes off. */
 const MAX_SKEW_MS = 15 * 60_000;
 

@@ -32,8 +32,6 @@ export interface EnvironmentSpec {
   environment: Record<string, string>;
   /** Where the environment's stdout and stderr go (the function's log group). */
   log: (line: string) => void;
-  /** Told each time the environment's runtime waits for an event again (it can take the next one). */
-  onIdle?: () => void;
 }
 
 export interface InvocationResult {
@@ -223,7 +221,6 @@ export class ExecutionEnvironment {
         if (this.state !== 'dead') this.state = 'idle';
         // Lambda freezes the environment once its runtime waits for the next event.
         this.freeze();
-        this.spec.onIdle?.();
         return;
       }
       if (url.endsWith('/runtime/init/error')) {
