@@ -1,9 +1,17 @@
 import * as z from 'zod';
 import { ConfigError, type InputProblem } from './errors.js';
 
-const positiveMs = z.coerce.number().int('must be a whole number of milliseconds').positive('must be greater than 0');
+/**
+ * The longest duration any setting, task timeout or backoff may ask for: 7 days. Each one ends up as
+ * a timer, and Node fires a timer longer than 2^31-1 ms (about 24.8 days) after 1 ms instead: a
+ * 34-day backoff made the worker re-promote its retry in a loop of writes (review finding 13).
+ */
+export const MAX_DURATION_MS = 7 * 86_400_000;
+const maxDuration = [MAX_DURATION_MS, `must be at most ${MAX_DURATION_MS} ms (7 days)`] as const;
+
+const positiveMs = z.coerce.number().int('must be a whole number of milliseconds').positive('must be greater than 0').max(...maxDuration);
 const positiveInt = z.coerce.number().int('must be a whole number').positive('must be greater than 0');
-const nonNegativeMs = z.coerce.number().int('must be a whole number of milliseconds').min(0, 'must not be negative');
+const nonNegativeMs = z.coerce.number().int('must be a whole number of milliseconds').min(0, 'must not be negative').max(...maxDuration);
 
 /** `type=3,other.type=5` -> { type: 3, 'other.type': 5 } */
 const typeLimits = z.string().transform((text, ctx) => {

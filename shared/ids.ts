@@ -24,7 +24,12 @@ export function requestFingerprint(parts: unknown): string {
   return createHash('sha256').update(stableJson(parts)).digest('base64url');
 }
 
-/** JSON with object keys sorted, so two equal payloads give equal text whatever their key order. */
+/**
+ * JSON with object keys sorted, so two equal payloads give equal text whatever their key order.
+ * JSON.stringify with a replacer recurses once per level and overflows the stack a couple of thousand
+ * levels down; enqueue's input check (store/inputs.ts) bounds payloads to MAX_PAYLOAD_DEPTH levels
+ * before this runs. The text must stay exactly what it was: stored fingerprints are compared with it.
+ */
 export function stableJson(value: unknown): string {
   return JSON.stringify(value, (_key, v: unknown) => {
     if (v && typeof v === 'object' && !Array.isArray(v)) {

@@ -2,7 +2,7 @@
  * Pure lease decisions. No I/O and no clock reads: every function takes `now` from its caller, so
  * the rules are tested with fixed times and the store only carries out what they decide.
  */
-import type { LeaseholdConfig } from './config.js';
+import { MAX_DURATION_MS, type LeaseholdConfig } from './config.js';
 import type { RandomSource } from './ids.js';
 import { TaskStatus, type Task } from './task-model.js';
 
@@ -66,10 +66,11 @@ export interface BackoffPolicy {
 
 /**
  * Exponential backoff with "equal jitter": half the exponential delay is kept, half is random, so
- * retries spread out but never come back sooner than half the intended wait.
+ * retries spread out but never come back sooner than half the intended wait. Never longer than
+ * MAX_DURATION_MS, whatever policy a caller passes: a retry's promotion is a timer (see config.ts).
  */
 export function retryDelayMs(attempt: number, policy: BackoffPolicy, random: RandomSource): number {
-  const exponential = Math.min(policy.maxMs, policy.baseMs * 2 ** Math.max(0, attempt - 1));
+  const exponential = Math.min(policy.maxMs, MAX_DURATION_MS, policy.baseMs * 2 ** Math.max(0, attempt - 1));
   return Math.round(exponential / 2 + random() * (exponential / 2));
 }
 

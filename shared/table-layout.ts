@@ -27,8 +27,19 @@ const pad = (n: number, width: number) => String(n).padStart(width, '0');
 export const taskKey = (id: string) => ({ [KEY.partition]: `TASK#${id}`, [KEY.sort]: 'TASK' });
 export const taskIdFromPk = (pk: string) => pk.slice('TASK#'.length);
 
-export const readyPartition = (type: string, shard: number) => `${type}#${shard}`;
-export const shardOfReadyPartition = (readyPk: string) => Number(readyPk.slice(readyPk.lastIndexOf('#') + 1));
+/** The priority most tasks run at; its ready entries are spread over SHARD_COUNT partitions per type. */
+export const DEFAULT_PRIORITY = 0;
+
+/**
+ * Where a due task waits. Default-priority tasks are spread over the type's shards (no hot partition);
+ * every other priority waits in the type's one lane, sorted by priority, so a claimer learns the
+ * highest waiting priority of a type with one query instead of sixteen (see claim.ts).
+ */
+export const readyPartition = (type: string, shard: number, priority: number) => (priority === DEFAULT_PRIORITY ? shardPartition(type, shard) : lanePartition(type));
+/** One of the 16 partitions holding a type's default-priority tasks. */
+export const shardPartition = (type: string, shard: number) => `${type}#${shard}`;
+/** The partition holding a type's tasks of every priority but the default, highest first. */
+export const lanePartition = (type: string) => `${type}#lane`;
 
 /** Sorts ascending into the claim order: higher priority first, then earlier due, then older. */
 export function readySortKey(priority: number, availableAt: number, createdAt: number, id: string): string {
@@ -40,6 +51,9 @@ export const availableAtOfReadySortKey = (readySk: string) => Number(readySk.spl
 
 /** The priority part of a ready sort key: heads with equal prefixes have equal priority. */
 export const readyPriorityPrefix = (readySk: string) => readySk.slice(0, readySk.indexOf('#'));
+
+/** The priority encoded in a ready sort key. */
+export const priorityOfReadySortKey = (readySk: string) => PRIORITY_LIMIT - Number(readyPriorityPrefix(readySk));
 
 export const leaseSweepPartition = (shard: number) => `LEASE#${shard}`;
 export const delaySweepPartition = (shard: number) => `DELAY#${shard}`;

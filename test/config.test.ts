@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkConfigRules, defineConfig, loadConfig, settings } from '../shared/config.js';
+import { checkConfigRules, defineConfig, loadConfig, MAX_DURATION_MS, settings } from '../shared/config.js';
 import { ConfigError } from '../shared/errors.js';
 
 const problemsOf = (fn: () => unknown): ConfigError => {
@@ -70,6 +70,14 @@ describe('configuration', () => {
     expect(error.problems).toHaveLength(1);
     expect(error.problems[0]).toMatchObject({ path: variable });
     expect(error.problems[0]!.message).toContain(text);
+  });
+
+  it('bounds every duration at 7 days, below the 24.8 days a Node timer can wait (review finding 13)', () => {
+    const error = problemsOf(() => loadConfig({ LEASEHOLD_BACKOFF_MAX_MS: String(2 ** 31), LEASEHOLD_MAX_EXECUTION_MS: String(30 * 86_400_000), LEASEHOLD_RECOVERY_INTERVAL_MS: '604800001' }));
+    expect(error.problems.map((p) => p.path).sort()).toEqual(['LEASEHOLD_BACKOFF_MAX_MS', 'LEASEHOLD_MAX_EXECUTION_MS', 'LEASEHOLD_RECOVERY_INTERVAL_MS']);
+    expect(error.problems[0]!.message).toContain('must be at most 604800000 ms (7 days)');
+    expect(Object.values(settings).filter((s) => s.env.endsWith('_MS') && s.env !== 'LEASEHOLD_CLOCK_OFFSET_MS').every((s) => !s.schema.safeParse(MAX_DURATION_MS + 1).success)).toBe(true);
+    expect(loadConfig({ LEASEHOLD_BACKOFF_MAX_MS: String(MAX_DURATION_MS), LEASEHOLD_MAX_EXECUTION_MS: String(MAX_DURATION_MS) })).toMatchObject({ backoffMaxMs: MAX_DURATION_MS, maxExecutionMs: MAX_DURATION_MS });
   });
 
   it('reports every broken rule in one error', () => {

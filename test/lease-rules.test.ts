@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { defineConfig } from '../shared/config.js';
+import { defineConfig, MAX_DURATION_MS } from '../shared/config.js';
 import { decideFailure, decideRecovery, leaseExpiry, recoveryCutoff, retryDelayMs, leaseIsFree, sweepKeyAfterRenewal, sweepKeyFor, sweepQueryBound, sweepSlackMs } from '../shared/lease-rules.js';
 
 const config = defineConfig(); // lease 60 s, heartbeat 10 s, skew 5 s
@@ -51,6 +51,14 @@ describe('lease rules (pure, fixed clock)', () => {
     const policy = { baseMs: 1_000, maxMs: 10_000 };
     expect([1, 2, 3, 4, 5].map((a) => retryDelayMs(a, policy, () => 0))).toEqual([500, 1_000, 2_000, 4_000, 5_000]);
     expect([1, 2, 3, 4, 5].map((a) => retryDelayMs(a, policy, () => 0.999999))).toEqual([1_000, 2_000, 4_000, 8_000, 10_000]);
+  });
+
+  it('never backs off longer than 7 days, whatever policy a caller passes (review finding 13: a longer timer fires at once)', () => {
+    const sixtyDays = 60 * 86_400_000;
+    expect(retryDelayMs(1, { baseMs: sixtyDays, maxMs: sixtyDays }, () => 0.999999)).toBeLessThanOrEqual(MAX_DURATION_MS);
+    expect(retryDelayMs(40, { baseMs: 1_000, maxMs: Number.MAX_SAFE_INTEGER }, () => 0.999999)).toBeLessThanOrEqual(MAX_DURATION_MS);
+    expect(decideFailure({ attempts: 1, maxAttempts: 3 }, T0, true, { baseMs: sixtyDays, maxMs: sixtyDays }, () => 1)).toEqual({ status: 'QUEUED', availableAt: T0 + MAX_DURATION_MS });
+    expect(MAX_DURATION_MS).toBeLessThan(2 ** 31 - 1);
   });
 
   it('retries while attempts remain and the error is retryable', () => {

@@ -105,7 +105,7 @@ describe('missed ticks and the next tick of a rate schedule (review finding 13)'
   });
 });
 
-describe('a reused schedule name starts with no history (review finding 19)', () => {
+describe('a reused schedule name starts with no history (review findings 5 and 19)', () => {
   it('after alice deletes "nightly", bob’s "nightly" shows none of alice’s fires or task ids, and records its own ticks', async () => {
     const w = await scheduleWorld();
     await w.call({ method: 'PUT', path: '/schedules/nightly', body: { expression: 'rate(1 minute)', task: { type: 'demo.echo', payload: { secret: 'alice' } } } });

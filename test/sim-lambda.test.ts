@@ -148,7 +148,8 @@ describe('the Lambda service', () => {
       stage: '$default',
       region: 'us-east-1',
       accountId: '123456789012',
-      routes: [route('POST /health', 300)],
+      // Only the slow route has a short integration timeout: a cold start under load must not look slow.
+      routes: [route('POST /slow/health', 300), route('POST /health', 10_000)],
       throttle: undefined,
       identities,
       lambda: s,
@@ -156,8 +157,8 @@ describe('the Lambda service', () => {
       accessLog: () => undefined,
     });
     try {
-      const post = (body: unknown) => fetch(new URL('health', gateway.url), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-      const slow = await post({ sleep: 1_000 });
+      const post = (body: unknown, path = 'health') => fetch(new URL(path, gateway.url), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const slow = await post({ sleep: 1_000 }, 'slow/health');
       expect([slow.status, await slow.json()]).toEqual([503, { message: 'Service Unavailable' }]);
       const failing = await post({ fail: true });
       expect([failing.status, await failing.json()]).toEqual([500, { message: 'Internal Server Error' }]);

@@ -47,6 +47,33 @@ describe('a worker invocation sized as the stack sizes it', () => {
   });
 });
 
+describe('a task asking for the longest timeout the API allows (review finding 3)', () => {
+  it('is claimed once and runs on a Lambda-shaped invocation, instead of being claimed and released in a loop', async () => {
+    const w = await createWorkerWorld(server.endpoint, [defineTask({ name: 'demo.echo', schema: z.unknown(), handler: (p) => p })]);
+    // The API's bound: timeoutSeconds * 1000 <= LEASEHOLD_MAX_EXECUTION_MS, for a type without a timeout of its own.
+    await expect(w.queue.enqueue({ type: 'demo.echo', owner: 'o', payload: 0, timeoutMs: w.config.maxExecutionMs + 1 })).rejects.toThrow(ValidationError);
+    const { task } = await w.queue.enqueue({ type: 'demo.echo', owner: 'o', payload: 1, timeoutMs: w.config.maxExecutionMs });
+    const invocationEnd = Date.now() + sizeFunctions(w.config).workerTimeoutMs - 30;
+    const worker = w.worker('lambda-3');
+    const summary = await worker.run({ remainingTimeMs: () => invocationEnd - Date.now(), idleStopMs: 2_000 });
+    expect(summary).toMatchObject({ claimed: 1, stoppedBecause: 'idle' });
+    expect(worker.recorded.get('TasksReleased')).toBe(0);
+    expect(await w.store.get({ id: task.id })).toMatchObject({ status: 'SUCCESS', attempts: 1, leaseToken: 1 });
+  });
+
+  it('is left alone by an invocation too close to its end to finish it: no claim, no release, no spin', async () => {
+    const w = await createWorkerWorld(server.endpoint, [defineTask({ name: 'demo.echo', schema: z.unknown(), handler: (p) => p })]);
+    const { task } = await w.queue.enqueue({ type: 'demo.echo', owner: 'o', payload: 1, timeoutMs: w.config.maxExecutionMs });
+    // One second short of what the task's timeout plus the drain margin needs, for the whole run.
+    const invocationEnd = Date.now() + w.config.maxExecutionMs + w.config.drainMarginMs - 1_000;
+    const worker = w.worker('lambda-late');
+    const summary = await worker.run({ remainingTimeMs: () => invocationEnd - Date.now(), idleStopMs: 2_000 });
+    expect(summary).toMatchObject({ claimed: 0, stoppedBecause: 'deadline' });
+    expect(worker.recorded.get('TasksReleased')).toBe(0);
+    expect(await w.store.get({ id: task.id })).toMatchObject({ status: 'QUEUED', attempts: 0, leaseToken: 0 });
+  });
+});
+
 describe('metrics of a long invocation (review finding 11)', () => {
   it('are sent while the worker runs, not only when it returns', async () => {
     const w = await createWorkerWorld(server.endpoint, [defineTask({ name: 'slow', schema: z.unknown(), handler: () => new Promise((r) => setTimeout(() => r('done'), 1_200)) })]);

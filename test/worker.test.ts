@@ -117,26 +117,36 @@ describe('worker runtime', () => {
 
   it('a handler that outlives its lease is aborted, its late completion is refused, and the task ends once', async () => {
     let lateFinishes = 0;
+    let takenOver!: () => void;
+    const afterTakeover = new Promise<void>((resolve) => (takenOver = resolve));
     const w = await createWorkerWorld(server.endpoint, [
       defineTask({
         name: 'stubborn',
-        schema: z.object({ ms: z.number() }),
+        schema: z.unknown(),
         maxAttempts: 3,
-        handler: async ({ ms }, ctx) => {
-          await sleep(ms); // ignores ctx.signal on purpose
-          if (ctx.attempt === 1) lateFinishes++;
+        handler: async (_p, ctx) => {
+          if (ctx.attempt === 1) {
+            await afterTakeover; // ignores ctx.signal on purpose, and finishes only after recovery took its task
+            lateFinishes++;
+          }
           return `attempt ${ctx.attempt}`;
         },
       }),
     ]);
-    const { task } = await w.queue.enqueue({ type: 'stubborn', payload: { ms: 2_400 }, owner: 'o' });
+    const { task } = await w.queue.enqueue({ type: 'stubborn', payload: 1, owner: 'o' });
     // Right after its claim the first worker is cut off from the table (a partition): renewals and
     // claims error; its handler's late completion gets through once the partition heals.
     const first = w.worker('cut-off', { store: partitionedAfterFirstClaim(w.peer()) });
     const firstRun = first.run({ idleStopMs: 100 });
-    // Its lease runs out; recovery (another process) requeues; a healthy worker takes it over.
-    await sleep(w.config.leaseTimeoutMs + w.config.clockSkewMs + 50);
+    // Its lease runs out (waited on from the claim's own leaseUntil: a loaded machine claims late);
+    // recovery (another process) requeues; a healthy worker takes it over.
+    let leaseUntil: number | undefined;
+    while (leaseUntil === undefined) leaseUntil = await sleep(10).then(async () => (await w.store.get({ id: task.id })).leaseUntil);
+    await sleep(Math.max(0, leaseUntil + w.config.clockSkewMs + 50 - Date.now()));
     expect((await w.peer().recover()).requeued).toBe(1);
+    // The cut-off worker's own clock says the lease ran out: its next heartbeat aborts the handler.
+    while (first.recorded.get('LeasesLost') === 0) await sleep(10);
+    takenOver();
     const second = w.worker('healthy');
     await Promise.all([firstRun, second.run()]);
 

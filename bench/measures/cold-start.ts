@@ -18,7 +18,10 @@ const run = promisify(execFile);
 const FUNCTIONS = ['worker', 'api', 'recovery', 'fire'] as const;
 const KB = 1024;
 const TARGET_MINIFIED_KB = 600;
-const TARGET_GZIP_KB = 180;
+// 180 until 2026-12-01; the lost-answer primitive, the priority lanes and the per-owner schedule list
+// added about 3.5 KB to the API bundle, which still carries the claim path through the TaskStore
+// facade (narrow ports will take it out).
+const TARGET_GZIP_KB = 185;
 
 /**
  * What the CDK passes to esbuild for the stack's bundling props (infra/lambda-bundling.ts).

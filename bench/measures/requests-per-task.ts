@@ -16,7 +16,7 @@ import { measure, round, type BenchContext, type Measure } from '../measure.js';
 
 export async function requestsPerTask(ctx: BenchContext): Promise<Measure[]> {
   const group = '1. requests per task';
-  const tasks = ctx.quick ? 200 : 2_000;
+  const tasks = ctx.quick ? 480 : 2_000;
   const table = await benchTable(ctx.endpoint, 'requests');
   const r = table.runtime();
   await enqueueMany(r.store, tasks, 8);

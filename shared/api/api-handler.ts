@@ -13,7 +13,7 @@ import type { LeaseholdConfig } from '../config.js';
 import { describeError } from '../worker/outcome.js';
 import { callerOwner } from './caller.js';
 import { json, problem, type ApiResponse } from './http.js';
-import { enqueueBody, firesQuery, listQuery, MAX_BODY_BYTES } from './request-schemas.js';
+import { enqueueBody, firesQuery, listQuery, MAX_BODY_BYTES, schedulesQuery } from './request-schemas.js';
 import { fireJson, scheduleJson } from '../schedules/schedule-model.js';
 import type { ScheduleService } from '../schedules/schedule-service.js';
 import { ScheduleConflictError, ScheduleNameTakenError, ScheduleNotFoundError, ScheduleRejectedError, ScheduleSyncError } from '../schedules/schedule-errors.js';
@@ -144,8 +144,9 @@ async function getSchedule(ctx: RequestContext, name: string): Promise<ApiRespon
 }
 
 async function listSchedules(ctx: RequestContext): Promise<ApiResponse> {
-  const schedules = await ctx.deps.schedules.list(ctx.owner);
-  return json(200, { schedules: schedules.map((s) => scheduleJson(s, ctx.deps.schedules.nextFire(s))) });
+  const query = parse(schedulesQuery, ctx.event.queryStringParameters ?? {}, 'query');
+  const page = await ctx.deps.schedules.list(ctx.owner, query);
+  return json(200, { schedules: page.schedules.map((s) => scheduleJson(s, ctx.deps.schedules.nextFire(s))), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) });
 }
 
 async function deleteSchedule(ctx: RequestContext, name: string): Promise<ApiResponse> {
@@ -202,6 +203,10 @@ function errorResponse(error: unknown, logger: Logger): ApiResponse {
   if (error instanceof ScheduleSyncError) return problem(503, error.code, error.message, { headers: { 'retry-after': '5' } });
   if (error instanceof IdempotencyConflictError) return problem(409, error.code, error.message, { taskId: error.existing.id });
   if (error instanceof TaskStateConflictError) return problem(409, error.code, error.message, { taskStatus: error.task.status });
+  // Not the input's fault: the table did not answer in time and the write may or may not have applied.
+  if (error instanceof LeaseholdError && error.code === 'WRITE_OUTCOME_UNKNOWN') {
+    return problem(503, error.code, `${error.message} Send the request again; with an idempotencyKey a retry cannot make a second task.`, { headers: { 'retry-after': '1' } });
+  }
   if (error instanceof LeaseholdError) return problem(400, error.code, error.message);
   const name = (error as { name?: string } | undefined)?.name;
   if (name === 'ProvisionedThroughputExceededException' || name === 'ThrottlingException' || name === 'RequestLimitExceeded') {

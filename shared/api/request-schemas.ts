@@ -2,13 +2,15 @@
 import * as z from 'zod';
 import { PRIORITY_LIMIT } from '../table-layout.js';
 import { TaskStatus } from '../task-model.js';
+import { payloadShape } from '../store/inputs.js';
 
 export const MAX_BODY_BYTES = 256 * 1024;
 
 export const enqueueBody = z
   .object({
     type: z.string({ error: 'is required: the task type to run' }),
-    payload: z.unknown().optional(),
+    // Depth first: the task type's own schema runs before the store's checks, and may recurse.
+    payload: payloadShape.optional(),
     priority: z.number().int('must be a whole number').min(-PRIORITY_LIMIT).max(PRIORITY_LIMIT).optional(),
     delaySeconds: z.number().int('must be whole seconds').min(0).max(366 * 86_400, 'must be at most a year').optional(),
     runAt: z.iso.datetime({ offset: true, error: 'must be an ISO-8601 date-time with a zone, e.g. 2026-12-01T09:00:00Z' }).optional(),
@@ -29,3 +31,11 @@ export const listQuery = z
   .strict();
 
 export const firesQuery = z.object({ limit: z.coerce.number().int('must be a whole number').min(1).max(100).default(20) }).strict();
+
+/** GET /schedules: a page of the caller's schedules by name, and the cursor of the next one. */
+export const schedulesQuery = z
+  .object({
+    limit: z.coerce.number().int('must be a whole number').min(1).max(100).default(100),
+    cursor: z.string().max(2048, 'is not a cursor from an earlier page of this list; start again without one').optional(),
+  })
+  .strict();

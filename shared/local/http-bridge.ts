@@ -22,7 +22,15 @@ export interface LocalApiServer {
 
 export async function serveApi(deps: ApiDeps, port: number, host = '127.0.0.1'): Promise<LocalApiServer> {
   const server: Server = createServer((req, res) => {
-    void answer(req, res, deps);
+    answer(req, res, deps).catch((error: unknown) => {
+      // A client that went away mid-body (ECONNRESET, "aborted") rejects the body read: nobody is left to
+      // answer, and this one request must not take the whole local stack down with an unhandled rejection.
+      if (!res.headersSent && !res.destroyed) {
+        const response = problem(400, 'REQUEST_NOT_READ', `The request could not be read (${(error as Error)?.message ?? String(error)}); send it again.`);
+        res.writeHead(response.statusCode, response.headers);
+        res.end(response.body);
+      } else res.destroy();
+    });
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

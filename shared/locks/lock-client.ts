@@ -4,17 +4,17 @@
  * simply runs out, and auto-renewal every lease/3 while held. Release and renewal need the holder's
  * own token, so a holder paused past its lease cannot touch the lock of the one who took it over.
  */
-import { GetCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod';
 import { systemClock, type Clock } from '../clock.js';
 import type { LeaseholdConfig } from '../config.js';
 import { LeaseholdError } from '../errors.js';
-import { randomId, type IdGenerator } from '../ids.js';
+import { mathRandom, randomId, type IdGenerator } from '../ids.js';
 import { recoveryCutoff } from '../lease-rules.js';
-import { holdsTokenLease, lockFreeToTake } from '../store/conditions.js';
-import { deadline, isConditionalCheckFailed, isTransient, wasRetried } from '../store/dynamo.js';
-import { Expression } from '../store/expression.js';
+import { lockFreeToTake } from '../store/conditions.js';
+import { WriteOutcomeUnknownError, type WriteTarget } from '../store/conditional-write.js';
 import { parseInput } from '../store/inputs.js';
+import { acquireIfFree, releaseIfHolder, renewIfHolder, undoAcquire, type HeldLease, type LeaseItem } from '../store/lease-item.js';
 
 export const lockOptionsSchema = z
   .object({
@@ -52,12 +52,7 @@ export class LockLostError extends LeaseholdError {
   }
 }
 
-interface LockItem {
-  holder?: string;
-  leaseUntil?: number;
-  lockToken?: number;
-  writeId?: string;
-}
+type LockItem = Pick<LeaseItem, 'holder' | 'leaseUntil' | 'lockToken'>;
 
 export interface Lock {
   key: string;
@@ -83,14 +78,22 @@ export interface LockClientOptions {
 
 const lockKey = (key: string) => ({ pk: `LOCK#${key}`, sk: 'LOCK' });
 
+/** Node fires a longer timeout after 1 ms; longer waits are re-armed in steps of this. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 export class LockClient {
   private readonly clock: Clock;
   private readonly newId: IdGenerator;
+  private readonly target: WriteTarget;
 
-  constructor(private readonly options: LockClientOptions) {
+  constructor(options: LockClientOptions) {
     this.clock = options.clock ?? systemClock();
     this.newId = options.newId ?? randomId;
+    this.target = { doc: options.doc, tableName: options.config.tableName, deadlineMs: options.config.requestDeadlineMs, newId: this.newId, random: mathRandom };
+    this.config = options.config;
   }
+
+  private readonly config: LockClientOptions['config'];
 
   async acquire(key: string, rawOptions: LockOptions): Promise<Lock> {
     parseInput(lockKeySchema, 'acquire', key);
@@ -114,62 +117,56 @@ export class LockClient {
   }
 
   private async tryAcquire(key: string, options: z.output<typeof lockOptionsSchema>): Promise<{ lock: Lock } | { current: LockItem | undefined }> {
-    const { doc, config } = this.options;
     const now = this.clock.now();
     const holder = this.newId();
-    const writeId = this.newId();
     const leaseUntil = now + options.leaseMs;
-    const e = new Expression().require(lockFreeToTake(recoveryCutoff(now, config))).assign({ holder, leaseUntil, writeId }).add('lockToken', 1);
-    try {
-      const out = await doc.send(new UpdateCommand({ TableName: config.tableName, Key: lockKey(key), ...e.params(), ReturnValues: 'ALL_NEW' }), deadline(config.requestDeadlineMs));
-      return { lock: this.held(key, holder, (out.Attributes as LockItem).lockToken!, leaseUntil, options) };
-    } catch (error) {
-      if (!isConditionalCheckFailed(error) && !isTransient(error)) throw error;
-      // A retried write whose first attempt applied, or an answer our deadline cut off: look before giving up.
-      const current = await this.read(key);
-      if (current?.writeId === writeId) return { lock: this.held(key, holder, current.lockToken!, leaseUntil, options) };
-      if (isConditionalCheckFailed(error) || wasRetried(error)) return { current };
+    const free = lockFreeToTake(recoveryCutoff(now, this.config));
+    const taken = await acquireIfFree(this.target, lockKey(key), { tokenAttribute: 'lockToken', holder, leaseUntil, free, needCurrent: true }).catch(async (error: unknown) => {
+      // Perhaps taken under a holder id only this call knows: free it if so, so the lock is not held by nobody.
+      if (error instanceof WriteOutcomeUnknownError) await undoAcquire(this.target, lockKey(key), error.writeId).catch(() => undefined);
       throw error;
-    }
+    });
+    if (!taken.applied) return { current: taken.current };
+    return { lock: this.held(key, { tokenAttribute: 'lockToken', holder, token: taken.item.lockToken! }, leaseUntil, options) };
   }
 
-  private async read(key: string): Promise<LockItem | undefined> {
-    const out = await this.options.doc.send(new GetCommand({ TableName: this.options.config.tableName, Key: lockKey(key), ConsistentRead: true }), deadline(this.options.config.requestDeadlineMs));
-    return out.Item as LockItem | undefined;
-  }
-
-  private held(key: string, holder: string, token: number, firstLeaseUntil: number, options: z.output<typeof lockOptionsSchema>): Lock {
+  private held(key: string, lease: HeldLease, firstLeaseUntil: number, options: z.output<typeof lockOptionsSchema>): Lock {
     const controller = new AbortController();
     let leaseUntil = firstLeaseUntil;
     let timer: NodeJS.Timeout | undefined;
+    // Set by release(): from then on nothing re-arms a timer, whatever answer is still on its way.
+    let released = false;
+    const arm = (fn: () => void, ms: number) => {
+      if (released || controller.signal.aborted) return;
+      // A lock never keeps the process alive: a holder that exits without release() lets it run out.
+      timer = setTimeout(fn, Math.min(ms, MAX_TIMER_MS)).unref();
+    };
     const lose = (reason: LockLostError['reason']) => {
       clearTimeout(timer);
       timer = undefined;
       if (!controller.signal.aborted) controller.abort(new LockLostError(key, reason));
     };
-    const { doc, config } = this.options;
-    const conditionalUpdate = async (e: Expression) => {
-      try {
-        await doc.send(new UpdateCommand({ TableName: config.tableName, Key: lockKey(key), ...e.require(holdsTokenLease(holder, token, 'lockToken')).params() }), deadline(config.requestDeadlineMs));
-        return true;
-      } catch (error) {
-        if (isConditionalCheckFailed(error)) return false;
-        throw error;
-      }
-    };
     const renew = async () => {
       const next = this.clock.now() + options.leaseMs;
       try {
-        if (await conditionalUpdate(new Expression().set('leaseUntil', next))) leaseUntil = next;
-        else return lose('taken-over');
+        const renewed = await renewIfHolder(this.target, lockKey(key), lease, next);
+        if (!renewed.applied) return lose('taken-over');
+        leaseUntil = next;
       } catch {
         // Unknown whether it applied; keep trying until our own view says the lease ran out.
         if (this.clock.now() >= leaseUntil) return lose('renewal-failed');
       }
-      if (!controller.signal.aborted) timer = setTimeout(() => void renew(), options.leaseMs / 3);
+      arm(() => void renew(), options.leaseMs / 3);
     };
-    if (options.mode === 'auto-renew') timer = setTimeout(() => void renew(), options.leaseMs / 3);
-    else timer = setTimeout(() => lose('expired'), Math.max(0, leaseUntil - this.clock.now()));
+    const expireAt = () => {
+      // A timer may fire early, or be capped below Node's limit: look at the clock before calling it expired.
+      const left = leaseUntil - this.clock.now();
+      if (left > 0) arm(expireAt, left);
+      else lose('expired');
+    };
+    if (options.mode === 'auto-renew') arm(() => void renew(), options.leaseMs / 3);
+    else arm(expireAt, Math.max(0, leaseUntil - this.clock.now()));
+    const { holder, token } = lease;
 
     return {
       key,
@@ -181,11 +178,12 @@ export class LockClient {
       },
       expired: () => this.clock.now() >= leaseUntil,
       release: async () => {
+        released = true;
         clearTimeout(timer);
         timer = undefined;
-        const released = await conditionalUpdate(new Expression().remove('holder', 'leaseUntil'));
-        if (!controller.signal.aborted) controller.abort(new LockLostError(key, released ? 'released' : 'taken-over'));
-        return released;
+        const given = await releaseIfHolder(this.target, lockKey(key), lease);
+        if (!controller.signal.aborted) controller.abort(new LockLostError(key, given.applied ? 'released' : 'taken-over'));
+        return given.applied;
       },
     };
   }

@@ -1,6 +1,7 @@
 /** Schedule definitions as stored and shown, and the request body that creates or replaces one. */
 import * as z from 'zod';
 import { PRIORITY_LIMIT } from '../table-layout.js';
+import { taskPayload } from '../store/inputs.js';
 
 /** EventBridge Scheduler's schedule-name rule. */
 export const scheduleNameSchema = z.string().regex(/^[0-9a-zA-Z._-]{1,64}$/, 'must be 1-64 characters: letters, digits, . _ -');
@@ -12,7 +13,9 @@ export const scheduleBody = z
     task: z
       .object({
         type: z.string({ error: 'is required: the task type each fire enqueues' }),
-        payload: z.unknown().optional(),
+        // Checked as enqueue checks a task payload (depth, size, plain JSON): a definition that passes
+        // PUT must not fail at every fire.
+        payload: taskPayload.optional(),
         priority: z.number().int('must be a whole number').min(-PRIORITY_LIMIT).max(PRIORITY_LIMIT).optional(),
         maxAttempts: z.number().int('must be a whole number').min(1).max(100).optional(),
       })
@@ -54,6 +57,9 @@ export interface ScheduleDefinition extends ScheduleBody {
   syncState: SyncState;
   syncError?: string;
 }
+
+/** What deciding whether a definition has a tick due takes (see ScheduleStore.timings). */
+export type ScheduleTiming = Pick<ScheduleDefinition, 'name' | 'owner' | 'expression' | 'timezone' | 'enabled' | 'updatedAt'>;
 
 export interface FireRecord {
   scheduledTime: number;

@@ -7,13 +7,15 @@ import { IdempotencyConflictError } from '../errors.js';
 import type { Clock } from '../clock.js';
 import type { TaskQueue } from '../tasks/task-queue.js';
 import { describeError } from '../worker/outcome.js';
-import { parseInput } from '../store/inputs.js';
+import { ownerSchema, parseInput } from '../store/inputs.js';
+import * as z from 'zod';
 import { fireTimes, isOneTime, parseExpression } from './expression.js';
 import { missedTicks, nextTick } from './fire-history.js';
 import { ScheduleConflictError, ScheduleNameTakenError, ScheduleNotFoundError } from './schedule-errors.js';
 import { parseScheduleInput } from './schedule-input.js';
 import { fireIdempotencyKey, refOf, scheduleNameSchema, type FireRecord, type ScheduleDefinition } from './schedule-model.js';
 import { SchedulePublisher } from './schedule-publisher.js';
+import { listOwnedSchedules, type SchedulePage } from './schedule-list.js';
 import type { ScheduleStore } from './schedule-store.js';
 import type { SchedulerSync } from './scheduler-sync.js';
 
@@ -48,6 +50,8 @@ export class ScheduleService {
    * to fix, and a definition EventBridge Scheduler refuses (ScheduleRejectedError) without changing anything.
    */
   async put(name: string, owner: string, body: unknown): Promise<{ schedule: ScheduleDefinition; created: boolean }> {
+    // Fires enqueue as the owner: an owner enqueue would refuse must not get a schedule that fails at every tick.
+    parseInput(z.object({ owner: ownerSchema }), 'PUT /schedules/{name}', { owner });
     const input = parseScheduleInput(name, body, this.queue.registry, this.clock.now());
     for (let attempt = 1; ; attempt++) {
       const existing = await this.store.get(name);
@@ -81,8 +85,9 @@ export class ScheduleService {
     return def;
   }
 
-  async list(owner: string): Promise<ScheduleDefinition[]> {
-    return (await this.store.list()).filter((d) => d.owner === owner);
+  /** A page of the owner's schedules by name (reads only theirs; see schedule-list.ts). */
+  async list(owner: string, page: { limit?: number; cursor?: string | undefined } = {}): Promise<SchedulePage> {
+    return listOwnedSchedules(this.store.ctx, owner, page.limit ?? 100, page.cursor);
   }
 
   /** Disables first (fires stop at once), then deletes in EventBridge, then the definition. */
@@ -90,12 +95,20 @@ export class ScheduleService {
     for (let attempt = 1; ; attempt++) {
       const def = await this.get(name, owner);
       if (await this.store.disable(refOf(def))) {
-        if (await this.publisher.unpublish(def)) return;
+        // Locally there is no EventBridge schedule to remove, nor to bring in step when a PUT got in between.
+        if (this.sync.mode === 'local' ? await this.deleteLocal(def) : await this.publisher.unpublish(def)) return;
         throw new ScheduleConflictError(name, 'was replaced by a concurrent PUT while being deleted, and was not deleted');
       }
       // A PUT replaced it since we read it: delete what is there now.
       if (attempt >= MAX_WRITE_ATTEMPTS) throw new ScheduleConflictError(name, 'kept changing under concurrent requests');
     }
+  }
+
+  /** Deletes the definition a DELETE disabled; false when a concurrent PUT replaced it meanwhile (it then stays). */
+  private async deleteLocal(def: ScheduleDefinition): Promise<boolean> {
+    if (await this.store.delete(refOf(def))) return true;
+    // Gone: a concurrent DELETE finished first, or our delete applied and only its answer was lost.
+    return (await this.store.get(def.name)) === undefined;
   }
 
   /**
@@ -159,9 +172,20 @@ export class ScheduleService {
     return nextTick(parseExpression(def.expression, def.timezone), def.updatedAt, this.clock.now(), latest);
   }
 
-  /** The ticks due in (after, until] for every enabled schedule: what a local ticker fires. */
-  async dueTicks(after: number, until: number): Promise<{ name: string; scheduledTime: number }[]> {
-    const defs = (await this.store.list()).filter((d) => d.enabled);
-    return defs.flatMap((d) => fireTimes(parseExpression(d.expression, d.timezone), after, until, d.updatedAt, 100).map((t) => ({ name: d.name, scheduledTime: t })));
+  /**
+   * The ticks due in (after, until] for every enabled schedule: what a local ticker fires. Reads only
+   * the definitions' timings (no payloads). A definition whose ticks cannot be computed is left out and
+   * reported to `onBroken`, so it cannot hold up the others.
+   */
+  async dueTicks(after: number, until: number, onBroken?: (name: string, error: unknown) => void): Promise<{ name: string; scheduledTime: number }[]> {
+    const defs = (await this.store.timings()).filter((d) => d.enabled);
+    return defs.flatMap((d) => {
+      try {
+        return fireTimes(parseExpression(d.expression, d.timezone), after, until, d.updatedAt, 100).map((t) => ({ name: d.name, scheduledTime: t }));
+      } catch (error) {
+        onBroken?.(d.name, error);
+        return [];
+      }
+    });
   }
 }

@@ -1,49 +1,63 @@
 /**
  * Schedule definitions and fire records in the task table. Definitions share one partition
- * (`SCHEDULES`, sorted by name) so every node lists them with one query. Fires have a partition per
- * definition generation (`FIRES#<name>#<generation>`), sorted by scheduled time, and expire with the
- * table's TTL after the retention period: a name created again starts with no history.
+ * (`SCHEDULES`, sorted by name: names are unique, one owner per name) and are also in the owner index
+ * under `SCHEDULES#<owner>`, so a caller's list reads that caller's definitions only (schedule-list.ts).
+ * Fires have a partition per definition generation (`FIRES#<name>#<generation>`), sorted by scheduled
+ * time, and expire with the table's TTL after the retention period: a name created again starts with
+ * no history.
  */
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { StoreContext } from '../store/context.js';
 import { isConditionalCheckFailed } from '../store/dynamo.js';
 import { Expression } from '../store/expression.js';
+import { SCHEDULE_OWNER_PREFIX } from '../store/inputs.js';
 import { retentionExpiry } from '../lease-rules.js';
-import { KEY, TTL_ATTRIBUTE } from '../table-layout.js';
+import { INDEX, KEY, TTL_ATTRIBUTE } from '../table-layout.js';
 import { definitionAsRead, definitionIsNew, fireIsNew, fireNotYetSucceeded } from './schedule-conditions.js';
-import type { DefinitionRef, FireRecord, ScheduleDefinition, SyncState } from './schedule-model.js';
+import type { DefinitionRef, FireRecord, ScheduleDefinition, ScheduleTiming, SyncState } from './schedule-model.js';
 
-const DEFINITIONS = 'SCHEDULES';
-const definitionKey = (name: string) => ({ [KEY.partition]: DEFINITIONS, [KEY.sort]: name });
+export const DEFINITIONS = 'SCHEDULES';
+export const definitionKey = (name: string) => ({ [KEY.partition]: DEFINITIONS, [KEY.sort]: name });
+/** A definition's owner-index partition: no task owner may start with the prefix (store/inputs.ts). */
+export const ownerPartition = (owner: string) => `${SCHEDULE_OWNER_PREFIX}${owner}`;
 /** Definitions from before generations keep their fires in the old partition, `FIRES#<name>`. */
 const firesPartition = (def: Pick<ScheduleDefinition, 'name' | 'generation'>) => (def.generation === undefined ? `FIRES#${def.name}` : `FIRES#${def.name}#${def.generation}`);
+/** What the local ticker needs of every definition each second: no task, whose payload can weigh 256 KB. */
+const TIMING_ATTRIBUTES = ['name', 'owner', 'expression', 'timezone', 'enabled', 'updatedAt'] as const;
 
 export class ScheduleStore {
-  constructor(private readonly ctx: StoreContext) {}
+  constructor(readonly ctx: StoreContext) {}
 
   async get(name: string): Promise<ScheduleDefinition | undefined> {
     const out = await this.ctx.doc.send(new GetCommand({ TableName: this.ctx.tableName, Key: definitionKey(name), ConsistentRead: true }));
     return out.Item ? fromItem(out.Item) : undefined;
   }
 
-  async list(): Promise<ScheduleDefinition[]> {
-    const defs: ScheduleDefinition[] = [];
+  /**
+   * Every definition's timing (all owners): what the local ticker reads each second. A projection,
+   * so the tasks (payloads up to 256 KB each) are not sent and parsed every second; a fire reads its
+   * one definition in full. (DynamoDB would still bill the full items, but only the local stack ticks.)
+   */
+  async timings(): Promise<ScheduleTiming[]> {
+    const names = Object.fromEntries(TIMING_ATTRIBUTES.map((a, i) => [`#a${i}`, a]));
+    const timings: ScheduleTiming[] = [];
     let startKey: Record<string, unknown> | undefined;
     do {
       const out = await this.ctx.doc.send(
         new QueryCommand({
           TableName: this.ctx.tableName,
           KeyConditionExpression: '#pk = :pk',
-          ExpressionAttributeNames: { '#pk': KEY.partition },
+          ProjectionExpression: Object.keys(names).join(', '),
+          ExpressionAttributeNames: { '#pk': KEY.partition, ...names },
           ExpressionAttributeValues: { ':pk': DEFINITIONS },
           ConsistentRead: true,
           ...(startKey ? { ExclusiveStartKey: startKey } : {}),
         }),
       );
-      defs.push(...(out.Items ?? []).map(fromItem));
+      timings.push(...((out.Items ?? []) as ScheduleTiming[]));
       startKey = out.LastEvaluatedKey;
     } while (startKey);
-    return defs;
+    return timings;
   }
 
   /**
@@ -111,7 +125,8 @@ export class ScheduleStore {
   private toItem(def: ScheduleDefinition): Record<string, unknown> {
     // A completed one-time schedule carries its expiry, also when a refused PUT puts it back.
     const expiry = def.completedAt === undefined ? {} : { [TTL_ATTRIBUTE]: retentionExpiry(def.completedAt, this.ctx.config) };
-    return withoutUndefined({ ...definitionKey(def.name), ...def, ...expiry, task: JSON.stringify(def.task) });
+    const ownerIndex = { [INDEX.owner.partition]: ownerPartition(def.owner), [INDEX.owner.sort]: def.name };
+    return withoutUndefined({ ...definitionKey(def.name), ...ownerIndex, ...def, ...expiry, task: JSON.stringify(def.task) });
   }
 
   private async update(ref: DefinitionRef, e: Expression): Promise<boolean> {
@@ -131,8 +146,8 @@ export class ScheduleStore {
   }
 }
 
-function fromItem(item: Record<string, unknown>): ScheduleDefinition {
-  const { pk: _pk, sk: _sk, [TTL_ATTRIBUTE]: _expires, task, ...rest } = item;
+export function fromItem(item: Record<string, unknown>): ScheduleDefinition {
+  const { pk: _pk, sk: _sk, ownerPk: _ownerPk, ownerSk: _ownerSk, [TTL_ATTRIBUTE]: _expires, task, ...rest } = item;
   return { ...(rest as Omit<ScheduleDefinition, 'task'>), task: JSON.parse(task as string) as ScheduleDefinition['task'] };
 }
 

@@ -1,27 +1,27 @@
 /** Cancel requests from users: QUEUED ends CANCELLED at once; RUNNING becomes CANCEL_REQUESTED for its holder to act on. */
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { TaskNotFoundError, TaskStateConflictError } from '../errors.js';
 import { INDEX, taskKey } from '../table-layout.js';
 import { isTerminal, TaskStatus, type Task } from '../task-model.js';
-import type { StoreContext } from './context.js';
+import { writeTargetOf, type StoreContext } from './context.js';
 import { hasStatus } from './conditions.js';
-import { isConditionalCheckFailed } from './dynamo.js';
+import { conditionalUpdate } from './conditional-write.js';
 import { Expression } from './expression.js';
 import { parseInput, taskRefInput } from './inputs.js';
 import { readTaskItem } from './task-reads.js';
 import { finishedFields, toTask, type TaskItem } from './task-item.js';
+import { LeaseholdError } from '../errors.js';
 
 export async function requestCancel(ctx: StoreContext, rawInput: { id: string; owner?: string }): Promise<Task> {
   const { id, owner } = parseInput(taskRefInput, 'requestCancel', rawInput);
   // The status can move between our read and our write (a claim, a completion); each write is
   // conditioned on the status it was chosen for, and a refused one is decided again from a fresh read.
+  let item = await readTaskItem(ctx, id);
   for (let round = 0; round < 5; round++) {
-    const item = await readTaskItem(ctx, id);
     if (!item || (owner !== undefined && item.owner !== owner)) throw new TaskNotFoundError(id);
     if (isTerminal(item.status)) throw new TaskStateConflictError(`Task ${id} already ended ${item.status}; only QUEUED or RUNNING tasks can be cancelled.`, toTask(item));
     if (item.status === TaskStatus.CANCEL_REQUESTED) return toTask(item);
     const now = ctx.clock.now();
-    const e = new Expression().require(hasStatus(item.status)).set('updatedAt', now).set('writeId', ctx.newId());
+    const e = new Expression().require(hasStatus(item.status)).set('updatedAt', now);
     if (item.status === TaskStatus.QUEUED) {
       e.assign({
         status: TaskStatus.CANCELLED,
@@ -36,12 +36,18 @@ export async function requestCancel(ctx: StoreContext, rawInput: { id: string; o
     } else {
       e.set('status', TaskStatus.CANCEL_REQUESTED);
     }
-    try {
-      const out = await ctx.doc.send(new UpdateCommand({ TableName: ctx.tableName, Key: taskKey(id), ...e.params(), ReturnValues: 'ALL_NEW' }));
-      return toTask(out.Attributes as TaskItem);
-    } catch (error) {
-      if (!isConditionalCheckFailed(error)) throw error;
-    }
+    const written = await conditionalUpdate<TaskItem>(writeTargetOf(ctx, 'request'), taskKey(id), e, { needCurrent: true });
+    if (written.applied) return toTask(written.item);
+    item = written.current;
   }
-  throw new Error(`Task ${id} kept changing status while being cancelled; try again.`);
+  throw new CancelContendedError(id);
+}
+
+/** The task changed status under every attempt to cancel it (a claim, a completion, again and again). */
+export class CancelContendedError extends LeaseholdError {
+  override name = 'CancelContendedError';
+  override readonly code = 'CANCEL_CONTENDED';
+  constructor(readonly taskId: string) {
+    super(`Task ${taskId} kept changing status while being cancelled; send the request again.`);
+  }
 }

@@ -68,8 +68,21 @@ export class ClaimState {
     this.drained.set(partition, readAt);
   }
 
+  /** A write through this process readied a task: forget empty partitions and lanes, look again now. */
   forgetDrained(): void {
     this.drained.clear();
+    this.lanes.clear();
+  }
+
+  /** Per type: when its lane was last read, and whether it held tasks then. */
+  private readonly lanes = new Map<string, { readAt: number; waiting: boolean }>();
+
+  lastLaneRead(type: string): { readAt: number; waiting: boolean } | undefined {
+    return this.lanes.get(type);
+  }
+
+  noteLane(type: string, readAt: number, waiting: boolean): void {
+    this.lanes.set(type, { readAt, waiting });
   }
 
   isDrained(partition: string, now: number, maxAgeMs: number): boolean {
@@ -78,6 +91,23 @@ export class ClaimState {
     if (now - readAt <= maxAgeMs) return true;
     this.drained.delete(partition);
     return false;
+  }
+
+  /**
+   * Claims whose outcome nobody could learn (answers and read-backs all failed) and whose undo failed
+   * too: the next rounds try the undo again, so such a task is not left RUNNING under a worker that
+   * never runs it until recovery (which, on its last attempt, would fail it without its having run).
+   */
+  private unknownClaims: { candidate: Candidate; writeId: string }[] = [];
+
+  noteUnknownClaim(candidate: Candidate, writeId: string): void {
+    this.unknownClaims.push({ candidate, writeId });
+  }
+
+  takeUnknownClaims(): { candidate: Candidate; writeId: string }[] {
+    const all = this.unknownClaims;
+    this.unknownClaims = [];
+    return all;
   }
 
   /** Another worker took one of the spare heads: the rest are likely stale too. */

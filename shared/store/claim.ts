@@ -2,20 +2,22 @@
  * Claim: the DynamoDB stand-in for `FOR UPDATE SKIP LOCKED`. Read a few more ready heads than there
  * are free slots, take them with conditional writes, and skip any another worker won, without waiting.
  */
-import { QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { claimLeaseUsable } from '../claim-order.js';
 import { leaseExpiry, sweepKeyFor } from '../lease-rules.js';
-import { INDEX, leaseSweepPartition, readyPartition, readyPriorityPrefix, SHARD_COUNT, taskIdFromPk, taskKey } from '../table-layout.js';
+import { INDEX, leaseSweepPartition, priorityOfReadySortKey, readyPartition, readyPriorityPrefix, SHARD_COUNT, shardPartition, taskKey } from '../table-layout.js';
 import { TaskStatus, type Task } from '../task-model.js';
-import type { StoreContext } from './context.js';
-import { hasAttemptsLeft, stillQueuedAt } from './conditions.js';
-import { deadline, isConditionalCheckFailed, isTransient, wasRetried } from './dynamo.js';
+import { writeTargetOf, type StoreContext } from './context.js';
+import { hasAttemptsLeft, stillQueuedAt, unchangedSince } from './conditions.js';
+import { conditionalUpdate, WriteOutcomeUnknownError, type WriteResult } from './conditional-write.js';
 import { Expression } from './expression.js';
 import { claimInput, parseInput, type ClaimInput, type Lease, type SlotLease } from './inputs.js';
 import type { Candidate, ClaimState } from './claim-state.js';
+import { LaneRound } from './claim-lanes.js';
+import { release } from './lease-writes.js';
+import { readHeads } from './ready-heads.js';
 import { releaseSlots, SlotGate } from './slots.js';
 import type { RecoveryFix, RecoveryReport } from './recovery.js';
-import { readTaskItem } from './task-reads.js';
-import { toTask, type TaskItem } from './task-item.js';
+import { LEASE_FIELDS_CLEARED, toTask, type TaskItem } from './task-item.js';
 
 export interface Claimed {
   task: Task;
@@ -40,6 +42,11 @@ export interface ClaimResult {
  */
 const CONTENDED_WINDOW_FACTOR = 8;
 const MAX_WINDOW = 100;
+/**
+ * A query is billed per 4 KB read, and a keys-only head is about 100 bytes: reading 32 heads costs
+ * what reading one does. The heads not taken now are kept for the next rounds (spares).
+ */
+const MIN_WINDOW = 32;
 
 type Attempt = { outcome: 'won'; claimed: Claimed } | { outcome: 'lost' } | { outcome: 'limited' } | { outcome: 'error'; error: unknown };
 
@@ -50,17 +57,34 @@ export async function claim(
   recoverStranded: (taskId: string, holder: string, onFix: (fix: RecoveryFix) => void) => Promise<'lease-valid' | 'done'>,
 ): Promise<ClaimResult> {
   const input = parseInput(claimInput, 'claim', rawInput);
-  const now = ctx.clock.now();
-  const leaseUntil = leaseExpiry(now, ctx.config);
   const recovered: RecoveryReport['fixes'] = [];
   const gate = new SlotGate(ctx, input.workerId, (taskId, holder) => recoverStranded(taskId, holder, (fix) => recovered.push(fix)));
-  const partitions = visitOrder(input.types, (count) => state.startPartition(input.workerId, count), ctx.random);
   const limitedTypes = new Set<string>();
-  const result: ClaimResult = { claimed: [], lostRaces: 0, queries: 0, recovered: [] };
+  const result: ClaimResult = { claimed: [], lostRaces: 0, queries: 0, recovered };
   const errors: unknown[] = [];
+  const room = () => input.max - result.claimed.length;
+  const window = () => Math.min(MAX_WINDOW, Math.max(MIN_WINDOW, (room() + ctx.config.claimWindow - 1) * (state.randomized ? CONTENDED_WINDOW_FACTOR : 1)));
+  // A failing request (throttling, a deadline) ends the round; what was already won is still returned.
+  const guard = async <T>(step: () => Promise<T>): Promise<T | undefined> => {
+    try {
+      return await step();
+    } catch (error) {
+      errors.push(error);
+      return undefined;
+    }
+  };
+
+  // Claims of earlier rounds whose outcome was never learned: undo them before anything else.
+  for (const unknown of state.takeUnknownClaims()) {
+    await undoClaim(ctx, unknown.candidate, unknown.writeId).catch(() => state.noteUnknownClaim(unknown.candidate, unknown.writeId));
+  }
+  const onUnknown = (c: Candidate, writeId: string) => state.noteUnknownClaim(c, writeId);
 
   const take = async (batch: Candidate[]) => {
-    const attempts = await Promise.all(batch.map((c) => tryClaim(ctx, c, input.workerId, now, leaseUntil, gate)));
+    // Each batch gets a lease from its own send time, so a long round does not shorten the last leases.
+    const now = ctx.clock.now();
+    const leaseUntil = leaseExpiry(now, ctx.config);
+    const attempts = await Promise.all(batch.map((c) => tryClaim(ctx, c, input.workerId, now, leaseUntil, gate, onUnknown)));
     for (const [j, attempt] of attempts.entries()) {
       if (attempt.outcome === 'won') result.claimed.push(attempt.claimed);
       else if (attempt.outcome === 'lost') result.lostRaces++;
@@ -69,44 +93,81 @@ export async function claim(
     }
     return attempts;
   };
+  /** Takes heads in the given order, as many at a time as there is room, skipping limited types. */
+  const takeInOrder = async (heads: Candidate[]) => {
+    let pending = heads;
+    while (room() > 0 && errors.length === 0) {
+      pending = pending.filter((c) => !limitedTypes.has(c.type));
+      if (pending.length === 0) return;
+      await take(pending.splice(0, room()));
+    }
+  };
 
-  // Heads left over from the last round first; if any was gone, the query below reads fresh ones.
-  // Contended, spare heads are likely taken already: a query costs a tenth of a lost write.
-  const spare = state.randomized ? [] : state.takeSpare(input.types, now, ctx.config.pollIntervalMs, input.max);
-  if (spare.length > 0 && (await take(spare)).some((a) => a.outcome === 'lost')) state.dropSpare();
+  // 1. Tasks above the default priority, of every type served, highest first (the lanes).
+  const lanes = new LaneRound(ctx, state, input.types, result);
+  await guard(async () => {
+    for (;;) {
+      if (room() <= 0 || errors.length > 0) return;
+      const { takeable, readMore } = await lanes.aboveDefault(window(), limitedTypes);
+      // Contended, workers that read the same lane pick at random among heads of equal priority.
+      if (state.randomized) shuffleWithinPriority(takeable, ctx.random);
+      if (takeable.length > 0) await takeInOrder(takeable);
+      else if (readMore === undefined) return;
+    }
+  });
 
-  for (let i = 0; i < partitions.length && result.claimed.length < input.max && errors.length === 0; i++) {
+  // 2. Default priority: heads left over from the last round first, then the shards.
+  if (room() > 0 && errors.length === 0) {
+    // Contended, spare heads are likely taken already: a query costs a tenth of a lost write.
+    const spare = state.randomized ? [] : state.takeSpare(input.types, ctx.clock.now(), ctx.config.pollIntervalMs, room());
+    if (spare.length > 0 && (await take(spare)).some((a) => a.outcome === 'lost')) state.dropSpare();
+  }
+  const partitions = visitOrder(input.types, (count) => state.startPartition(input.workerId, count), ctx.random);
+  const emptyThisRound = new Set<string>();
+  for (let i = 0; i < partitions.length && room() > 0 && errors.length === 0; i++) {
     const { type, shard } = partitions[i]!;
     // A partition this worker found empty within the last poll is not queried again until then.
-    const partition = `${type}#${shard}`;
+    const partition = shardPartition(type, shard);
+    const now = ctx.clock.now();
     if (limitedTypes.has(type) || state.isDrained(partition, now, ctx.config.pollIntervalMs)) continue;
-    if (!(await gate.mayAdmit(type))) {
+    const admitted = await guard(() => gate.mayAdmit(type));
+    if (admitted === undefined) break;
+    if (!admitted) {
       limitedTypes.add(type);
       continue;
     }
-    const window = Math.min(MAX_WINDOW, (input.max - result.claimed.length + ctx.config.claimWindow - 1) * (state.randomized ? CONTENDED_WINDOW_FACTOR : 1));
-    const { candidates, exhausted } = await readHeads(ctx, type, shard, window);
+    const heads = await guard(() => readHeads(ctx, partition, type, shard, window()));
+    if (!heads) break;
     result.queries++;
+    const { candidates, exhausted } = heads;
 
     if (state.randomized) {
-      // The others that read this partition see the same heads: pick at random (a higher priority
-      // first); contended, take only a share of what is there (all that is needed when it is full, a
-      // few when it runs thin) and move on instead of retrying.
-      shuffleWithinPriority(candidates, ctx.random);
+      // The others that read this partition see the same heads: pick at random; contended, take only
+      // a share of what is there (all that is needed when it is full, a few when it runs thin) and
+      // move on instead of retrying.
+      shuffle(candidates, ctx.random);
       const share = state.contended ? Math.ceil(candidates.length / CONTENDED_WINDOW_FACTOR) : candidates.length;
-      await take(candidates.splice(0, Math.min(share, input.max - result.claimed.length)));
+      await take(candidates.splice(0, Math.min(share, room())));
     } else {
-      while (candidates.length > 0 && result.claimed.length < input.max && !limitedTypes.has(type)) {
-        await take(candidates.splice(0, input.max - result.claimed.length));
-        // A failing table (throttling, deadline) stops the round; what was already won is still returned.
-        if (errors.length > 0) break;
-      }
+      while (candidates.length > 0 && room() > 0 && !limitedTypes.has(type) && errors.length === 0) await take(candidates.splice(0, room()));
       if (candidates.length > 0 && errors.length === 0 && !limitedTypes.has(type)) state.keepSpare(candidates, now);
     }
     // Every head the partition held was read and taken (won or lost to another): it is empty for now.
-    if (exhausted && candidates.length === 0 && errors.length === 0 && !limitedTypes.has(type)) state.noteDrained(partition, now);
+    if (exhausted && candidates.length === 0 && errors.length === 0 && !limitedTypes.has(type)) {
+      state.noteDrained(partition, now);
+      emptyThisRound.add(partition);
+    }
   }
-  result.recovered = recovered;
+
+  // 3. Below the default priority: only once no default-priority task of a type served waits.
+  if (room() > 0 && errors.length === 0 && lanes.hasBelowDefault()) {
+    const now = ctx.clock.now();
+    const defaultsEmpty = partitions.every(({ type, shard }) => {
+      const partition = shardPartition(type, shard);
+      return limitedTypes.has(type) || emptyThisRound.has(partition) || state.isDrained(partition, now, ctx.config.pollIntervalMs);
+    });
+    if (defaultsEmpty) await guard(() => takeInOrder(lanes.belowDefault(limitedTypes)));
+  }
   state.noteRound(result.lostRaces, ctx.random);
   if (errors.length > 0 && result.claimed.length === 0) throw errors[0];
   return result;
@@ -125,35 +186,19 @@ function visitOrder(types: string[], startPartition: (count: number) => number, 
   return [own!, ...all];
 }
 
-/** The first `limit` heads of one ready partition; `exhausted` when there were no more. */
-async function readHeads(ctx: StoreContext, type: string, shard: number, limit: number): Promise<{ candidates: Candidate[]; exhausted: boolean }> {
-  const out = await ctx.doc.send(
-    new QueryCommand({
-      TableName: ctx.tableName,
-      IndexName: INDEX.ready.name,
-      KeyConditionExpression: '#p = :p',
-      ExpressionAttributeNames: { '#p': INDEX.ready.partition },
-      ExpressionAttributeValues: { ':p': readyPartition(type, shard) },
-      Limit: limit,
-    }),
-    deadline(ctx.config.requestDeadlineMs),
-  );
-  const candidates = (out.Items ?? []).map((item) => ({ id: taskIdFromPk(item.pk as string), type, shard, readySk: item[INDEX.ready.sort] as string }));
-  return { candidates, exhausted: candidates.length < limit || out.LastEvaluatedKey === undefined };
-}
+type OnUnknownClaim = (c: Candidate, writeId: string) => void;
 
-async function tryClaim(ctx: StoreContext, c: Candidate, workerId: string, now: number, leaseUntil: number, gate: SlotGate): Promise<Attempt> {
+async function tryClaim(ctx: StoreContext, c: Candidate, workerId: string, now: number, leaseUntil: number, gate: SlotGate, onUnknown: OnUnknownClaim): Promise<Attempt> {
   try {
-    return await claimOne(ctx, c, workerId, now, leaseUntil, gate);
+    return await claimOne(ctx, c, workerId, now, leaseUntil, gate, onUnknown);
   } catch (error) {
     return { outcome: 'error', error };
   }
 }
 
-async function claimOne(ctx: StoreContext, c: Candidate, workerId: string, now: number, leaseUntil: number, gate: SlotGate): Promise<Attempt> {
+async function claimOne(ctx: StoreContext, c: Candidate, workerId: string, now: number, leaseUntil: number, gate: SlotGate, onUnknown: OnUnknownClaim): Promise<Attempt> {
   const slots = await gate.acquire(c.type, c.id, leaseUntil);
   if (!slots) return { outcome: 'limited' };
-  const writeId = ctx.newId();
   const e = new Expression()
     .require(stillQueuedAt(c.readySk))
     .require(hasAttemptsLeft)
@@ -163,7 +208,6 @@ async function claimOne(ctx: StoreContext, c: Candidate, workerId: string, now: 
       leaseUntil,
       startedAt: now,
       updatedAt: now,
-      writeId,
       [INDEX.sweep.partition]: leaseSweepPartition(c.shard),
       [INDEX.sweep.sort]: sweepKeyFor(leaseUntil, ctx.config),
       [INDEX.ready.partition]: undefined,
@@ -172,22 +216,41 @@ async function claimOne(ctx: StoreContext, c: Candidate, workerId: string, now: 
     .add('leaseToken', 1)
     .add('attempts', 1);
   ctx.onIntent?.('claim', c.id);
+  let written: WriteResult<TaskItem>;
   try {
-    const out = await ctx.doc.send(
-      new UpdateCommand({ TableName: ctx.tableName, Key: taskKey(c.id), ...e.params(), ReturnValues: 'ALL_NEW' }),
-      deadline(ctx.config.requestDeadlineMs),
-    );
-    return { outcome: 'won', claimed: claimedFrom(out.Attributes as TaskItem, slots) };
+    written = await conditionalUpdate<TaskItem>(writeTargetOf(ctx), taskKey(c.id), e, { resends: 1 });
   } catch (error) {
-    if ((isConditionalCheckFailed(error) && wasRetried(error)) || isTransient(error)) {
-      // Our write may have applied with only its answer lost (a retried write, or our own deadline).
-      const current = await readTaskItem(ctx, c.id, deadline(ctx.config.requestDeadlineMs)).catch(() => undefined);
-      if (current?.writeId === writeId) return { outcome: 'won', claimed: claimedFrom(current, slots) };
-    }
-    await releaseSlots(ctx, workerId, slots);
-    if (isConditionalCheckFailed(error)) return { outcome: 'lost' };
+    // Not even a read could tell whether the claim applied: take it back if it did, so the task
+    // is not left RUNNING under a worker that never runs it, with an attempt spent.
+    // If the undo fails too, the next rounds try it again.
+    if (error instanceof WriteOutcomeUnknownError) await undoClaim(ctx, c, error.writeId).catch(() => onUnknown(c, error.writeId));
+    await releaseSlots(ctx, workerId, slots).catch(() => undefined);
     throw error;
   }
+  if (!written.applied) {
+    await releaseSlots(ctx, workerId, slots);
+    return { outcome: 'lost' };
+  }
+  const claimed = claimedFrom(written.item, slots);
+  if (!claimLeaseUsable(claimed.lease.leaseUntil, ctx.clock.now(), ctx.config)) {
+    // The write landed too late to start safely: another claimer may take over the task and its
+    // slots any moment. Give it back (attempt not spent); if recovery already requeued it, the
+    // release is refused by its token and nothing changes.
+    await release(ctx, { lease: claimed.lease }).catch(() => undefined);
+    return { outcome: 'lost' };
+  }
+  return { outcome: 'won', claimed };
+}
+
+/** Reverts a claim that may have applied (our write id is on the item): QUEUED at its old head, attempt given back. */
+async function undoClaim(ctx: StoreContext, c: Candidate, writeId: string): Promise<void> {
+  const e = new Expression().require(unchangedSince(writeId)).assign({
+    ...LEASE_FIELDS_CLEARED,
+    status: TaskStatus.QUEUED,
+    [INDEX.ready.partition]: readyPartition(c.type, c.shard, priorityOfReadySortKey(c.readySk)),
+    [INDEX.ready.sort]: c.readySk,
+  });
+  await conditionalUpdate(writeTargetOf(ctx), taskKey(c.id), e.add('attempts', -1));
 }
 
 function claimedFrom(item: TaskItem, slots: SlotLease[]): Claimed {

@@ -85,3 +85,12 @@ export const holdsTokenLease =
   (holder: string, token: number, tokenAttribute: 'slotToken' | 'lockToken'): ConditionPart =>
   (e) =>
     `${e.name(tokenAttribute)} = ${e.value(token)} AND ${e.name('holder')} = ${e.value(holder)}`;
+
+/**
+ * Replacing an item read a moment ago (an expired idempotent task): nobody wrote it since, so a
+ * concurrent enqueue of the same key, or a late write to the old task, makes this fail.
+ */
+export const unchangedSince =
+  (writeId: string | undefined): ConditionPart =>
+  (e) =>
+    writeId === undefined ? `attribute_not_exists(${e.name('writeId')})` : `${e.name('writeId')} = ${e.value(writeId)}`;

@@ -2,6 +2,7 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Clock } from '../clock.js';
 import type { LeaseholdConfig } from '../config.js';
 import type { IdGenerator, RandomSource } from '../ids.js';
+import type { WriteTarget } from './conditional-write.js';
 
 /** What every store operation needs: the table, the checked config, and the injected clock and generators. */
 export interface StoreContext {
@@ -13,4 +14,20 @@ export interface StoreContext {
   random: RandomSource;
   /** Told before each claim or recovery write is sent (histories for fault testing). */
   onIntent?: (op: 'claim' | 'recover', taskId: string) => void;
+}
+
+/**
+ * Deadline of one write off the lease path (enqueue, cancel, retry, recovery): nothing there expires
+ * while it waits, so it may wait longer than a lease-path write; three sends and a read-back still
+ * fit in the API function's 10 s.
+ */
+export const REQUEST_WRITE_DEADLINE_MS = 2_000;
+
+/**
+ * The store's table and generators, as the conditional-write primitive takes them. Lease-path writes
+ * (claim, renew, outcomes, slots) get LEASEHOLD_REQUEST_DEADLINE_MS: a lease can run out while they wait.
+ */
+export function writeTargetOf(ctx: StoreContext, path: 'lease' | 'request' = 'lease'): WriteTarget {
+  const deadlineMs = path === 'lease' ? ctx.config.requestDeadlineMs : Math.max(ctx.config.requestDeadlineMs, REQUEST_WRITE_DEADLINE_MS);
+  return { doc: ctx.doc, tableName: ctx.tableName, deadlineMs, newId: ctx.newId, random: ctx.random };
 }

@@ -1,15 +1,13 @@
 /** Enqueue: one conditional put. An idempotency key makes the id deterministic, so a retry meets its own first write. */
-import { PutCommand } from '@aws-sdk/lib-dynamodb';
-import { IdempotencyConflictError } from '../errors.js';
+import { IdempotencyConflictError, LeaseholdError } from '../errors.js';
 import { idempotentTaskId, requestFingerprint } from '../ids.js';
 import { delaySweepPartition, INDEX, ownerSortKey, readyPartition, readySortKey, shardForId, taskKey } from '../table-layout.js';
 import { TaskStatus, type Task } from '../task-model.js';
-import type { StoreContext } from './context.js';
-import { isConditionalCheckFailed } from './dynamo.js';
-import { itemIsNew } from './conditions.js';
+import { writeTargetOf, type StoreContext } from './context.js';
+import { conditionalPut } from './conditional-write.js';
+import { itemIsNew, unchangedSince } from './conditions.js';
 import { Expression } from './expression.js';
 import { enqueueInput, parseInput, type EnqueueInput } from './inputs.js';
-import { readTaskItem } from './task-reads.js';
 import { toTask, type TaskItem } from './task-item.js';
 
 export interface EnqueueResult {
@@ -34,9 +32,8 @@ export async function enqueue(ctx: StoreContext, rawInput: EnqueueInput): Promis
     timeoutMs: input.timeoutMs,
   });
   const shard = shardForId(id);
-  const ready = { readyPk: readyPartition(input.type, shard), readySk: readySortKey(input.priority, availableAt, now, id) };
+  const ready = { readyPk: readyPartition(input.type, shard, input.priority), readySk: readySortKey(input.priority, availableAt, now, id) };
   const due = availableAt <= now;
-  const writeId = ctx.newId();
   const item: TaskItem = {
     ...(taskKey(id) as { pk: string; sk: string }),
     id,
@@ -51,8 +48,11 @@ export async function enqueue(ctx: StoreContext, rawInput: EnqueueInput): Promis
     createdAt: now,
     updatedAt: now,
     availableAt,
-    leaseToken: 0,
-    writeId,
+    // Fencing tokens of a task id only ever grow. A random id is never reused; an idempotent one comes
+    // back when its key is used again after the record expired, so its tokens start from the clock,
+    // above every token the earlier record can have handed out (one per claim).
+    leaseToken: input.idempotencyKey === undefined ? 0 : now,
+    writeId: '',
     ownerPk: input.owner,
     ownerSk: ownerSortKey(now, id),
     ...(input.timeoutMs === undefined ? {} : { timeoutMs: input.timeoutMs }),
@@ -60,17 +60,41 @@ export async function enqueue(ctx: StoreContext, rawInput: EnqueueInput): Promis
     // A due task goes straight to the ready index; a delayed one waits in the sweep index until promoted.
     ...(due ? ready : { [INDEX.sweep.partition]: delaySweepPartition(shard), [INDEX.sweep.sort]: availableAt, dueReadyPk: ready.readyPk, dueReadySk: ready.readySk }),
   };
-  const condition = new Expression().require(itemIsNew).params();
-  try {
-    await ctx.doc.send(new PutCommand({ TableName: ctx.tableName, Item: item, ...condition }));
-    return { task: toTask(item), created: true };
-  } catch (error) {
-    if (!isConditionalCheckFailed(error) || !input.idempotencyKey) throw error;
-    const existing = await readTaskItem(ctx, id);
-    if (!existing) throw error;
-    // Our own first attempt, applied although its answer was lost, counts as created.
-    if (existing.writeId === writeId) return { task: toTask(existing), created: true };
-    if (existing.requestHash !== requestHash) throw new IdempotencyConflictError(input.idempotencyKey, toTask(existing));
-    return { task: toTask(existing), created: false };
+  const key = taskKey(id);
+  const put = await conditionalPut<TaskItem>(writeTargetOf(ctx, 'request'), key, item, new Expression().require(itemIsNew), { needCurrent: true });
+  if (put.applied) return { task: toTask(put.item), created: true };
+  const existing = put.current;
+  // Refused, yet nothing there: deleted (by TTL) between the put and the read. The caller may retry.
+  if (!existing) throw new EnqueueRaceError(id);
+  if (!input.idempotencyKey) throw new EnqueueRaceError(id);
+  if (isExpired(existing, now)) return replaceExpired(ctx, key, item, existing);
+  if (existing.requestHash !== requestHash) throw new IdempotencyConflictError(input.idempotencyKey, toTask(existing));
+  return { task: toTask(existing), created: false };
+}
+
+/** A finished task past its retention, which DynamoDB's TTL has not deleted yet (that can take days). */
+function isExpired(existing: TaskItem, now: number): boolean {
+  return existing.expiresAt !== undefined && existing.expiresAt * 1000 <= now;
+}
+
+/**
+ * The key's earlier task is past its retention: the idempotency window is over, so this is a new
+ * task. It replaces the old record (as if TTL had deleted it) and carries its token forward.
+ */
+async function replaceExpired(ctx: StoreContext, key: Record<string, string>, item: TaskItem, existing: TaskItem): Promise<EnqueueResult> {
+  const fresh = { ...item, leaseToken: Math.max(item.leaseToken, existing.leaseToken) };
+  const put = await conditionalPut<TaskItem>(writeTargetOf(ctx, 'request'), key, fresh, new Expression().require(unchangedSince(existing.writeId)), { needCurrent: true });
+  if (put.applied) return { task: toTask(put.item), created: true };
+  // Another enqueue of the same key replaced it first: that one is the task now.
+  if (put.current && put.current.requestHash === item.requestHash) return { task: toTask(put.current), created: false };
+  throw new EnqueueRaceError(item.id);
+}
+
+/** The put was refused by an item this enqueue cannot account for; retrying the request is safe. */
+export class EnqueueRaceError extends LeaseholdError {
+  override name = 'EnqueueRaceError';
+  override readonly code = 'ENQUEUE_RACE';
+  constructor(readonly taskId: string) {
+    super(`Task ${taskId} changed while it was being enqueued; send the request again.`);
   }
 }

@@ -1,5 +1,6 @@
 /** zod schemas for every store operation's input: bad input is refused here, before any write. */
 import * as z from 'zod';
+import { MAX_DURATION_MS } from '../config.js';
 import { ValidationError } from '../errors.js';
 import { PRIORITY_LIMIT } from '../table-layout.js';
 import { TaskStatus } from '../task-model.js';
@@ -14,12 +15,76 @@ export const taskTypeSchema = z
   .string()
   .regex(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/, 'must be 1-128 characters: letters, digits and . _ : - (starting with a letter or digit)');
 export const taskIdSchema = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be a task id (1-64 characters: letters, digits, _ and -)');
-export const ownerSchema = z.string().min(1, 'must not be empty').max(256, 'must be at most 256 characters');
+/**
+ * Schedule definitions are listed by owner through the owner index too, in the partition
+ * `SCHEDULES#<owner>` (schedules/schedule-store.ts); no task owner may start so, so a task list never
+ * meets a definition and a schedule list never meets a task.
+ */
+export const SCHEDULE_OWNER_PREFIX = 'SCHEDULES#';
+export const ownerSchema = z
+  .string()
+  .min(1, 'must not be empty')
+  .max(256, 'must be at most 256 characters')
+  .refine((o) => !o.startsWith(SCHEDULE_OWNER_PREFIX), `must not start with ${SCHEDULE_OWNER_PREFIX} (reserved for schedules)`);
 export const workerIdSchema = z.string().regex(/^[A-Za-z0-9._:@/-]{1,128}$/, 'must be 1-128 characters: letters, digits and . _ : @ / -');
 
-/** Any JSON value of bounded size. Functions, undefined at the top, NaN and cycles are refused. */
-const jsonValue = (maxBytes: number, what: string) =>
+/**
+ * How deeply arrays and objects may nest in a payload (task payloads and schedule task payloads). The
+ * fingerprint of an idempotent enqueue (ids.ts) and JSON.stringify recurse once per level and overflow
+ * the stack a few thousand levels down, which was a 500; real payloads are far shallower than this.
+ */
+export const MAX_PAYLOAD_DEPTH = 64;
+
+/**
+ * Whether arrays and objects in `value` nest deeper than `maxDepth` (a scalar is depth 0, `[]` is 1),
+ * or contain themselves. Walks with an explicit stack, never recursion, so any depth is measured
+ * safely; it stops at the first node past the limit, or after `maxNodes` nodes (a value shared between
+ * branches is walked once per branch, which could otherwise take for ever; as JSON each node takes at
+ * least a byte, so more nodes than the byte limit is too large anyway).
+ */
+export function jsonShape(value: unknown, maxDepth: number, maxNodes: number): 'ok' | 'too-deep' | 'cyclic' | 'too-large' {
+  /** [value, depth, leaving]: `leaving` marks the end of an object's subtree, to keep `path` to the current node's ancestors. */
+  const stack: [unknown, number, boolean][] = [[value, 0, false]];
+  const path = new Set<object>();
+  for (let nodes = 0; stack.length > 0; nodes++) {
+    if (nodes > 2 * maxNodes) return 'too-large';
+    const [v, depth, leaving] = stack.pop()!;
+    if (v === null || typeof v !== 'object') continue;
+    if (leaving) {
+      path.delete(v);
+      continue;
+    }
+    if (path.has(v)) return 'cyclic';
+    if (depth + 1 > maxDepth) return 'too-deep';
+    path.add(v);
+    stack.push([v, depth, true]);
+    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, depth + 1, false]);
+  }
+  return 'ok';
+}
+
+const shapeProblem = (shape: 'too-deep' | 'cyclic' | 'too-large', maxBytes: number) =>
+  shape === 'too-deep'
+    ? `nests arrays and objects more than ${MAX_PAYLOAD_DEPTH} levels deep; the limit is ${MAX_PAYLOAD_DEPTH}: flatten it, or send the deep part as a JSON string`
+    : shape === 'cyclic'
+      ? 'contains itself (a cycle), which JSON cannot hold'
+      : `holds too many values: as JSON it would be over the limit of ${maxBytes} bytes`;
+
+/** Refuses values nested deeper than MAX_PAYLOAD_DEPTH, cyclic or too large to walk, saying what to do; true when it passed. */
+export function checkPayloadShape(value: unknown, ctx: z.RefinementCtx, maxBytes: number): boolean {
+  const shape = jsonShape(value, MAX_PAYLOAD_DEPTH, maxBytes);
+  if (shape !== 'ok') ctx.addIssue({ code: 'custom', message: shapeProblem(shape, maxBytes) });
+  return shape === 'ok';
+}
+
+/** A payload as the API and schedules take it: any JSON nested at most MAX_PAYLOAD_DEPTH levels (size and form are checked at enqueue). */
+export const payloadShape = z.unknown().superRefine((value, ctx) => void checkPayloadShape(value, ctx, MAX_PAYLOAD_BYTES));
+
+/** Any JSON value of bounded size (and, for payloads, depth). Functions, undefined at the top, NaN and cycles are refused. */
+const jsonValue = (maxBytes: number, what: string, boundDepth = false) =>
   z.unknown().superRefine((value, ctx) => {
+    // First, and without recursion: everything below recurses once per level.
+    if (boundDepth && !checkPayloadShape(value, ctx, maxBytes)) return;
     let text: string | undefined;
     try {
       text = JSON.stringify(value);
@@ -46,12 +111,15 @@ function containsNonJson(v: unknown): boolean {
   return false;
 }
 
+/** A task payload as stored: plain JSON, at most MAX_PAYLOAD_BYTES as text and MAX_PAYLOAD_DEPTH levels deep. */
+export const taskPayload = jsonValue(MAX_PAYLOAD_BYTES, 'payload', true);
+
 const epochMs = z.number().int('must be epoch milliseconds (a whole number)').min(0, 'must not be negative').max(8.64e15);
 
 export const enqueueInput = z
   .object({
     type: taskTypeSchema,
-    payload: jsonValue(MAX_PAYLOAD_BYTES, 'payload').optional(),
+    payload: taskPayload.optional(),
     owner: ownerSchema,
     priority: z.number().int('must be a whole number').min(-PRIORITY_LIMIT).max(PRIORITY_LIMIT).default(0),
     availableAt: epochMs.optional(),
@@ -110,7 +178,7 @@ export const failInput = z
     lease: leaseSchema,
     error: z.string().min(1, 'must describe the failure').transform((s) => s.slice(0, MAX_ERROR_CHARS)),
     retryable: z.boolean().default(true),
-    backoff: z.object({ baseMs: z.number().int().min(0), maxMs: z.number().int().min(0) }).strict().optional(),
+    backoff: z.object({ baseMs: z.number().int().min(0).max(MAX_DURATION_MS), maxMs: z.number().int().min(0).max(MAX_DURATION_MS) }).strict().optional(),
   })
   .strict();
 export const leaseOnlyInput = z.object({ lease: leaseSchema }).strict();
@@ -123,7 +191,7 @@ export const listInput = z
     status: z.enum(Object.values(TaskStatus) as [TaskStatus, ...TaskStatus[]]).optional(),
     type: taskTypeSchema.optional(),
     limit: z.number().int().min(1).max(100).default(20),
-    cursor: z.string().max(2048).optional(),
+    cursor: z.string().max(2048, 'is not a cursor from an earlier page of this list; start again without one').optional(),
   })
   .strict();
 export type ListInput = z.input<typeof listInput>;

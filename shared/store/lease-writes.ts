@@ -9,13 +9,12 @@ import { LeaseLostError } from '../errors.js';
 import { decideFailure, leaseExpiry, sweepKeyAfterRenewal } from '../lease-rules.js';
 import { delaySweepPartition, INDEX, readyPartition, readySortKey, taskKey } from '../table-layout.js';
 import { TaskStatus, type Task } from '../task-model.js';
-import type { StoreContext } from './context.js';
+import { writeTargetOf, type StoreContext } from './context.js';
+import { conditionalUpdate } from './conditional-write.js';
 import { hasStatus, holdsLease } from './conditions.js';
-import { deadline, isConditionalCheckFailed, isTransient } from './dynamo.js';
 import { Expression } from './expression.js';
 import { completeInput, failInput, leaseOnlyInput, parseInput, renewInput, type Lease, type RenewInput } from './inputs.js';
 import { releaseSlots, renewSlots } from './slots.js';
-import { readTaskItem } from './task-reads.js';
 import { finishedFields, LEASE_FIELDS_CLEARED, toTask, type TaskItem } from './task-item.js';
 
 export type RenewOutcome =
@@ -27,30 +26,14 @@ export type RenewOutcome =
 
 /**
  * Sends one update conditioned on the lease; returns the item after it, or throws LeaseLostError.
- * A transient failure (our deadline, throttling) leaves it unknown whether the write applied, so the
- * same write (same write id) is sent again: if the first one applied, the retry fails its condition
- * and the read-back finds our write id.
+ * The primitive settles lost answers (resent under the same write id, read back when refused).
  */
-async function writeUnderLease(ctx: StoreContext, lease: Lease, e: Expression, attempts = 3, seededBug = false): Promise<TaskItem> {
-  const writeId = ctx.newId();
+async function writeUnderLease(ctx: StoreContext, lease: Lease, e: Expression, resends = 2, seededBug = false): Promise<TaskItem> {
   // The seeded bug (chaos checker test only) drops the fencing token from the condition.
-  e.require(seededBug ? hasStatus(TaskStatus.RUNNING) : holdsLease(lease.owner, lease.token)).set('writeId', writeId);
-  const command = new UpdateCommand({ TableName: ctx.tableName, Key: taskKey(lease.taskId), ...e.params(), ReturnValues: 'ALL_NEW' });
-  for (let attempt = 1; ; attempt++) {
-    try {
-      const out = await ctx.doc.send(command, deadline(ctx.config.requestDeadlineMs));
-      return out.Attributes as TaskItem;
-    } catch (error) {
-      if (isTransient(error) && attempt < attempts) {
-        await new Promise((r) => setTimeout(r, 25 * 2 ** attempt * (0.5 + ctx.random() / 2)));
-        continue;
-      }
-      if (!isConditionalCheckFailed(error)) throw error;
-      const current = await readTaskItem(ctx, lease.taskId, deadline(ctx.config.requestDeadlineMs));
-      if (current?.writeId === writeId) return current;
-      throw new LeaseLostError(lease.taskId, lease.token, current && toTask(current), { cause: error });
-    }
-  }
+  e.require(seededBug ? hasStatus(TaskStatus.RUNNING) : holdsLease(lease.owner, lease.token));
+  const written = await conditionalUpdate<TaskItem>(writeTargetOf(ctx), taskKey(lease.taskId), e, { resends, needCurrent: true });
+  if (written.applied) return written.item;
+  throw new LeaseLostError(lease.taskId, lease.token, written.current && toTask(written.current));
 }
 
 /** One heartbeat round: every lease renewed in parallel; the answers tell lost leases and cancel requests apart. */
@@ -70,7 +53,7 @@ export async function renewLeases(ctx: StoreContext, rawInput: RenewInput): Prom
         const e = new Expression().set('leaseUntil', leaseUntil);
         if (sweepAt !== undefined) e.set(INDEX.sweep.sort, sweepAt);
         if (progress) e.assign({ progress: progress.fraction, progressNote: progress.note });
-        const item = await writeUnderLease(ctx, lease, e, 2);
+        const item = await writeUnderLease(ctx, lease, e, 1);
         const renewed: Lease = { ...lease, leaseUntil, sweepAt: sweepAt ?? lease.sweepAt, slots: lease.slots.map((s) => ({ ...s, leaseUntil })) };
         return { taskId: lease.taskId, outcome: item.status === TaskStatus.CANCEL_REQUESTED ? 'cancel-requested' : 'renewed', lease: renewed };
       } catch (error) {
@@ -130,14 +113,14 @@ export async function finishCancel(ctx: StoreContext, rawInput: { lease: Lease }
 
 /** Where a requeued task goes: straight to the ready index when due, else to the delay partition until promoted. */
 export function queuePlacement(task: Pick<Lease, 'type' | 'shard' | 'priority' | 'createdAt'> & { taskId: string }, availableAt: number, now: number): Record<string, unknown> {
-  const readyPk = readyPartition(task.type, task.shard);
+  const readyPk = readyPartition(task.type, task.shard, task.priority);
   const readySk = readySortKey(task.priority, availableAt, task.createdAt, task.taskId);
   if (availableAt <= now) return { [INDEX.ready.partition]: readyPk, [INDEX.ready.sort]: readySk };
   return { [INDEX.sweep.partition]: delaySweepPartition(task.shard), [INDEX.sweep.sort]: availableAt, dueReadyPk: readyPk, dueReadySk: readySk };
 }
 
 async function settle(ctx: StoreContext, lease: Lease, e: Expression, seededBug = false): Promise<Task> {
-  const item = await writeUnderLease(ctx, lease, e, 3, seededBug);
+  const item = await writeUnderLease(ctx, lease, e, 2, seededBug);
   // The outcome is written; a slot that cannot be given back now runs out with its lease instead.
   await releaseSlots(ctx, lease.owner, lease.slots).catch(() => undefined);
   return toTask(item);

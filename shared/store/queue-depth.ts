@@ -5,7 +5,7 @@
  * costs, since DynamoDB bills the entries it reads, not the ones it returns.
  */
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { availableAtOfReadySortKey, delaySweepPartition, INDEX, leaseSweepPartition, readyPartition, SHARD_COUNT } from '../table-layout.js';
+import { availableAtOfReadySortKey, delaySweepPartition, INDEX, lanePartition, leaseSweepPartition, SHARD_COUNT, shardPartition } from '../table-layout.js';
 import type { StoreContext } from './context.js';
 
 export interface QueueDepth {
@@ -24,7 +24,8 @@ interface PartitionCount {
 
 export async function queueDepth(ctx: StoreContext, types: string[]): Promise<QueueDepth> {
   const shards = Array.from({ length: SHARD_COUNT }, (_, s) => s);
-  const ready = await Promise.all(types.flatMap((type) => shards.map((s) => readPartition(ctx, INDEX.ready, readyPartition(type, s), true))));
+  const readyPartitions = types.flatMap((type) => [lanePartition(type), ...shards.map((s) => shardPartition(type, s))]);
+  const ready = await Promise.all(readyPartitions.map((p) => readPartition(ctx, INDEX.ready, p, true)));
   const leased = await Promise.all(shards.map((s) => readPartition(ctx, INDEX.sweep, leaseSweepPartition(s), false)));
   const delayed = await Promise.all(shards.map((s) => readPartition(ctx, INDEX.sweep, delaySweepPartition(s), false)));
   const sum = (xs: PartitionCount[]) => xs.reduce((a, b) => a + b.count, 0);

@@ -4,13 +4,13 @@
  * it observed, so two sweeps racing over the same tasks fix each one once. The same sweep promotes
  * delayed tasks that became due into the ready index.
  */
-import { QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { decideRecovery, sweepQueryBound } from '../lease-rules.js';
 import { delaySweepPartition, INDEX, KEY, leaseSweepPartition, readyPartition, readySortKey, SHARD_COUNT, shardForId, taskIdFromPk, taskKey } from '../table-layout.js';
 import { TaskStatus } from '../task-model.js';
-import type { StoreContext } from './context.js';
+import { writeTargetOf, type StoreContext } from './context.js';
 import { leaseAsObserved, stillDelayedAndDue } from './conditions.js';
-import { isConditionalCheckFailed } from './dynamo.js';
+import { conditionalUpdate } from './conditional-write.js';
 import { Expression } from './expression.js';
 import { readItems, readTaskItem } from './task-reads.js';
 import { parseInput, taskRefInput } from './inputs.js';
@@ -139,7 +139,7 @@ async function fixExpired(ctx: StoreContext, item: TaskItem, now: number): Promi
   const decision = decideRecovery(item, now, ctx.config);
   if (decision.action === 'skip') return 'skipped';
   const e = new Expression().require(leaseAsObserved(item.leaseToken, item.status, item.leaseUntil!));
-  const common = { ...LEASE_FIELDS_CLEARED, updatedAt: now, writeId: ctx.newId() };
+  const common = { ...LEASE_FIELDS_CLEARED, updatedAt: now };
   const finished = finishedFields(now, ctx.config);
   let fix: Fix;
   switch (decision.action) {
@@ -153,7 +153,7 @@ async function fixExpired(ctx: StoreContext, item: TaskItem, now: number): Promi
         ...common,
         status: TaskStatus.QUEUED,
         error: `lease expired (holder ${item.leaseOwner ?? 'unknown'}) on attempt ${item.attempts} of ${item.maxAttempts}`,
-        [INDEX.ready.partition]: readyPartition(item.type, item.shard),
+        [INDEX.ready.partition]: readyPartition(item.type, item.shard, item.priority),
         [INDEX.ready.sort]: readySortKey(item.priority, item.availableAt, item.createdAt, item.id),
       });
       fix = 'requeued';
@@ -164,13 +164,8 @@ async function fixExpired(ctx: StoreContext, item: TaskItem, now: number): Promi
       break;
   }
   ctx.onIntent?.('recover', item.id);
-  try {
-    await ctx.doc.send(new UpdateCommand({ TableName: ctx.tableName, Key: taskKey(item.id), ...e.params() }));
-    return fix;
-  } catch (error) {
-    if (isConditionalCheckFailed(error)) return 'skipped';
-    throw error;
-  }
+  // A fix whose answer was lost, then refused on the resend, is still reported as the fix it was.
+  return (await conditionalUpdate(writeTargetOf(ctx, 'request'), taskKey(item.id), e)).applied ? fix : 'skipped';
 }
 
 /** Promotes one delayed task by id if it is due (the worker that scheduled a retry calls this when the backoff ends). */
@@ -187,12 +182,6 @@ async function promote(ctx: StoreContext, pk: string, partition: string, now: nu
     .copy(INDEX.ready.sort, 'dueReadySk')
     .set('updatedAt', now)
     .remove(INDEX.sweep.partition, INDEX.sweep.sort, 'dueReadyPk', 'dueReadySk');
-  try {
-    await ctx.doc.send(new UpdateCommand({ TableName: ctx.tableName, Key: { [KEY.partition]: pk, [KEY.sort]: 'TASK' }, ...e.params() }));
-    return true;
-  } catch (error) {
-    if (isConditionalCheckFailed(error)) return false;
-    throw error;
-  }
+  return (await conditionalUpdate(writeTargetOf(ctx, 'request'), { [KEY.partition]: pk, [KEY.sort]: 'TASK' }, e)).applied;
 }
 

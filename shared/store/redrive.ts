@@ -1,11 +1,10 @@
 /** Redrive: a FAILED or CANCELLED task goes back to the queue with a fresh attempt budget. */
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { TaskNotFoundError, TaskStateConflictError } from '../errors.js';
 import { INDEX, readyPartition, readySortKey, taskKey, TTL_ATTRIBUTE } from '../table-layout.js';
 import { TaskStatus, type Task } from '../task-model.js';
-import type { StoreContext } from './context.js';
+import { writeTargetOf, type StoreContext } from './context.js';
 import { hasStatus } from './conditions.js';
-import { isConditionalCheckFailed } from './dynamo.js';
+import { conditionalUpdate } from './conditional-write.js';
 import { Expression } from './expression.js';
 import { parseInput, taskRefInput } from './inputs.js';
 import { readTaskItem } from './task-reads.js';
@@ -29,8 +28,7 @@ export async function redrive(ctx: StoreContext, rawInput: { id: string; owner?:
       attempts: 0,
       availableAt: now,
       updatedAt: now,
-      writeId: ctx.newId(),
-      [INDEX.ready.partition]: readyPartition(item.type, item.shard),
+      [INDEX.ready.partition]: readyPartition(item.type, item.shard, item.priority),
       [INDEX.ready.sort]: readySortKey(item.priority, now, item.createdAt, item.id),
       finishedAt: undefined,
       [TTL_ATTRIBUTE]: undefined,
@@ -39,13 +37,8 @@ export async function redrive(ctx: StoreContext, rawInput: { id: string; owner?:
       progress: undefined,
       progressNote: undefined,
     });
-  try {
-    const out = await ctx.doc.send(new UpdateCommand({ TableName: ctx.tableName, Key: taskKey(id), ...e.params(), ReturnValues: 'ALL_NEW' }));
-    return toTask(out.Attributes as TaskItem);
-  } catch (error) {
-    if (!isConditionalCheckFailed(error)) throw error;
-    const current = await readTaskItem(ctx, id);
-    if (!current) throw new TaskNotFoundError(id);
-    throw refuse(current);
-  }
+  const written = await conditionalUpdate<TaskItem>(writeTargetOf(ctx, 'request'), taskKey(id), e, { needCurrent: true });
+  if (written.applied) return toTask(written.item);
+  if (!written.current) throw new TaskNotFoundError(id);
+  throw refuse(written.current);
 }

@@ -4,23 +4,17 @@
  * the slot before the task, and completion frees the task before the slot. So every valid task
  * lease sits inside a valid slot lease, and a dead holder's slot frees itself when its lease runs out.
  */
-import { QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { KEY, limitPartition, slotSortKey } from '../table-layout.js';
 import { recoveryCutoff, leaseIsFree } from '../lease-rules.js';
-import type { StoreContext } from './context.js';
-import { holdsTokenLease, slotStillFree } from './conditions.js';
-import { deadline, isConditionalCheckFailed } from './dynamo.js';
-import { Expression } from './expression.js';
+import { writeTargetOf, type StoreContext } from './context.js';
+import { slotStillFree } from './conditions.js';
+import { deadline } from './dynamo.js';
 import type { SlotLease } from './inputs.js';
+import { acquireIfFree, releaseIfHolder, renewIfHolder, undoAcquire, type LeaseItem } from './lease-item.js';
+import { WriteOutcomeUnknownError } from './conditional-write.js';
 
-interface SlotItem {
-  pk: string;
-  sk: string;
-  slotToken: number;
-  holder?: string;
-  leaseUntil?: number;
-  taskId?: string;
-}
+type SlotItem = LeaseItem & { slotToken: number };
 
 export const GLOBAL_SCOPE = 'global';
 export const typeScope = (type: string) => `type#${type}`;
@@ -66,15 +60,21 @@ export class SlotGate {
   /** Takes one slot of every limit on `type` for `taskId`, or none (releasing any partial take). */
   async acquire(type: string, taskId: string, leaseUntil: number): Promise<SlotLease[] | undefined> {
     const taken: SlotLease[] = [];
-    for (const { scope, limit } of limitsFor(this.ctx, type)) {
-      const slot = await this.takeOne(scope, limit, taskId, leaseUntil);
-      if (!slot) {
-        await releaseSlots(this.ctx, this.holder, taken);
-        return undefined;
+    try {
+      for (const { scope, limit } of limitsFor(this.ctx, type)) {
+        const slot = await this.takeOne(scope, limit, taskId, leaseUntil);
+        if (!slot) {
+          await releaseSlots(this.ctx, this.holder, taken);
+          return undefined;
+        }
+        taken.push(slot);
       }
-      taken.push(slot);
+      return taken;
+    } catch (error) {
+      // A take that failed part-way gives back what it took, so no slot waits out a lease for nothing.
+      await releaseSlots(this.ctx, this.holder, taken).catch(() => undefined);
+      throw error;
     }
-    return taken;
   }
 
   private async takeOne(scope: string, limit: number, taskId: string, leaseUntil: number): Promise<SlotLease | undefined> {
@@ -87,19 +87,18 @@ export class SlotGate {
       const seen = slots.get(index);
       slots.delete(index); // tried once per round, won or lost
       if (seen?.taskId && seen.holder !== undefined && (await this.recoverStranded(seen.taskId, seen.holder)) === 'lease-valid') continue;
-      const e = new Expression()
-        .require(slotStillFree(seen?.slotToken, recoveryCutoff(now, this.ctx.config)))
-        .assign({ holder: this.holder, leaseUntil, taskId })
-        .add('slotToken', 1);
-      try {
-        const out = await this.ctx.doc.send(
-          new UpdateCommand({ TableName: this.ctx.tableName, Key: slotKey(scope, index), ...e.params(), ReturnValues: 'ALL_NEW' }),
-          deadline(this.ctx.config.requestDeadlineMs),
-        );
-        return { scope, index, token: (out.Attributes as SlotItem).slotToken, leaseUntil };
-      } catch (error) {
-        if (!isConditionalCheckFailed(error)) throw error;
-      }
+      const taken = await acquireIfFree(writeTargetOf(this.ctx), slotKey(scope, index), {
+        tokenAttribute: 'slotToken',
+        holder: this.holder,
+        leaseUntil,
+        free: slotStillFree(seen?.slotToken, recoveryCutoff(now, this.ctx.config)),
+        fields: { taskId },
+      }).catch(async (error: unknown) => {
+        // Perhaps taken, perhaps not: free it if it was, so the limit does not shrink for a lease.
+        if (error instanceof WriteOutcomeUnknownError) await undoAcquire(writeTargetOf(this.ctx), slotKey(scope, index), error.writeId, ['taskId']).catch(() => undefined);
+        throw error;
+      });
+      if (taken.applied) return { scope, index, token: taken.item.slotToken!, leaseUntil };
     }
     return undefined;
   }
@@ -107,16 +106,24 @@ export class SlotGate {
   private async read(scope: string): Promise<Map<number, SlotItem>> {
     let slots = this.observed.get(scope);
     if (!slots) {
-      const out = await this.ctx.doc.send(
-        new QueryCommand({
-          TableName: this.ctx.tableName,
-          KeyConditionExpression: '#pk = :pk',
-          ExpressionAttributeNames: { '#pk': KEY.partition },
-          ExpressionAttributeValues: { ':pk': limitPartition(scope) },
-          ConsistentRead: true,
-        }),
-      );
-      slots = new Map((out.Items as SlotItem[] | undefined ?? []).map((s) => [Number(s.sk.slice('SLOT#'.length)), s]));
+      slots = new Map();
+      // Every page: a slot on an unread page would look never taken and could never be taken again.
+      let startKey: Record<string, unknown> | undefined;
+      do {
+        const out = await this.ctx.doc.send(
+          new QueryCommand({
+            TableName: this.ctx.tableName,
+            KeyConditionExpression: '#pk = :pk',
+            ExpressionAttributeNames: { '#pk': KEY.partition },
+            ExpressionAttributeValues: { ':pk': limitPartition(scope) },
+            ConsistentRead: true,
+            ...(startKey ? { ExclusiveStartKey: startKey } : {}),
+          }),
+          deadline(this.ctx.config.requestDeadlineMs),
+        );
+        for (const s of (out.Items ?? []) as SlotItem[]) slots.set(Number(s.sk.slice('SLOT#'.length)), s);
+        startKey = out.LastEvaluatedKey;
+      } while (startKey);
       this.observed.set(scope, slots);
     }
     return slots;
@@ -128,30 +135,12 @@ const slotKey = (scope: string, index: number) => ({ [KEY.partition]: limitParti
 /** Extends the holder's slots; false when any of them was lost (it then no longer covers the task). */
 export async function renewSlots(ctx: StoreContext, holder: string, slots: SlotLease[], leaseUntil: number): Promise<boolean> {
   const results = await Promise.all(
-    slots.map(async (slot) => {
-      const e = new Expression().require(holdsTokenLease(holder, slot.token, 'slotToken')).set('leaseUntil', leaseUntil);
-      try {
-        await ctx.doc.send(new UpdateCommand({ TableName: ctx.tableName, Key: slotKey(slot.scope, slot.index), ...e.params() }), deadline(ctx.config.requestDeadlineMs));
-        return true;
-      } catch (error) {
-        if (isConditionalCheckFailed(error)) return false;
-        throw error;
-      }
-    }),
+    slots.map(async (slot) => (await renewIfHolder(writeTargetOf(ctx), slotKey(slot.scope, slot.index), { tokenAttribute: 'slotToken', holder, token: slot.token }, leaseUntil)).applied),
   );
   return results.every(Boolean);
 }
 
 /** Gives slots back. A slot already taken over (after expiry) is left to its new holder. */
 export async function releaseSlots(ctx: StoreContext, holder: string, slots: SlotLease[]): Promise<void> {
-  await Promise.all(
-    slots.map(async (slot) => {
-      const e = new Expression().require(holdsTokenLease(holder, slot.token, 'slotToken')).remove('holder', 'leaseUntil', 'taskId');
-      try {
-        await ctx.doc.send(new UpdateCommand({ TableName: ctx.tableName, Key: slotKey(slot.scope, slot.index), ...e.params() }), deadline(ctx.config.requestDeadlineMs));
-      } catch (error) {
-        if (!isConditionalCheckFailed(error)) throw error;
-      }
-    }),
-  );
+  await Promise.all(slots.map((slot) => releaseIfHolder(writeTargetOf(ctx), slotKey(slot.scope, slot.index), { tokenAttribute: 'slotToken', holder, token: slot.token }, ['taskId'])));
 }

@@ -1,12 +1,12 @@
 /** Reads for callers: one task by id, and a caller's tasks newest first with filters and a cursor. */
-import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod';
-import { TaskNotFoundError, ValidationError } from '../errors.js';
-import { INDEX, KEY } from '../table-layout.js';
+import { TaskNotFoundError } from '../errors.js';
 import type { Task } from '../task-model.js';
 import type { StoreContext } from './context.js';
 import { listInput, parseInput, taskRefInput, type ListInput } from './inputs.js';
-import { readItems, readTaskItem } from './task-reads.js';
+import { decodeCursor, keyString, MAX_PARTITION_KEY_BYTES, type OwnerIndexKey } from './list-cursor.js';
+import { readOwnerIndexPage } from './list-page.js';
+import { readTaskItem } from './task-reads.js';
 import { toTask, type TaskItem } from './task-item.js';
 
 /** Reads a task; with `owner`, another owner's task is reported as not found (no existence leak). */
@@ -17,27 +17,33 @@ export async function getTask(ctx: StoreContext, rawInput: { id: string; owner?:
   return toTask(item);
 }
 
+/** Re-exported for those that import it from here (test/api-list-size.test.ts). */
+export { MAX_LIST_PAGE_BYTES } from './list-page.js';
+
 export interface TaskPage {
   tasks: Task[];
   nextCursor?: string;
 }
 
-const cursorSchema = z.object({ pk: z.string(), sk: z.string(), ownerPk: z.string(), ownerSk: z.string() }).strict();
-/** Index pages read at most per call, so a rare status filter cannot turn one request into a long scan. */
-const MAX_PAGES_PER_LIST = 10;
-
 /**
- * The most a page of tasks may weigh. The API's Lambda may return at most 6 MB (6,291,456 bytes) from a
- * synchronous invocation, and API Gateway answers 500 to anything larger; a task can weigh about 330 KB
- * (payload 256 KB, result 64 KB, error), so 100 of them would not fit. What Lambda counts is its result
- * object, in which the JSON body is itself a JSON string: every quote and backslash of the body counts
- * twice. Measured that way, 5 MB leaves a megabyte for the envelope (status, headers, `nextCursor`).
+ * A cursor of this list is exactly an owner-index key that enqueue writes (TASK#<id>, TASK, the owner,
+ * <createdAt>#<id>) for one task: anything else (empty keys, other partitions, oversized strings) is
+ * refused before DynamoDB sees it.
  */
-export const MAX_LIST_PAGE_BYTES = 5 * 1024 * 1024;
+const ID = '[A-Za-z0-9_-]{1,64}';
+const cursorSchema: z.ZodType<OwnerIndexKey> = z
+  .object({
+    pk: z.string().regex(new RegExp(`^TASK#${ID}$`)),
+    sk: z.literal('TASK'),
+    ownerPk: keyString(MAX_PARTITION_KEY_BYTES),
+    ownerSk: z.string().regex(new RegExp(`^\\d{1,16}#${ID}$`)),
+  })
+  .strict()
+  .refine((k) => k.ownerSk.slice(k.ownerSk.indexOf('#') + 1) === k.pk.slice('TASK#'.length));
 /** Per task, on top of what is measured: the API shows times as ISO-8601 text, longer than epoch numbers, and commas join the list. */
 const TASK_SIZE_SLACK_BYTES = 256;
 
-/** A task's weight in a list page as Lambda counts it (its JSON, escaped once more as the body string). */
+/** A task's weight in a list page as Lambda counts it (its JSON, escaped once more as the body string); see MAX_LIST_PAGE_BYTES. */
 function pageBytes(task: Task): number {
   return Buffer.byteLength(JSON.stringify(JSON.stringify(task))) + TASK_SIZE_SLACK_BYTES;
 }
@@ -51,62 +57,17 @@ function pageBytes(task: Task): number {
  */
 export async function listTasks(ctx: StoreContext, rawInput: ListInput): Promise<TaskPage> {
   const input = parseInput(listInput, 'listTasks', rawInput);
-  let startKey = input.cursor === undefined ? undefined : decodeCursor(input.cursor, input.owner);
-  const tasks: Task[] = [];
-  let bytes = 0;
-  for (let page = 0; page < MAX_PAGES_PER_LIST; page++) {
-    const out = await ctx.doc.send(
-      new QueryCommand({
-        TableName: ctx.tableName,
-        IndexName: INDEX.owner.name,
-        KeyConditionExpression: '#o = :o',
-        ...(input.type ? { FilterExpression: '#t = :t' } : {}),
-        ExpressionAttributeNames: { '#o': INDEX.owner.partition, ...(input.type ? { '#t': 'type' } : {}) },
-        ExpressionAttributeValues: { ':o': input.owner, ...(input.type ? { ':t': input.type } : {}) },
-        ScanIndexForward: false,
-        Limit: input.limit - tasks.length,
-        ...(startKey ? { ExclusiveStartKey: startKey } : {}),
-      }),
-    );
-    const keys = (out.Items ?? []) as IndexKey[];
-    const items = await readItems<TaskItem>(ctx, keys.map((k) => ({ [KEY.partition]: k.pk, [KEY.sort]: k.sk })));
-    const byPk = new Map(items.map((i) => [i.pk, i]));
-    /** The last index entry this page has dealt with: where the next page starts. */
-    let position = startKey;
-    for (const key of keys) {
-      const item = byPk.get(key.pk);
-      // Deleted (TTL) between the index read and the item read: nothing to show.
-      if (item && (input.status === undefined || item.status === input.status)) {
-        const task = toTask(item);
-        const size = pageBytes(task);
-        if (tasks.length > 0 && bytes + size > MAX_LIST_PAGE_BYTES) return { tasks, nextCursor: encodeCursor(position!) };
-        tasks.push(task);
-        bytes += size;
-      }
-      position = key;
-    }
-    startKey = out.LastEvaluatedKey as IndexKey | undefined;
-    if (!startKey || tasks.length >= input.limit) break;
-  }
-  return startKey ? { tasks, nextCursor: encodeCursor(startKey) } : { tasks };
-}
-
-type IndexKey = z.infer<typeof cursorSchema>;
-
-function encodeCursor(key: IndexKey): string {
-  return Buffer.from(JSON.stringify({ pk: key.pk, sk: key.sk, ownerPk: key.ownerPk, ownerSk: key.ownerSk })).toString('base64url');
-}
-
-function decodeCursor(cursor: string, owner: string): IndexKey {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-  } catch {
-    parsed = undefined;
-  }
-  const key = cursorSchema.safeParse(parsed);
-  if (!key.success || key.data.ownerPk !== owner) {
-    throw new ValidationError('listTasks', [{ path: 'cursor', message: 'is not a cursor from an earlier page of this list; start again without one' }]);
-  }
-  return key.data;
+  const { entries: tasks, ...next } = await readOwnerIndexPage(ctx, {
+    operation: 'listTasks',
+    partition: input.owner,
+    cursor: input.cursor === undefined ? undefined : decodeCursor(input.cursor, cursorSchema, input.owner, 'listTasks'),
+    limit: input.limit,
+    newestFirst: true,
+    type: input.type,
+    // The index also holds schedule definitions, under a prefix no task owner may have (inputs.ts); only tasks belong here.
+    lists: (key) => key.pk.startsWith('TASK#'),
+    show: (item: TaskItem) => (input.status === undefined || item.status === input.status ? toTask(item) : undefined),
+    weight: pageBytes,
+  });
+  return { tasks, ...next };
 }

@@ -16,7 +16,11 @@ export interface TaskContext {
   signal: AbortSignal;
   /** Renews this task's lease now: call it inside long CPU-bound loops that starve the heartbeat timer. */
   heartbeat(): Promise<void>;
-  /** Reports progress (0..1); stored with the next lease renewal, so it costs no extra write. */
+  /**
+   * Reports progress (0..1); stored with the next lease renewal, so it costs no extra write. NaN
+   * (e.g. 0 of 0 done) is ignored and the last report stands; other values are clamped to 0..1 and the
+   * note is cut to 256 characters. A fraction that is not a number throws a ValidationError.
+   */
   progress(fraction: number, note?: string): void;
   logger: TaskLogger;
 }
@@ -37,6 +41,7 @@ export interface TaskDefinition<S extends z.ZodType = z.ZodType> {
   timeoutMs?: number;
   /** At most this many tasks of this type run at once, across all workers. */
   concurrency?: number;
+  /** Retry delays; each of baseMs and maxMs at most 7 days (TaskRegistry refuses more). */
   backoff?: BackoffPolicy;
 }
 

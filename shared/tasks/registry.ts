@@ -1,15 +1,18 @@
 /** The set of task types a deployment knows: checked once, consulted at enqueue and at run time. */
 import * as z from 'zod';
-import type { LeaseholdConfig } from '../config.js';
+import { MAX_DURATION_MS, type LeaseholdConfig } from '../config.js';
 import { ConfigError, ValidationError, type InputProblem } from '../errors.js';
 import { taskTypeSchema } from '../store/inputs.js';
 import type { TaskDefinition } from './define.js';
+
+const backoffMs = z.number().int().min(0).max(MAX_DURATION_MS, `must be at most ${MAX_DURATION_MS} ms (7 days), like LEASEHOLD_BACKOFF_MAX_MS`);
 
 const policySchema = z.object({
   maxAttempts: z.number().int().min(1).max(100).optional(),
   timeoutMs: z.number().int().positive().optional(),
   concurrency: z.number().int().min(1).max(10_000).optional(),
-  backoff: z.object({ baseMs: z.number().int().min(0), maxMs: z.number().int().min(0) }).optional(),
+  // Bounded like LEASEHOLD_BACKOFF_MAX_MS: a retry's promotion is a timer, and Node's overflow at ~24.8 days fires it at once.
+  backoff: z.object({ baseMs: backoffMs, maxMs: backoffMs }).optional(),
 });
 
 export class TaskRegistry {

@@ -17,6 +17,7 @@ import type { LeaseholdMetrics } from './metrics.js';
 import { decideOutcome, describeError, type AbortReason, type HandlerEnd, type OutcomeWrite } from './outcome.js';
 import type { TimerSet } from './timers.js';
 import type { HistorySink } from './history.js';
+import { sanitizeProgress, type Progress } from './progress.js';
 import { effectiveTimeoutMs } from '../invocation-budget.js';
 
 /** The reason a handler's signal carries. */
@@ -45,7 +46,8 @@ export interface ExecutionDeps {
 export class Execution {
   readonly task: Task;
   lease: Lease;
-  progress: { fraction: number; note?: string } | undefined;
+  progress: Progress | undefined;
+  private warnedProgress = false;
   /** The lease is known to be gone: stop renewing it. */
   leaseLost = false;
   /** The outcome write has begun: renewals would only race it. */
@@ -114,7 +116,13 @@ export class Execution {
       signal: this.controller.signal,
       heartbeat: () => this.deps.renewNow(this),
       progress: (fraction, note) => {
-        this.progress = { fraction: Math.min(1, Math.max(0, fraction)), ...(note === undefined ? {} : { note: note.slice(0, 256) }) };
+        // Made fit to store here: a bad report used to fail the renewal of every lease on the worker.
+        const report = sanitizeProgress(fraction, note);
+        if (report) this.progress = report;
+        else if (!this.warnedProgress) {
+          this.warnedProgress = true;
+          this.logger.warn('progress(NaN) ignored; the last reported progress stands');
+        }
       },
       logger: {
         debug: (message, extra) => this.logger.debug(message, extra ?? {}),

@@ -16,6 +16,7 @@ import { Execution } from './execution.js';
 import { describeError } from './outcome.js';
 import { METRICS_FLUSH_INTERVAL_MS, RecordingMetrics, type LeaseholdMetrics } from './metrics.js';
 import { TimerSet } from './timers.js';
+import { renewRound } from './renewal-round.js';
 import { canStartWithin, typeTimeoutMs } from '../invocation-budget.js';
 import type { HistorySink } from './history.js';
 
@@ -196,8 +197,11 @@ export class Worker {
   private promoteWhenDue(task: Task): void {
     this.pendingPromotions.set(task.id, task.availableAt);
     // Timers may fire a little before the wall clock says the time has come: aim just past it, and
-    // look again if the store still found the task not yet due.
+    // look again if the store still found the task not yet due. A timer that fires early by this
+    // worker's own clock re-arms without a write, so no timer fault can turn into a loop of writes
+    // (a backoff past Node's timer limit once fired every millisecond; TimerSet now steps it).
     this.timers.timeout(() => {
+      if (this.clock.now() < task.availableAt) return this.promoteWhenDue(task);
       this.options.store
         .promote({ id: task.id })
         .then((promoted) => {
@@ -258,11 +262,12 @@ export class Worker {
     const round = (async () => {
       this.summary.heartbeatRounds++;
       const progress = Object.fromEntries(live.flatMap((e) => (e.progress ? [[e.task.id, e.progress]] : [])));
-      const outcomes = await this.options.store.renew({ leases: live.map((e) => e.lease), progress });
+      // One answer per lease even when the round fails as a whole, so every lease reaches the switch below.
+      const outcomes = await renewRound(this.options.store, live.map((e) => e.lease), progress, this.logger);
       let ok = 0;
-      for (const outcome of outcomes) {
-        const execution = this.active.get(outcome.taskId);
-        if (!execution) continue;
+      for (const [i, outcome] of outcomes.entries()) {
+        const execution = live[i]!;
+        if (this.active.get(execution.task.id) !== execution) continue; // finished while the round ran
         this.options.history?.record({
           ev: 'renew',
           task: outcome.taskId,
@@ -286,7 +291,7 @@ export class Worker {
           case 'error':
             this.logger.warn('lease renewal failed', { taskId: outcome.taskId, error: describeError(outcome.error) });
             // Unknown whether we still hold it: once our own view says it ran out, stop the handler.
-            if (this.clock.now() >= execution.lease.leaseUntil) {
+            if (!execution.finishing && this.clock.now() >= execution.lease.leaseUntil) {
               execution.leaseLost = true;
               this.metrics.count('LeasesLost');
               execution.abort('lease-lost');

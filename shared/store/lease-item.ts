@@ -1,0 +1,63 @@
+/**
+ * Items that are themselves leases: concurrency slots and locks. Each has a holder, an expiry and a
+ * fencing token that grows with every take and never resets. Three writes serve both (the lock
+ * client's single-primitive design): take it if free, renew it while holding it, give it back.
+ */
+import { holdsTokenLease, unchangedSince } from './conditions.js';
+import { conditionalUpdate, type WriteResult, type WriteTarget } from './conditional-write.js';
+import { Expression, type ConditionPart } from './expression.js';
+
+export type TokenAttribute = 'slotToken' | 'lockToken';
+
+export interface LeaseItem {
+  pk: string;
+  sk: string;
+  holder?: string;
+  leaseUntil?: number;
+  slotToken?: number;
+  lockToken?: number;
+  taskId?: string;
+  writeId?: string;
+}
+
+export interface HeldLease {
+  tokenAttribute: TokenAttribute;
+  holder: string;
+  token: number;
+}
+
+/**
+ * Takes the item for `holder` until `leaseUntil` when `free` holds (never taken, given back, or its
+ * holder's lease over), and bumps the token. `fields` are stored with the holder (a slot's task id).
+ */
+export function acquireIfFree(
+  target: WriteTarget,
+  key: Record<string, string>,
+  take: { tokenAttribute: TokenAttribute; holder: string; leaseUntil: number; free: ConditionPart; fields?: Record<string, unknown>; needCurrent?: boolean },
+): Promise<WriteResult<LeaseItem>> {
+  const e = new Expression()
+    .require(take.free)
+    .assign({ holder: take.holder, leaseUntil: take.leaseUntil, ...take.fields })
+    .add(take.tokenAttribute, 1);
+  return conditionalUpdate<LeaseItem>(target, key, e, { needCurrent: take.needCurrent ?? false });
+}
+
+/** Moves the holder's expiry; refused once another holder took it over (after the lease ran out). */
+export function renewIfHolder(target: WriteTarget, key: Record<string, string>, held: HeldLease, leaseUntil: number): Promise<WriteResult<LeaseItem>> {
+  const e = new Expression().require(holdsTokenLease(held.holder, held.token, held.tokenAttribute)).set('leaseUntil', leaseUntil);
+  return conditionalUpdate<LeaseItem>(target, key, e);
+}
+
+/** Gives it back (a new holder may take it at once); refused when it is no longer ours. */
+export function releaseIfHolder(target: WriteTarget, key: Record<string, string>, held: HeldLease, alsoRemove: string[] = []): Promise<WriteResult<LeaseItem>> {
+  const e = new Expression().require(holdsTokenLease(held.holder, held.token, held.tokenAttribute)).remove('holder', 'leaseUntil', ...alsoRemove);
+  return conditionalUpdate<LeaseItem>(target, key, e);
+}
+
+/**
+ * Gives back a take whose outcome nobody could learn (WriteOutcomeUnknownError): if that very write
+ * applied (its write id is on the item), the item is freed, so nobody holds it without knowing.
+ */
+export async function undoAcquire(target: WriteTarget, key: Record<string, string>, writeId: string, alsoRemove: string[] = []): Promise<void> {
+  await conditionalUpdate(target, key, new Expression().require(unchangedSince(writeId)).remove('holder', 'leaseUntil', ...alsoRemove));
+}

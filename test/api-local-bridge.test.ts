@@ -1,0 +1,55 @@
+/**
+ * Review finding 14: the local HTTP bridge reads request bodies in a promise nobody awaited; a client
+ * that disconnected mid-body made that promise reject unhandled, and Node 20 exits on that. The
+ * bridge must shrug such a client off and keep answering.
+ */
+import net from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { serveApi, type LocalApiServer } from '../shared/local/http-bridge.js';
+import { demoTasks } from '../shared/tasks/demo.js';
+import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
+import { createWorkerWorld, silentLogger } from './support/worker-world.js';
+
+let server: TestDynamo;
+let api: LocalApiServer;
+const unhandled: unknown[] = [];
+const onUnhandled = (reason: unknown) => unhandled.push(reason);
+
+beforeAll(async () => {
+  server = await startTestDynamo();
+  const w = await createWorkerWorld(server.endpoint, demoTasks);
+  api = await serveApi({ ...w, logger: silentLogger() }, 0);
+  process.on('unhandledRejection', onUnhandled);
+});
+afterAll(async () => {
+  process.off('unhandledRejection', onUnhandled);
+  await api.close();
+  await server.close();
+});
+
+/** Sends the head of a POST and part of its body, then drops the connection, as an aborted fetch does. */
+async function abortMidBody(): Promise<void> {
+  const { port } = new URL(api.url);
+  await new Promise<void>((resolve, reject) => {
+    const socket = net.connect(Number(port), '127.0.0.1', () => {
+      socket.write('POST /tasks HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"type":"demo.echo","payload":"');
+      setTimeout(() => {
+        socket.destroy();
+        resolve();
+      }, 50);
+    });
+    socket.on('error', reject);
+  });
+  // Let the server notice the reset and settle the request's promise.
+  await new Promise((r) => setTimeout(r, 100));
+}
+
+describe('the local HTTP bridge and clients that go away', () => {
+  it('a client that disconnects mid-body leaves no unhandled rejection; the next requests are answered', async () => {
+    for (let i = 0; i < 3; i++) await abortMidBody();
+    expect(unhandled).toEqual([]);
+    expect((await fetch(`${api.url}/health`)).status).toBe(200);
+    const created = await fetch(`${api.url}/tasks`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ type: 'demo.echo', payload: 1 }) });
+    expect(created.status).toBe(201);
+  });
+});
