@@ -50,12 +50,3 @@ export function takeableAcrossLanes<H extends Head>(pages: Map<string, LanePage<
 export function laneReadDue(last: { readAt: number; waiting: boolean } | undefined, now: number, config: Pick<LeaseholdConfig, 'pollIntervalMs'>): boolean {
   return last === undefined || last.waiting || now - last.readAt >= config.pollIntervalMs;
 }
-
-/**
- * A claim write can land late (a paused process, a slow network). Its lease was set when it was sent;
- * if little of it is left when the answer arrives, another claimer may take the task (and its slot)
- * before this worker's first renewal. Such a claim is given back, not started.
- */
-export function claimLeaseUsable(leaseUntil: number, now: number, config: Pick<LeaseholdConfig, 'clockSkewMs'>): boolean {
-  return leaseUntil - now > config.clockSkewMs;
-}

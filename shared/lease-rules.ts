@@ -97,3 +97,12 @@ export function leaseIsFree(slot: HeldLease | undefined, now: number, config: Pi
 export function retentionExpiry(now: number, config: Pick<LeaseholdConfig, 'retentionDays'>): number {
   return Math.floor((now + config.retentionDays * 86_400_000) / 1000);
 }
+
+/**
+ * A claim write can land late (a paused process, a slow network). Its lease was set when it was sent;
+ * if little of it is left when the answer arrives, another claimer may take the task (and its slot)
+ * before this worker's first renewal. Such a claim is given back, not started.
+ */
+export function claimLeaseUsable(leaseUntil: number, now: number, config: Pick<LeaseholdConfig, 'clockSkewMs'>): boolean {
+  return leaseUntil - now > config.clockSkewMs;
+}

@@ -1,3 +1,4 @@
+import type { Clock } from '../shared/clock.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { defineTask } from '../shared/tasks/define.js';
@@ -56,6 +57,44 @@ describe('the chaos checker (pure)', () => {
     expect(r.figures).toMatchObject({ lost: 1, doubleTerminals: 1, staleWritesAccepted: 1, overlappingLeases: 1, peakConcurrency: { limited: 2 } });
   });
 
+  it('counts a recovery fix whose outcome went unrecorded as unknown, and nothing else', () => {
+    // t4's holder died; its lease ran out on the last attempt. Recovery sent a fix (intent) whose answer
+    // never came back (nor its read-back): the task ends FAILED with no accepted terminal write.
+    const died: Recorded[] = [
+      ev(0, 'a', { ev: 'intent', task: 't4', op: 'claim' }),
+      ev(5, 'a', { ev: 'claim', task: 't4', token: 3, leaseUntil: 1_000 }),
+      ev(10, 'a', { ev: 'start', task: 't4', token: 3 }),
+    ];
+    const failed = [{ ...done('t4', 3), status: 'FAILED' }];
+    const open = [...died, ev(1_200, 'r', { ev: 'intent', task: 't4', op: 'recover' })];
+    expect(checkHistory({ history: open, tasks: failed, enqueued: ['t4'], kills: [], config }).violations).toEqual([]);
+    // Without the intent nothing explains the terminal state.
+    expect(checkHistory({ history: died, tasks: failed, enqueued: ['t4'], kills: [], config }).violations.map((v) => v.invariant)).toEqual(['exactly one terminal state']);
+    // An intent its writer settled (the fix recorded: a requeue) explains nothing more.
+    const settled = [...open, ev(1_210, 'r', { ev: 'recover', task: 't4', token: 3, leaseUntil: 1_000, action: 'requeued' })];
+    expect(checkHistory({ history: settled, tasks: failed, enqueued: ['t4'], kills: [], config }).violations.map((v) => v.invariant)).toEqual(['exactly one terminal state']);
+    // Nor does an open intent from before the final token's claim.
+    const earlier = [ev(-500, 'r', { ev: 'intent', task: 't4', op: 'recover' }), ...died];
+    expect(checkHistory({ history: earlier, tasks: failed, enqueued: ['t4'], kills: [], config }).violations.map((v) => v.invariant)).toEqual(['exactly one terminal state']);
+  });
+
+  it('with the table\'s record of status writes, checks what DynamoDB applied, not only what writers recorded', () => {
+    const died: Recorded[] = [ev(5, 'a', { ev: 'claim', task: 't5', token: 3, leaseUntil: 1_000 }), ev(1_200, 'r', { ev: 'intent', task: 't5', op: 'recover' })];
+    const failed = [{ ...done('t5', 3), status: 'FAILED' }];
+    const wire = (status: string, t: number, delivered = true) => ({ task: 't5', status, t, delivered, applied: 'yes' as const });
+    const check = (statusWrites: ReturnType<typeof wire>[], history = died) => checkHistory({ history, tasks: failed, enqueued: ['t5'], kills: [], config, statusWrites });
+    // Recovery's fix applied, its answer lost: no history has it, the table's record does.
+    const one = check([wire('RUNNING', 5), wire('FAILED', 1_210, false)]);
+    expect(one.violations).toEqual([]);
+    expect(one.figures.terminalWritesUnrecorded).toBe(1);
+    // Two applied terminal writes, or none, break the invariant whatever the histories say.
+    expect(check([wire('FAILED', 1_210, false), wire('FAILED', 1_300)]).violations.map((v) => v.invariant)).toEqual(['exactly one terminal state']);
+    expect(check([wire('RUNNING', 5)]).violations.map((v) => v.invariant)).toEqual(['exactly one terminal state']);
+    // A history that claims a terminal write accepted which never reached DynamoDB is caught too.
+    const claimed = [...died, ev(900, 'a', { ev: 'write', task: 't5', token: 3, write: 'fail', outcome: 'ok', status: 'FAILED' })];
+    expect(check([wire('RUNNING', 5)], claimed).violations.map((v) => v.invariant)).toEqual(['exactly one terminal state']);
+  });
+
   it('finds a task recovered too late after its holder died', () => {
     const history: Recorded[] = [ev(0, 'a', { ev: 'claim', task: 't3', token: 1, leaseUntil: 1_000 }), ev(9_000, 'r', { ev: 'recover', task: 't3', token: 1, leaseUntil: 1_000, action: 'failed' })];
     const r = checkHistory({ history, tasks: [{ ...done('t3'), status: 'FAILED' }], enqueued: ['t3'], kills: [{ worker: 'a', t: 100 }], config });
@@ -70,10 +109,15 @@ describe('a seeded bug: completing without the token condition', () => {
     const history = new MemoryHistory('unused');
     const { task } = await w.queue.enqueue({ type: 'slow', payload: { ms: 3_200 }, owner: 'o' });
     const cut = partitionedAfterFirstClaim(w.peer());
-    const mk = (id: string, store = w.peer()) => new Worker({ store, registry: w.registry, config: w.config, workerId: id, logger: silentLogger(), history: history.as(id) });
-    const first = mk('cut-off', cut);
+    const mk = (id: string, store = w.peer(), clock?: Clock) => new Worker({ store, registry: w.registry, config: w.config, workerId: id, logger: silentLogger(), history: history.as(id), ...(clock ? { clock } : {}) });
+    // Its clock runs 10 s behind (a paused process wakes with the same view): it believes its lease
+    // still valid, so its handler finishes and it sends the completion after the takeover.
+    const first = mk('cut-off', cut, { now: () => Date.now() - 10_000 });
     const firstRun = first.run({ idleStopMs: 100 });
-    await sleep(w.config.leaseTimeoutMs + w.config.clockSkewMs + 50);
+    // Wait on the claim's own lease end (a fixed sleep from the start guesses when the claim landed).
+    let claimed: { leaseUntil?: number } | undefined;
+    while (!(claimed = history.events.find((e) => e.ev === 'claim') as { leaseUntil?: number } | undefined)) await sleep(10);
+    await sleep(claimed.leaseUntil! + w.config.clockSkewMs + 50 - Date.now());
     const report = await w.peer().recover();
     for (const fix of report.fixes) history.as('recovery').record({ ev: 'recover', task: fix.taskId, token: fix.token, leaseUntil: fix.leaseUntil, action: fix.action });
     await Promise.all([firstRun, mk('healthy').run()]);

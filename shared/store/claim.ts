@@ -2,8 +2,7 @@
  * Claim: the DynamoDB stand-in for `FOR UPDATE SKIP LOCKED`. Read a few more ready heads than there
  * are free slots, take them with conditional writes, and skip any another worker won, without waiting.
  */
-import { claimLeaseUsable } from '../claim-order.js';
-import { leaseExpiry, sweepKeyFor } from '../lease-rules.js';
+import { claimLeaseUsable, leaseExpiry, sweepKeyFor } from '../lease-rules.js';
 import { INDEX, leaseSweepPartition, priorityOfReadySortKey, readyPartition, readyPriorityPrefix, SHARD_COUNT, shardPartition, taskKey } from '../table-layout.js';
 import { TaskStatus, type Task } from '../task-model.js';
 import { writeTargetOf, type StoreContext } from './context.js';
@@ -169,7 +168,8 @@ export async function claim(
     if (defaultsEmpty) await guard(() => takeInOrder(lanes.belowDefault(limitedTypes)));
   }
   state.noteRound(result.lostRaces, ctx.random);
-  if (errors.length > 0 && result.claimed.length === 0) throw errors[0];
+  // A round that won nothing and fixed nothing reports its failure; one that did either returns it.
+  if (errors.length > 0 && result.claimed.length === 0 && recovered.length === 0) throw errors[0];
   return result;
 }
 

@@ -21,6 +21,12 @@ export interface CheckInput {
   enqueued: string[];
   /** Harness events: when each worker was killed or paused. */
   kills: { worker: string; t: number }[];
+  /**
+   * Optional: every status change DynamoDB applied, as the fault proxy saw it on the wire (answered or
+   * not). With it, "exactly one terminal state" is checked against what the table applied, not only
+   * against what the writers recorded (a writer can apply a write it never hears of).
+   */
+  statusWrites?: { task: string; status: string; t: number; delivered: boolean; applied: 'yes' | 'unknown' }[];
   config: { leaseTimeoutMs: number; recoveryIntervalMs: number; clockSkewMs: number; requestDeadlineMs: number; limits: Record<string, number>; maxClockOffsetMs?: number };
 }
 
@@ -30,6 +36,8 @@ export interface CheckResult {
     tasks: number;
     lost: number;
     doubleTerminals: number;
+    /** Terminal states the table applied that no history recorded as accepted (known only with statusWrites). */
+    terminalWritesUnrecorded: number;
     staleWritesAccepted: number;
     staleWritesRefused: number;
     overlappingLeases: number;
@@ -44,10 +52,15 @@ const TERMINAL = new Set(['SUCCESS', 'FAILED', 'CANCELLED']);
 
 export function checkHistory(input: CheckInput): CheckResult {
   const { history, tasks, enqueued, kills, config } = input;
+  const appliedByTask = new Map<string, { status: string; t: number; delivered: boolean; applied: 'yes' | 'unknown' }[]>();
+  for (const w of input.statusWrites ?? []) appliedByTask.set(w.task, [...(appliedByTask.get(w.task) ?? []), w]);
+  let terminalUnrecorded = 0;
   const violations: CheckResult['violations'] = [];
   const byTask = new Map<string, Recorded[]>();
   for (const e of [...history].sort((a, b) => a.t - b.t)) byTask.set(e.task, [...(byTask.get(e.task) ?? []), e]);
   const finalById = new Map(tasks.map((t) => [t.id, t]));
+  // A finished task no history mentions is checked too (with the table's record, its terminal write is still seen).
+  for (const t of tasks) if (!byTask.has(t.id)) byTask.set(t.id, []);
   // A write is in flight at most a few deadlines (our own retries) before it is recorded.
   const inFlightSlack = 4 * config.requestDeadlineMs;
 
@@ -78,15 +91,42 @@ export function checkHistory(input: CheckInput): CheckResult {
     const answered = (e: Recorded) => events.some((x) => x.ev === 'write' && x.w === e.w && x.token === (e as { token: number }).token && x.outcome !== 'sent' && x.t >= e.t);
     // A claim or recovery fix sent by a writer that was killed afterwards may have applied unrecorded.
     const killedAfter = (e: Recorded) => kills.some((k) => k.worker === e.w && k.t >= e.t);
+    // A recovery fix whose outcome its writer never recorded may have applied too: its write and the
+    // read-back that settles a lost answer both failed, or a claim round that recovered a stranded task
+    // (on taking over its expired slot) failed afterwards and its fixes went unreported. Each recorded
+    // fix settles the earliest open intent of its writer; what stays open is unknown. Only intents
+    // after the final token's claim can have ended the task.
+    const finalClaimAt = events.find((e) => e.ev === 'claim' && final !== undefined && e.token === final.leaseToken)?.t ?? Number.NEGATIVE_INFINITY;
+    const openRecoverIntents = new Set<Recorded>();
+    for (const e of events) {
+      if (e.ev === 'intent' && e.op === 'recover') openRecoverIntents.add(e);
+      if (e.ev === 'recover') {
+        const settled = [...openRecoverIntents].find((i) => i.w === e.w && i.t <= e.t);
+        if (settled) openRecoverIntents.delete(settled);
+      }
+    }
     const unknown = events.filter(
       (e) =>
         (e.ev === 'write' && final !== undefined && e.token === final.leaseToken && (e.outcome === 'error' || (e.outcome === 'sent' && !answered(e)))) ||
-        (e.ev === 'intent' && killedAfter(e)),
+        (e.ev === 'intent' && killedAfter(e)) ||
+        (openRecoverIntents.has(e) && e.t >= finalClaimAt),
     );
-    if (final && TERMINAL.has(final.status) && (terminalWrites.length > 1 || (terminalWrites.length === 0 && unknown.length === 0))) {
+    const story = () => events.map((e) => `${e.ev}${'outcome' in e ? `:${e.outcome}` : ''}${'action' in e ? `:${e.action}` : ''}#${'token' in e ? e.token : ''}@${e.w}`).join(' ');
+    if (input.statusWrites && final && TERMINAL.has(final.status)) {
+      // The table's own record decides: exactly one applied write ended the task, it is what the
+      // table shows, and no writer recorded more terminal writes accepted than were applied.
+      const onWire = (appliedByTask.get(id) ?? []).filter((w) => TERMINAL.has(w.status));
+      const applied = onWire.filter((w) => w.applied === 'yes');
+      // A write DynamoDB never answered the proxy may have applied: it can stand in for the one.
+      const explained = applied.length === 1 ? applied[0]!.status === final.status : applied.length === 0 && onWire.some((w) => w.status === final.status);
+      if (!explained || terminalWrites.length > 1 || terminalWrites.length > onWire.length) {
+        doubleTerminals += applied.length > 1 || terminalWrites.length > 1 ? 1 : 0;
+        const wire = onWire.map((w) => `${w.status}${w.applied === 'yes' ? '' : ' (outcome unknown)'}${w.delivered ? '' : ' (answer lost)'}`).join(', ');
+        violations.push({ invariant: 'exactly one terminal state', task: id, detail: `${applied.length} terminal writes applied [${wire}], ${terminalWrites.length} recorded as accepted; final ${final.status} token ${final.leaseToken}; ${story()}` });
+      } else if (terminalWrites.length === 0) terminalUnrecorded++;
+    } else if (final && TERMINAL.has(final.status) && (terminalWrites.length > 1 || (terminalWrites.length === 0 && unknown.length === 0))) {
       doubleTerminals += terminalWrites.length > 1 ? 1 : 0;
-      const story = events.map((e) => `${e.ev}${'outcome' in e ? `:${e.outcome}` : ''}${'action' in e ? `:${e.action}` : ''}#${'token' in e ? e.token : ''}@${e.w}`).join(' ');
-      violations.push({ invariant: 'exactly one terminal state', task: id, detail: `${terminalWrites.length} terminal writes accepted; final ${final.status} token ${final.leaseToken}; ${story}` });
+      violations.push({ invariant: 'exactly one terminal state', task: id, detail: `${terminalWrites.length} terminal writes accepted; final ${final.status} token ${final.leaseToken}; ${story()}` });
     }
 
     const claims = events.filter((e): e is Recorded & { ev: 'claim' } => e.ev === 'claim').sort((a, b) => a.token - b.token);
@@ -171,6 +211,7 @@ export function checkHistory(input: CheckInput): CheckResult {
       tasks: enqueued.length,
       lost,
       doubleTerminals,
+      terminalWritesUnrecorded: terminalUnrecorded,
       staleWritesAccepted: staleAccepted,
       staleWritesRefused: staleRefused,
       overlappingLeases: overlapping,

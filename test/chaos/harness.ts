@@ -1,10 +1,13 @@
 /**
  * The chaos harness: worker and recovery processes of the local stack against one dynalite, through a
- * fault proxy; SIGKILLs and restarts, SIGSTOP pauses past the lease, skewed clocks; then the checker
- * over the histories and a final scan.
+ * fault proxy (with index lag: index reads served from a lagging replica); SIGKILLs and restarts,
+ * SIGSTOP pauses past the lease, skewed clocks; then the checker over the histories, the proxy's
+ * record of applied status writes and a final scan. A failed run keeps its files (histories, the
+ * proxy's journal, the final table, the output of any process that died on its own) for
+ * `test/chaos/explain.ts`.
  */
 import type { ChildProcess } from 'node:child_process';
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
@@ -15,6 +18,7 @@ import { ensureTable } from '../../shared/store/table-setup.js';
 import { TaskStore } from '../../shared/store/task-store.js';
 import { checkHistory, type CheckResult, type FinalTask, type Recorded } from './checker.js';
 import { startFaultProxy, type FaultKind } from './fault-proxy.js';
+import type { IndexLagStats } from './index-lag.js';
 import { startStackProcess } from '../support/stack-process.js';
 
 export interface ChaosOptions {
@@ -28,11 +32,19 @@ export interface ChaosOptions {
   timeoutMs: number;
   /** One task in this many is of the limited type (demo.fail, limit 2): enough to test the limit, few enough not to throttle the run. */
   limitedEvery: number;
+  /**
+   * Index lag: each write reaches the index views (ready, sweep, owner) after a delay in [0, this]
+   * ms, the way DynamoDB's eventually consistent GSIs trail the table (0: exact, as dynalite is).
+   */
+  indexLagMs: number;
   log?: (line: string) => void;
 }
 
-export const QUICK: ChaosOptions = { tasks: 150, workers: 3, kills: 3, pauses: 2, faultRate: 0.05, skewFraction: 0.5, timeoutMs: 90_000, limitedEvery: 5 };
-export const FULL: ChaosOptions = { tasks: 5_000, workers: 6, kills: 100, pauses: 50, faultRate: 0.1, skewFraction: 0.5, timeoutMs: 1_800_000, limitedEvery: 25 };
+export const QUICK: ChaosOptions = { tasks: 150, workers: 3, kills: 3, pauses: 2, faultRate: 0.05, skewFraction: 0.5, timeoutMs: 240_000, limitedEvery: 5, indexLagMs: 1_000 };
+export const FULL: ChaosOptions = { tasks: 5_000, workers: 6, kills: 100, pauses: 50, faultRate: 0.1, skewFraction: 0.5, timeoutMs: 1_800_000, limitedEvery: 25, indexLagMs: 2_000 };
+
+/** The largest index lag the harness takes (DynamoDB's GSIs usually trail by under a second, sometimes by seconds). */
+export const MAX_INDEX_LAG_MS = 2_000;
 
 const LEASES = {
   LEASEHOLD_LEASE_TIMEOUT_MS: '2000',
@@ -59,6 +71,10 @@ export interface ChaosSummary extends CheckResult {
   pausesDone: number;
   faults: Record<FaultKind, number>;
   requests: number;
+  /** The lagging index view's figures (index lag on). */
+  indexLag: IndexLagStats | undefined;
+  /** Claim writes the proxy saw, and those refused by their condition (lost races). */
+  claimWrites: { sent: number; refused: number };
   durationMs: number;
 }
 
@@ -73,20 +89,39 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosSummary> {
   const started = Date.now();
   const dir = await mkdtemp(join(tmpdir(), 'leasehold-chaos-'));
   let keep = false;
+  if (!(options.indexLagMs >= 0 && options.indexLagMs <= MAX_INDEX_LAG_MS)) throw new Error(`indexLagMs must be within [0, ${MAX_INDEX_LAG_MS}], not ${options.indexLagMs}`);
   const dynalite = await startDynalite();
-  const proxy = await startFaultProxy({ target: dynalite.endpoint, rate: options.faultRate });
-  // The same settings the worker processes read from their environment.
+  // With index lag, a second dynalite holds the lagging copy the index reads are answered from.
+  const replica = options.indexLagMs > 0 ? await startDynalite() : undefined;
+  const proxy = await startFaultProxy({
+    target: dynalite.endpoint,
+    rate: options.faultRate,
+    ...(replica ? { indexLag: { replica: replica.endpoint, maxLagMs: options.indexLagMs } } : {}),
+    journal: join(dir, 'proxy-journal.jsonl'),
+  });
+  // The same settings the worker processes read from their environment; the harness's own requests
+  // get a longer deadline (a loaded machine's dynalite can take longer than the workers' 300 ms).
   const config = loadConfig({ ...LEASES, LEASEHOLD_TABLE: 'chaos', LEASEHOLD_DYNAMODB_ENDPOINT: dynalite.endpoint });
-  const client = createDynamoClient(config);
+  const harnessConfig = loadConfig({ LEASEHOLD_REQUEST_DEADLINE_MS: '3000', LEASEHOLD_TABLE: 'chaos', LEASEHOLD_DYNAMODB_ENDPOINT: dynalite.endpoint });
+  const client = createDynamoClient(harnessConfig);
   await ensureTable(client, config.tableName);
-  const store = new TaskStore({ doc: documentClientFor(client), config });
+  const replicaClient = replica ? createDynamoClient({ ...harnessConfig, dynamodbEndpoint: replica.endpoint }) : undefined;
+  if (replicaClient) await ensureTable(replicaClient, config.tableName);
+  // Reads (depth, final scan) go to the table itself, exact; enqueues go through the proxy's
+  // fault-free endpoint, so the lagging index view hears of them like of every other write.
+  const store = new TaskStore({ doc: documentClientFor(client), config: harnessConfig });
+  const enqueueClient = createDynamoClient({ ...harnessConfig, dynamodbEndpoint: proxy.cleanEndpoint });
+  const enqueueStore = new TaskStore({ doc: documentClientFor(enqueueClient), config: harnessConfig });
   const procs = new Map<string, Proc>();
+  /** Processes the harness itself kills or stops (any other exit is a crash). */
+  const stopping = new Set<string>();
+  const crashed: { id: string; code: number | null; t: number }[] = [];
   let serial = 0;
 
   const spawnRole = async (role: '--worker' | '--recovery', offsetMs: number): Promise<Proc> => {
     const n = ++serial;
     // The harness's lease settings override the stack's fast test defaults.
-    const { child, exited } = await startStackProcess(
+    const { child, exited, output } = await startStackProcess(
       [role],
       {
         ...LEASES,
@@ -97,11 +132,19 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosSummary> {
         LEASEHOLD_WORKER_ID: `${role.slice(2)}-${n}`,
         POWERTOOLS_LOG_LEVEL: 'ERROR',
       },
-      30_000,
+      // Starting one takes seconds (tsx compiles the stack); on a loaded machine, many more.
+      120_000,
     );
     const id = role === '--worker' ? `worker-${n}` : `recovery-${n}`;
     const proc = { child, id, exited };
     procs.set(id, proc);
+    // A process that ends without the harness stopping it has crashed: that breaks the run.
+    void exited.then(async (code) => {
+      if (stopping.has(id)) return;
+      crashed.push({ id, code, t: Date.now() });
+      await writeFile(join(dir, `output-${id}.txt`), output()).catch(() => undefined);
+      log(`${id} exited on its own (code ${code}); its output is kept as output-${id}.txt:\n${output().slice(-2_000)}`);
+    });
     return proc;
   };
 
@@ -124,12 +167,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosSummary> {
       const from = enqueued.length;
       const to = Math.min(options.tasks, from + perWave);
       for (let i = from; i < to; i += 50) {
-        const batch = await Promise.all(Array.from({ length: Math.min(50, to - i) }, (_, j) => store.enqueue({ ...taskInput(i + j, options.limitedEvery), owner: 'chaos' })));
+        const batch = await Promise.all(Array.from({ length: Math.min(50, to - i) }, (_, j) => enqueueOnce(enqueueStore, i + j, options.limitedEvery)));
         enqueued.push(...batch.map((r) => r.task.id));
       }
     };
     await enqueueWave();
-    log(`${options.tasks} tasks in waves of ${perWave}; ${options.workers} workers, faults at ${options.faultRate * 100} %`);
+    log(`${options.tasks} tasks in waves of ${perWave}; ${options.workers} workers, faults at ${options.faultRate * 100} %, index lag ${options.indexLagMs > 0 ? `up to ${options.indexLagMs} ms` : 'off'}`);
 
     const deadline = started + options.timeoutMs;
     const paused = new Set<string>();
@@ -143,6 +186,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosSummary> {
       if (victim) {
         kills.push({ worker: victim.id, t: Date.now() });
         if (action === 'kill') {
+          stopping.add(victim.id);
           victim.child.kill('SIGKILL');
           await victim.exited;
           procs.delete(victim.id);
@@ -164,35 +208,68 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosSummary> {
       await enqueueWave();
     }
     while (enqueued.length < options.tasks) await enqueueWave();
+    log(`all ${enqueued.length} tasks enqueued at ${((Date.now() - started) / 1000).toFixed(1)} s`);
     await Promise.all(resumes);
     while (Date.now() < deadline && (await remaining(store)) > 0) await new Promise((r) => setTimeout(r, 1_000));
+    log(`faults off at ${((Date.now() - started) / 1000).toFixed(1)} s (${await remaining(store)} tasks left)`);
     proxy.setRate(0);
     while (Date.now() < deadline && (await remaining(store)) > 0) await new Promise((r) => setTimeout(r, 1_000));
 
-    for (const p of procs.values()) p.child.kill('SIGTERM');
+    for (const p of procs.values()) {
+      stopping.add(p.id);
+      p.child.kill('SIGTERM');
+    }
     await Promise.all([...procs.values()].map((p) => p.exited));
+    await proxy.flush();
     const history: Recorded[] = [];
     if (process.env.CHAOS_KEEP_HISTORY) await import('node:fs/promises').then((fs) => fs.cp(dir, process.env.CHAOS_KEEP_HISTORY!, { recursive: true }));
     for (const f of (await readdir(dir)).filter((f) => f.startsWith('history-'))) {
       for (const line of (await readFile(join(dir, f), 'utf8')).split('\n')) if (line) history.push(JSON.parse(line) as Recorded);
     }
+    const final = await finalTasks(store);
     const result = checkHistory({
       history,
-      tasks: await finalTasks(store),
+      tasks: final,
       enqueued,
       kills,
+      // The table's record of every status change (from the proxy), so a write its writer never heard of still counts.
+      statusWrites: proxy.statusWrites.filter((w) => w.pk.startsWith('TASK#')).map((w) => ({ ...w, task: w.pk.slice('TASK#'.length) })),
       config: { ...config, limits: { 'demo.fail': 2 }, maxClockOffsetMs: skew },
     });
+    for (const c of crashed) result.violations.push({ invariant: 'processes stay up', detail: `${c.id} exited on its own (code ${c.code}) ${c.t - started} ms into the run` });
     // The histories of a run that broke an invariant are kept for reading.
     if (result.violations.length > 0) keep = true;
+    if (keep) await writeFile(join(dir, 'final-table.jsonl'), final.map((t) => JSON.stringify(t)).join('\n'));
     if (keep) log(`histories kept in ${dir}`);
-    return { ...result, options, killsDone, pausesDone, faults: { ...proxy.injected }, requests: proxy.requests, durationMs: Date.now() - started };
+    return { ...result, options, killsDone, pausesDone, faults: { ...proxy.injected }, requests: proxy.requests, indexLag: proxy.indexLag && { ...proxy.indexLag }, claimWrites: { ...proxy.claims }, durationMs: Date.now() - started };
   } finally {
-    for (const p of procs.values()) if (p.child.exitCode === null) p.child.kill('SIGKILL');
+    for (const p of procs.values()) {
+      stopping.add(p.id);
+      if (p.child.exitCode === null) p.child.kill('SIGKILL');
+    }
+    await Promise.all([...procs.values()].map((p) => p.exited));
     await proxy.close();
     client.destroy();
+    enqueueClient.destroy();
+    replicaClient?.destroy();
     await dynalite.close();
+    await replica?.close();
     if (!keep) await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Enqueues task n, retried until it is in: the idempotency key makes a retry return the task a lost
+ * answer already created (the harness's dynalite can be slow on a loaded machine).
+ */
+async function enqueueOnce(store: TaskStore, n: number, limitedEvery: number) {
+  for (let tries = 1; ; tries++) {
+    try {
+      return await store.enqueue({ ...taskInput(n, limitedEvery), owner: 'chaos', idempotencyKey: `chaos-${n}` });
+    } catch (error) {
+      if (tries >= 10) throw error;
+      await new Promise((r) => setTimeout(r, 100 * tries));
+    }
   }
 }
 
