@@ -78,8 +78,6 @@ export interface LockClientOptions {
 
 const lockKey = (key: string) => ({ pk: `LOCK#${key}`, sk: 'LOCK' });
 
-/** Node fires a longer timeout after 1 ms; longer waits are re-armed in steps of this. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 export class LockClient {
   private readonly clock: Clock;
@@ -139,7 +137,7 @@ export class LockClient {
     const arm = (fn: () => void, ms: number) => {
       if (released || controller.signal.aborted) return;
       // A lock never keeps the process alive: a holder that exits without release() lets it run out.
-      timer = setTimeout(fn, Math.min(ms, MAX_TIMER_MS)).unref();
+      timer = setTimeout(fn, ms).unref();
     };
     const lose = (reason: LockLostError['reason']) => {
       clearTimeout(timer);
@@ -159,7 +157,7 @@ export class LockClient {
       arm(() => void renew(), options.leaseMs / 3);
     };
     const expireAt = () => {
-      // A timer may fire early, or be capped below Node's limit: look at the clock before calling it expired.
+      // A timer may fire a little early: look at the clock before calling the lease expired.
       const left = leaseUntil - this.clock.now();
       if (left > 0) arm(expireAt, left);
       else lose('expired');

@@ -46,13 +46,18 @@ export class LaneRound {
 
   private readMore: string | undefined;
 
-  /** Whether a lane read this round held tasks below the default priority. */
+  /** Whether a lane read this round, or the last read of a lane not read this round, held tasks below the default priority. */
   hasBelowDefault(): boolean {
-    return [...this.lanes.values()].some((lane) => lane.below.length > 0);
+    return this.types.some((type) => (this.lanes.has(type) ? this.lanes.get(type)!.below.length > 0 : this.state.lastLaneRead(type)?.below === true));
   }
 
-  /** Below-default heads read this round, in claim order (the caller checked that no default head waits). */
-  belowDefault(limited: Set<string>): Candidate[] {
+  /**
+   * Below-default heads, in claim order (the caller checked that no default head waits). A lane that
+   * held some at its last read but was not read this round is read now: the shards just ran empty.
+   */
+  async belowDefault(window: number, limited: Set<string>): Promise<Candidate[]> {
+    const unread = this.types.filter((type) => !limited.has(type) && !this.lanes.has(type) && this.state.lastLaneRead(type)?.below === true);
+    await Promise.all(unread.map((type) => this.read(type, window)));
     const pages = new Map<string, LanePage<Candidate>>();
     for (const [type, lane] of this.lanes) if (!limited.has(type)) pages.set(type, { heads: lane.below, frontier: lane.next ? lane.below.at(-1)?.readySk : undefined });
     return takeableAcrossLanes(pages).takeable;
@@ -88,7 +93,9 @@ export class LaneRound {
       lane.below.push(...below);
     } else {
       this.lanes.set(type, { page: { heads: above, frontier }, next, below });
-      this.state.noteLane(type, this.ctx.clock.now(), candidates.length > 0);
+      // Only heads above the default make the lane worth reading every round: heads below it wait
+      // for the shards to empty anyway (claim.ts marks the lane again when it takes one).
+      this.state.noteLane(type, { readAt: this.ctx.clock.now(), waiting: above.length > 0, below: below.length > 0 });
     }
   }
 }

@@ -12,6 +12,22 @@ export interface Candidate {
   readySk: string;
 }
 
+/** What a worker saw in a type's lane at its last read. */
+export interface LaneSeen {
+  readAt: number;
+  /** It held heads above the default priority (or heads below it were being taken): read it every round. */
+  waiting: boolean;
+  /** It held heads below the default priority (taken once the shards are empty). */
+  below: boolean;
+}
+
+/** A claim whose outcome was never learned: its write id, and when its lease would run out. */
+export interface UnknownClaim {
+  candidate: Candidate;
+  writeId: string;
+  leaseUntil: number;
+}
+
 /** Rounds without a lost race after which a worker counts as calm again. */
 const CALM_AFTER_ROUNDS = 8;
 
@@ -75,14 +91,14 @@ export class ClaimState {
   }
 
   /** Per type: when its lane was last read, and whether it held tasks then. */
-  private readonly lanes = new Map<string, { readAt: number; waiting: boolean }>();
+  private readonly lanes = new Map<string, LaneSeen>();
 
-  lastLaneRead(type: string): { readAt: number; waiting: boolean } | undefined {
+  lastLaneRead(type: string): LaneSeen | undefined {
     return this.lanes.get(type);
   }
 
-  noteLane(type: string, readAt: number, waiting: boolean): void {
-    this.lanes.set(type, { readAt, waiting });
+  noteLane(type: string, seen: LaneSeen): void {
+    this.lanes.set(type, seen);
   }
 
   isDrained(partition: string, now: number, maxAgeMs: number): boolean {
@@ -98,13 +114,13 @@ export class ClaimState {
    * too: the next rounds try the undo again, so such a task is not left RUNNING under a worker that
    * never runs it until recovery (which, on its last attempt, would fail it without its having run).
    */
-  private unknownClaims: { candidate: Candidate; writeId: string }[] = [];
+  private unknownClaims: UnknownClaim[] = [];
 
-  noteUnknownClaim(candidate: Candidate, writeId: string): void {
-    this.unknownClaims.push({ candidate, writeId });
+  noteUnknownClaim(claim: UnknownClaim): void {
+    this.unknownClaims.push(claim);
   }
 
-  takeUnknownClaims(): { candidate: Candidate; writeId: string }[] {
+  takeUnknownClaims(): UnknownClaim[] {
     const all = this.unknownClaims;
     this.unknownClaims = [];
     return all;

@@ -7,7 +7,7 @@ import { INDEX, leaseSweepPartition, priorityOfReadySortKey, readyPartition, rea
 import { TaskStatus, type Task } from '../task-model.js';
 import { writeTargetOf, type StoreContext } from './context.js';
 import { hasAttemptsLeft, stillQueuedAt, unchangedSince } from './conditions.js';
-import { conditionalUpdate, WriteOutcomeUnknownError, type WriteResult } from './conditional-write.js';
+import { conditionalUpdate, WriteOutcomeUnknownError, type WriteOptions, type WriteResult } from './conditional-write.js';
 import { Expression } from './expression.js';
 import { claimInput, parseInput, type ClaimInput, type Lease, type SlotLease } from './inputs.js';
 import type { Candidate, ClaimState } from './claim-state.js';
@@ -47,7 +47,7 @@ const MAX_WINDOW = 100;
  */
 const MIN_WINDOW = 32;
 
-type Attempt = { outcome: 'won'; claimed: Claimed } | { outcome: 'lost' } | { outcome: 'limited' } | { outcome: 'error'; error: unknown };
+type Attempt = { outcome: 'won'; claimed: Claimed } | { outcome: 'lost' } | { outcome: 'late' } | { outcome: 'limited' } | { outcome: 'error'; error: unknown };
 
 export async function claim(
   ctx: StoreContext,
@@ -74,10 +74,15 @@ export async function claim(
   };
 
   // Claims of earlier rounds whose outcome was never learned: undo them before anything else.
-  for (const unknown of state.takeUnknownClaims()) {
-    await undoClaim(ctx, unknown.candidate, unknown.writeId).catch(() => state.noteUnknownClaim(unknown.candidate, unknown.writeId));
-  }
-  const onUnknown = (c: Candidate, writeId: string) => state.noteUnknownClaim(c, writeId);
+  // Once such a claim's lease would have run out, recovery owns the task: it is dropped from the list.
+  const startedAt = ctx.clock.now();
+  await Promise.all(
+    state
+      .takeUnknownClaims()
+      .filter((unknown) => unknown.leaseUntil > startedAt)
+      .map((unknown) => undoClaim(ctx, unknown.candidate, unknown.writeId, { resends: 0 }).catch(() => state.noteUnknownClaim(unknown))),
+  );
+  const onUnknown = (candidate: Candidate, writeId: string, leaseUntil: number) => state.noteUnknownClaim({ candidate, writeId, leaseUntil });
 
   const take = async (batch: Candidate[]) => {
     // Each batch gets a lease from its own send time, so a long round does not shorten the last leases.
@@ -88,7 +93,7 @@ export async function claim(
       if (attempt.outcome === 'won') result.claimed.push(attempt.claimed);
       else if (attempt.outcome === 'lost') result.lostRaces++;
       else if (attempt.outcome === 'limited') limitedTypes.add(batch[j]!.type);
-      else errors.push(attempt.error);
+      else if (attempt.outcome === 'error') errors.push(attempt.error);
     }
     return attempts;
   };
@@ -144,7 +149,7 @@ export async function claim(
       // The others that read this partition see the same heads: pick at random; contended, take only
       // a share of what is there (all that is needed when it is full, a few when it runs thin) and
       // move on instead of retrying.
-      shuffle(candidates, ctx.random);
+      shuffleWithinPriority(candidates, ctx.random);
       const share = state.contended ? Math.ceil(candidates.length / CONTENDED_WINDOW_FACTOR) : candidates.length;
       await take(candidates.splice(0, Math.min(share, room())));
     } else {
@@ -165,7 +170,12 @@ export async function claim(
       const partition = shardPartition(type, shard);
       return limitedTypes.has(type) || emptyThisRound.has(partition) || state.isDrained(partition, now, ctx.config.pollIntervalMs);
     });
-    if (defaultsEmpty) await guard(() => takeInOrder(lanes.belowDefault(limitedTypes)));
+    if (defaultsEmpty) {
+      const below = await guard(() => lanes.belowDefault(window(), limitedTypes));
+      if (below) await guard(() => takeInOrder(below));
+      // A lane serving work below the default is read every round while it does.
+      for (const type of new Set((below ?? []).map((c) => c.type))) state.noteLane(type, { readAt: now, waiting: true, below: true });
+    }
   }
   state.noteRound(result.lostRaces, ctx.random);
   // A round that won nothing and fixed nothing reports its failure; one that did either returns it.
@@ -186,7 +196,7 @@ function visitOrder(types: string[], startPartition: (count: number) => number, 
   return [own!, ...all];
 }
 
-type OnUnknownClaim = (c: Candidate, writeId: string) => void;
+type OnUnknownClaim = (c: Candidate, writeId: string, leaseUntil: number) => void;
 
 async function tryClaim(ctx: StoreContext, c: Candidate, workerId: string, now: number, leaseUntil: number, gate: SlotGate, onUnknown: OnUnknownClaim): Promise<Attempt> {
   try {
@@ -223,7 +233,7 @@ async function claimOne(ctx: StoreContext, c: Candidate, workerId: string, now: 
     // Not even a read could tell whether the claim applied: take it back if it did, so the task
     // is not left RUNNING under a worker that never runs it, with an attempt spent.
     // If the undo fails too, the next rounds try it again.
-    if (error instanceof WriteOutcomeUnknownError) await undoClaim(ctx, c, error.writeId).catch(() => onUnknown(c, error.writeId));
+    if (error instanceof WriteOutcomeUnknownError) await undoClaim(ctx, c, error.writeId).catch(() => onUnknown(c, error.writeId, leaseUntil));
     await releaseSlots(ctx, workerId, slots).catch(() => undefined);
     throw error;
   }
@@ -237,20 +247,21 @@ async function claimOne(ctx: StoreContext, c: Candidate, workerId: string, now: 
     // slots any moment. Give it back (attempt not spent); if recovery already requeued it, the
     // release is refused by its token and nothing changes.
     await release(ctx, { lease: claimed.lease }).catch(() => undefined);
-    return { outcome: 'lost' };
+    // Not a race with another claimer: it must not make this worker act contended.
+    return { outcome: 'late' };
   }
   return { outcome: 'won', claimed };
 }
 
 /** Reverts a claim that may have applied (our write id is on the item): QUEUED at its old head, attempt given back. */
-async function undoClaim(ctx: StoreContext, c: Candidate, writeId: string): Promise<void> {
+async function undoClaim(ctx: StoreContext, c: Candidate, writeId: string, options: WriteOptions = {}): Promise<void> {
   const e = new Expression().require(unchangedSince(writeId)).assign({
     ...LEASE_FIELDS_CLEARED,
     status: TaskStatus.QUEUED,
     [INDEX.ready.partition]: readyPartition(c.type, c.shard, priorityOfReadySortKey(c.readySk)),
     [INDEX.ready.sort]: c.readySk,
   });
-  await conditionalUpdate(writeTargetOf(ctx), taskKey(c.id), e.add('attempts', -1));
+  await conditionalUpdate(writeTargetOf(ctx), taskKey(c.id), e.add('attempts', -1), options);
 }
 
 function claimedFrom(item: TaskItem, slots: SlotLease[]): Claimed {

@@ -41,6 +41,11 @@ export interface WriteOptions {
    * claim that lost a race does not (a read would cost more than the race); a cancel does.
    */
   needCurrent?: boolean;
+  /**
+   * When no send was answered, whether to read the item to learn if one applied (default true). A
+   * renewal skips it: it only needs to know it did not hear back, and every read spends lease time.
+   */
+  settleUnanswered?: boolean;
 }
 
 /**
@@ -112,10 +117,15 @@ async function send<T extends object>(
         // Our own write id on the item means an earlier send applied and only its answer was lost.
         return settleByReading<T>(target, key, writeId, error, 'refused');
       }
-      if (!isTransient(error)) throw error;
+      // A hard failure after an unanswered send says nothing about that send: settle it first.
+      if (!isTransient(error)) {
+        if (!ambiguous) throw error;
+        break;
+      }
       ambiguous = true;
     }
   }
+  if (options.settleUnanswered === false) throw new WriteOutcomeUnknownError(key, writeId, { cause: lastError });
   // Every send failed without an answer: read to learn whether one of them applied.
   return settleByReading<T>(target, key, writeId, lastError, 'unanswered');
 }

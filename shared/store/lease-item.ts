@@ -42,11 +42,18 @@ export function acquireIfFree(
   return conditionalUpdate<LeaseItem>(target, key, e, { needCurrent: take.needCurrent ?? false });
 }
 
-/** Moves the holder's expiry; refused once another holder took it over (after the lease ran out). */
+/**
+ * Moves the holder's expiry; refused once another holder took it over (after the lease ran out). One
+ * resend and no read-back when both go unanswered: the next heartbeat is the next try, and a renewal
+ * that waited on more resends and reads could outlast the lease it renews (two deadlines at most).
+ */
 export function renewIfHolder(target: WriteTarget, key: Record<string, string>, held: HeldLease, leaseUntil: number): Promise<WriteResult<LeaseItem>> {
   const e = new Expression().require(holdsTokenLease(held.holder, held.token, held.tokenAttribute)).set('leaseUntil', leaseUntil);
-  return conditionalUpdate<LeaseItem>(target, key, e);
+  return conditionalUpdate<LeaseItem>(target, key, e, RENEWAL);
 }
+
+/** How every renewal is sent (slots, locks, and task leases in lease-writes.ts). */
+export const RENEWAL = { resends: 1, settleUnanswered: false } as const;
 
 /** Gives it back (a new holder may take it at once); refused when it is no longer ours. */
 export function releaseIfHolder(target: WriteTarget, key: Record<string, string>, held: HeldLease, alsoRemove: string[] = []): Promise<WriteResult<LeaseItem>> {

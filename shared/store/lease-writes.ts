@@ -4,13 +4,13 @@
  * (consistently) before it is called a lost lease: the SDK may have retried a write whose first
  * attempt applied and whose answer was lost.
  */
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { LeaseLostError } from '../errors.js';
 import { decideFailure, leaseExpiry, sweepKeyAfterRenewal } from '../lease-rules.js';
 import { delaySweepPartition, INDEX, readyPartition, readySortKey, taskKey } from '../table-layout.js';
 import { TaskStatus, type Task } from '../task-model.js';
 import { writeTargetOf, type StoreContext } from './context.js';
-import { conditionalUpdate } from './conditional-write.js';
+import { conditionalUpdate, type WriteOptions } from './conditional-write.js';
+import { RENEWAL } from './lease-item.js';
 import { hasStatus, holdsLease } from './conditions.js';
 import { Expression } from './expression.js';
 import { completeInput, failInput, leaseOnlyInput, parseInput, renewInput, type Lease, type RenewInput } from './inputs.js';
@@ -28,10 +28,10 @@ export type RenewOutcome =
  * Sends one update conditioned on the lease; returns the item after it, or throws LeaseLostError.
  * The primitive settles lost answers (resent under the same write id, read back when refused).
  */
-async function writeUnderLease(ctx: StoreContext, lease: Lease, e: Expression, resends = 2, seededBug = false): Promise<TaskItem> {
+async function writeUnderLease(ctx: StoreContext, lease: Lease, e: Expression, options: WriteOptions, seededBug = false): Promise<TaskItem> {
   // The seeded bug (chaos checker test only) drops the fencing token from the condition.
   e.require(seededBug ? hasStatus(TaskStatus.RUNNING) : holdsLease(lease.owner, lease.token));
-  const written = await conditionalUpdate<TaskItem>(writeTargetOf(ctx), taskKey(lease.taskId), e, { resends, needCurrent: true });
+  const written = await conditionalUpdate<TaskItem>(writeTargetOf(ctx), taskKey(lease.taskId), e, { ...options, needCurrent: true });
   if (written.applied) return written.item;
   throw new LeaseLostError(lease.taskId, lease.token, written.current && toTask(written.current));
 }
@@ -53,7 +53,7 @@ export async function renewLeases(ctx: StoreContext, rawInput: RenewInput): Prom
         const e = new Expression().set('leaseUntil', leaseUntil);
         if (sweepAt !== undefined) e.set(INDEX.sweep.sort, sweepAt);
         if (progress) e.assign({ progress: progress.fraction, progressNote: progress.note });
-        const item = await writeUnderLease(ctx, lease, e, 1);
+        const item = await writeUnderLease(ctx, lease, e, RENEWAL);
         const renewed: Lease = { ...lease, leaseUntil, sweepAt: sweepAt ?? lease.sweepAt, slots: lease.slots.map((s) => ({ ...s, leaseUntil })) };
         return { taskId: lease.taskId, outcome: item.status === TaskStatus.CANCEL_REQUESTED ? 'cancel-requested' : 'renewed', lease: renewed };
       } catch (error) {
@@ -120,7 +120,7 @@ export function queuePlacement(task: Pick<Lease, 'type' | 'shard' | 'priority' |
 }
 
 async function settle(ctx: StoreContext, lease: Lease, e: Expression, seededBug = false): Promise<Task> {
-  const item = await writeUnderLease(ctx, lease, e, 2, seededBug);
+  const item = await writeUnderLease(ctx, lease, e, { resends: 2 }, seededBug);
   // The outcome is written; a slot that cannot be given back now runs out with its lease instead.
   await releaseSlots(ctx, lease.owner, lease.slots).catch(() => undefined);
   return toTask(item);
