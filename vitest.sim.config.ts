@@ -2,7 +2,7 @@ import { defineConfig } from 'vitest/config';
 
 /**
  * The sim suite (`npm run test:sim`): one sim of the synthesized stack, started once (global setup),
- * and the scenarios of issue 12 against it in real time, concurrently (they mostly wait for ticks).
+ * and the scenarios in test/sim/ against it in real time, concurrently (they mostly wait for ticks).
  * LEASEHOLD_SIM_QUICK=1 (`npm run test:sim:quick`) leaves out the scenarios that wait for a worker
  * Lambda's full timeout.
  */

@@ -15,7 +15,7 @@ import { ensureTable } from '../shared/store/table-setup.js';
 import { TaskStore } from '../shared/store/task-store.js';
 import { defineTask } from '../shared/tasks/define.js';
 import { TaskRegistry } from '../shared/tasks/registry.js';
-import { RecordingMetrics, type CounterName } from '../shared/worker/metrics.js';
+import { RecordingMetrics, type CounterName } from '../shared/metrics.js';
 import { Worker, type RunSummary } from '../shared/worker/worker.js';
 import { RequestMeter } from '../test/support/request-meter.js';
 

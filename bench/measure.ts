@@ -6,7 +6,7 @@ export interface Target {
 }
 
 export interface Measure {
-  /** Which of the measures (1-8) this figure belongs to. */
+  /** Which of the benchmark's measures (1-8, docs/benchmark.md) this figure belongs to. */
   group: string;
   name: string;
   value: number;

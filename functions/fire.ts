@@ -2,8 +2,11 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import * as z from 'zod';
 import { createLeasehold } from '../shared/app.js';
+import { loadConfig } from '../shared/config.js';
+import { taskDefinitions } from '../tasks/catalog.js';
 
-const app = createLeasehold(process.env);
+// Parsed once per execution environment; the task catalog is the application's content.
+const app = createLeasehold(loadConfig(process.env), taskDefinitions);
 const logger = new Logger({ serviceName: 'leasehold-fire' });
 
 /** The input each schedule's target carries (see shared/schedules/scheduler-sync.ts). */

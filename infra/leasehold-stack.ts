@@ -5,7 +5,7 @@ import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import { defineConfig, type LeaseholdConfig } from '../shared/config.js';
 import { ConfigError } from '../shared/errors.js';
-import { taskDefinitions } from '../shared/tasks/catalog.js';
+import { taskDefinitions } from '../tasks/catalog.js';
 import { TaskRegistry } from '../shared/tasks/registry.js';
 import { INDEX } from '../shared/table-layout.js';
 import { LeaseholdHttpApi } from './http-api.js';
@@ -58,7 +58,7 @@ export class LeaseholdStack extends Stack {
     const config = props.config ?? defineConfig();
     // A task type the deployment cannot run as declared is refused here, before anything is deployed.
     const { warnings } = new TaskRegistry(taskDefinitions, config);
-    if (warnings.length > 0) throw new ConfigError(warnings.map((message) => ({ path: 'shared/tasks/catalog.ts', message })));
+    if (warnings.length > 0) throw new ConfigError(warnings.map((message) => ({ path: 'tasks/catalog.ts', message })));
     const sizing = sizeFunctions(config);
     const environment = lambdaEnvironment(config);
     const logRetention = props.logRetention ?? RetentionDays.ONE_MONTH;

@@ -1,5 +1,5 @@
 /**
- * Alarms from seed 000 (lease renewal success below 99 % for 5 minutes; more than 10 expired leases
+ * Alarms on lease health (lease renewal success below 99 % for 5 minutes; more than 10 expired leases
  * in 5 minutes) and for failed tasks, dead letters and worker errors and throttles, plus a dashboard.
  * Metrics come from the functions' Embedded Metric Format logs (namespace Leasehold, dimension service).
  */
@@ -19,7 +19,7 @@ import {
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import type { CounterName, GaugeName, TimingName } from '../shared/worker/metrics.js';
+import type { CounterName, GaugeName, TimingName } from '../shared/metrics.js';
 
 export const METRICS_NAMESPACE = 'Leasehold';
 

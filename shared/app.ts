@@ -1,7 +1,8 @@
-/** Builds everything a process needs from its environment, once (Lambda cold start, local stack start). */
+/** Builds everything a process needs from its parsed configuration and task definitions, once (Lambda cold start, local stack start). */
 import { SchedulerClient } from '@aws-sdk/client-scheduler';
 import type { LeaseholdConfig } from './config.js';
-import { createTaskRuntime, type TaskRuntime, type TaskRuntimeOptions } from './task-runtime.js';
+import type { TaskDefinition } from './tasks/define.js';
+import { createTaskRuntime, type TaskRuntime, type TaskRuntimeDeps } from './task-runtime.js';
 import { ScheduleService } from './schedules/schedule-service.js';
 import { ScheduleStore } from './schedules/schedule-store.js';
 import { eventBridgeSync, localSync, type SchedulerSync } from './schedules/scheduler-sync.js';
@@ -10,15 +11,15 @@ export interface Leasehold extends TaskRuntime {
   schedules: ScheduleService;
 }
 
-export interface LeaseholdOptions extends TaskRuntimeOptions {
+export interface LeaseholdDeps extends TaskRuntimeDeps {
   /** Overrides how schedules reach EventBridge Scheduler (tests); default from the configuration. */
   schedulerSync?: SchedulerSync;
 }
 
 /** The task runtime plus schedules: for the API, the fire function and the local stack. */
-export function createLeasehold(env: Record<string, string | undefined> = process.env, options: LeaseholdOptions = {}): Leasehold {
-  const runtime = createTaskRuntime(env, options);
-  const schedules = new ScheduleService(new ScheduleStore(runtime.store.ctx), options.schedulerSync ?? schedulerSyncFor(runtime.config), runtime.queue, runtime.clock);
+export function createLeasehold(config: LeaseholdConfig, definitions: TaskDefinition[], deps: LeaseholdDeps = {}): Leasehold {
+  const runtime = createTaskRuntime(config, definitions, deps);
+  const schedules = new ScheduleService(new ScheduleStore(runtime.store.ctx), deps.schedulerSync ?? schedulerSyncFor(runtime.config), runtime.submitter, runtime.clock);
   return { ...runtime, schedules };
 }
 

@@ -1,6 +1,7 @@
 /**
- * Pure rules of the claim order across partitions and types (seed 000: priority DESC, then due time,
- * then age). The ready sort key encodes all three, so comparing keys compares claim order.
+ * Pure rules of the claim order across partitions and types (priority DESC, then due time, then age;
+ * docs/architecture.md, 'Claim order'). The ready sort key encodes all three, so comparing keys
+ * compares claim order.
  */
 import type { LeaseholdConfig } from './config.js';
 import { DEFAULT_PRIORITY, priorityOfReadySortKey } from './table-layout.js';

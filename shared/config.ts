@@ -4,7 +4,7 @@ import { ConfigError, type InputProblem } from './errors.js';
 /**
  * The longest duration any setting, task timeout or backoff may ask for: 7 days. Each one ends up as
  * a timer, and Node fires a timer longer than 2^31-1 ms (about 24.8 days) after 1 ms instead: a
- * 34-day backoff made the worker re-promote its retry in a loop of writes (review finding 13).
+ * 34-day backoff made the worker re-promote its retry in a loop of writes.
  */
 export const MAX_DURATION_MS = 7 * 86_400_000;
 const maxDuration = [MAX_DURATION_MS, `must be at most ${MAX_DURATION_MS} ms (7 days)`] as const;
@@ -28,60 +28,76 @@ const typeLimits = z.string().transform((text, ctx) => {
 });
 
 /**
- * Every setting: its environment variable, its schema and its default (seed 000's guidance).
- * One table, so the docs, the Lambda environment and the local stack cannot drift apart.
+ * Every setting: who it is for, its environment variable, its schema and its default. One table,
+ * so the docs, the Lambda environment and the local stack cannot drift apart.
  */
 export const settings = {
-  tableName: { env: 'LEASEHOLD_TABLE', schema: z.string().regex(/^[A-Za-z0-9_.-]{3,255}$/, 'must be 3-255 characters of A-Z a-z 0-9 _ . -'), default: 'leasehold-tasks' },
-  region: { env: 'LEASEHOLD_REGION', schema: z.string().min(1), default: 'us-east-1' },
-  dynamodbEndpoint: { env: 'LEASEHOLD_DYNAMODB_ENDPOINT', schema: z.url('must be a URL such as http://127.0.0.1:4567').optional(), default: undefined },
-  leaseTimeoutMs: { env: 'LEASEHOLD_LEASE_TIMEOUT_MS', schema: positiveMs, default: 60_000 },
-  heartbeatIntervalMs: { env: 'LEASEHOLD_HEARTBEAT_INTERVAL_MS', schema: positiveMs, default: 10_000 },
-  recoveryIntervalMs: { env: 'LEASEHOLD_RECOVERY_INTERVAL_MS', schema: positiveMs, default: 60_000 },
-  maxExecutionMs: { env: 'LEASEHOLD_MAX_EXECUTION_MS', schema: positiveMs, default: 300_000 },
-  recoveryBatchSize: { env: 'LEASEHOLD_RECOVERY_BATCH_SIZE', schema: positiveInt.max(100, 'must be at most 100 (one BatchGetItem)'), default: 100 },
-  recoveryMaxBatches: { env: 'LEASEHOLD_RECOVERY_MAX_BATCHES', schema: positiveInt, default: 10 },
-  clockSkewMs: { env: 'LEASEHOLD_CLOCK_SKEW_MS', schema: nonNegativeMs, default: 5_000 },
-  requestDeadlineMs: { env: 'LEASEHOLD_REQUEST_DEADLINE_MS', schema: positiveMs, default: 5_000 },
-  pollIntervalMs: { env: 'LEASEHOLD_POLL_INTERVAL_MS', schema: positiveMs, default: 1_000 },
-  workerConcurrency: { env: 'LEASEHOLD_WORKER_CONCURRENCY', schema: positiveInt.max(1000), default: 8 },
-  claimWindow: { env: 'LEASEHOLD_CLAIM_WINDOW', schema: positiveInt.max(100), default: 8 },
-  defaultMaxAttempts: { env: 'LEASEHOLD_DEFAULT_MAX_ATTEMPTS', schema: positiveInt.max(100), default: 3 },
-  backoffBaseMs: { env: 'LEASEHOLD_BACKOFF_BASE_MS', schema: nonNegativeMs, default: 1_000 },
-  backoffMaxMs: { env: 'LEASEHOLD_BACKOFF_MAX_MS', schema: nonNegativeMs, default: 300_000 },
-  globalConcurrency: { env: 'LEASEHOLD_GLOBAL_CONCURRENCY', schema: positiveInt.max(10_000).optional(), default: undefined },
-  typeConcurrency: { env: 'LEASEHOLD_TYPE_CONCURRENCY', schema: typeLimits, default: '' },
+  tableName: { audience: 'table', env: 'LEASEHOLD_TABLE', schema: z.string().regex(/^[A-Za-z0-9_.-]{3,255}$/, 'must be 3-255 characters of A-Z a-z 0-9 _ . -'), default: 'leasehold-tasks' },
+  region: { audience: 'table', env: 'LEASEHOLD_REGION', schema: z.string().min(1), default: 'us-east-1' },
+  dynamodbEndpoint: { audience: 'table', env: 'LEASEHOLD_DYNAMODB_ENDPOINT', schema: z.url('must be a URL such as http://127.0.0.1:4567').optional(), default: undefined },
+  leaseTimeoutMs: { audience: 'protocol', env: 'LEASEHOLD_LEASE_TIMEOUT_MS', schema: positiveMs, default: 60_000 },
+  heartbeatIntervalMs: { audience: 'protocol', env: 'LEASEHOLD_HEARTBEAT_INTERVAL_MS', schema: positiveMs, default: 10_000 },
+  recoveryIntervalMs: { audience: 'protocol', env: 'LEASEHOLD_RECOVERY_INTERVAL_MS', schema: positiveMs, default: 60_000 },
+  maxExecutionMs: { audience: 'protocol', env: 'LEASEHOLD_MAX_EXECUTION_MS', schema: positiveMs, default: 300_000 },
+  recoveryBatchSize: { audience: 'protocol', env: 'LEASEHOLD_RECOVERY_BATCH_SIZE', schema: positiveInt.max(100, 'must be at most 100 (one BatchGetItem)'), default: 100 },
+  recoveryMaxBatches: { audience: 'protocol', env: 'LEASEHOLD_RECOVERY_MAX_BATCHES', schema: positiveInt, default: 10 },
+  clockSkewMs: { audience: 'protocol', env: 'LEASEHOLD_CLOCK_SKEW_MS', schema: nonNegativeMs, default: 5_000 },
+  requestDeadlineMs: { audience: 'protocol', env: 'LEASEHOLD_REQUEST_DEADLINE_MS', schema: positiveMs, default: 5_000 },
+  pollIntervalMs: { audience: 'worker', env: 'LEASEHOLD_POLL_INTERVAL_MS', schema: positiveMs, default: 1_000 },
+  workerConcurrency: { audience: 'worker', env: 'LEASEHOLD_WORKER_CONCURRENCY', schema: positiveInt.max(1000), default: 8 },
+  claimWindow: { audience: 'worker', env: 'LEASEHOLD_CLAIM_WINDOW', schema: positiveInt.max(100), default: 8 },
+  defaultMaxAttempts: { audience: 'protocol', env: 'LEASEHOLD_DEFAULT_MAX_ATTEMPTS', schema: positiveInt.max(100), default: 3 },
+  backoffBaseMs: { audience: 'protocol', env: 'LEASEHOLD_BACKOFF_BASE_MS', schema: nonNegativeMs, default: 1_000 },
+  backoffMaxMs: { audience: 'protocol', env: 'LEASEHOLD_BACKOFF_MAX_MS', schema: nonNegativeMs, default: 300_000 },
+  globalConcurrency: { audience: 'protocol', env: 'LEASEHOLD_GLOBAL_CONCURRENCY', schema: positiveInt.max(10_000).optional(), default: undefined },
+  typeConcurrency: { audience: 'protocol', env: 'LEASEHOLD_TYPE_CONCURRENCY', schema: typeLimits, default: '' },
   workerTypes: {
+    audience: 'worker',
     env: 'LEASEHOLD_WORKER_TYPES',
     schema: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:-]*(,[A-Za-z0-9][A-Za-z0-9._:-]*)*$/, 'must be task type names separated by commas, e.g. email.send,report.build').optional(),
     default: undefined,
   },
-  retentionDays: { env: 'LEASEHOLD_RETENTION_DAYS', schema: positiveInt.max(3650), default: 30 },
-  idleStopMs: { env: 'LEASEHOLD_IDLE_STOP_MS', schema: positiveMs, default: 10_000 },
-  drainMarginMs: { env: 'LEASEHOLD_DRAIN_MARGIN_MS', schema: positiveMs, default: 20_000 },
+  retentionDays: { audience: 'protocol', env: 'LEASEHOLD_RETENTION_DAYS', schema: positiveInt.max(3650), default: 30 },
+  idleStopMs: { audience: 'worker', env: 'LEASEHOLD_IDLE_STOP_MS', schema: positiveMs, default: 10_000 },
+  drainMarginMs: { audience: 'worker', env: 'LEASEHOLD_DRAIN_MARGIN_MS', schema: positiveMs, default: 20_000 },
   // Recurring schedules in AWS (set by the CDK stack); without them schedules are evaluated locally.
-  scheduleGroup: { env: 'LEASEHOLD_SCHEDULE_GROUP', schema: z.string().min(1).optional(), default: undefined },
-  schedulerRoleArn: { env: 'LEASEHOLD_SCHEDULER_ROLE_ARN', schema: z.string().startsWith('arn:', 'must be an IAM role ARN').optional(), default: undefined },
-  fireFunctionArn: { env: 'LEASEHOLD_FIRE_FUNCTION_ARN', schema: z.string().startsWith('arn:', 'must be a Lambda function ARN').optional(), default: undefined },
-  scheduleDeadLetterArn: { env: 'LEASEHOLD_SCHEDULE_DLQ_ARN', schema: z.string().startsWith('arn:', 'must be an SQS queue ARN').optional(), default: undefined },
-  // Fault injection (chaos harness): a clock offset within (and beyond) the skew margin, a history file,
-  // and a deliberately seeded bug that shows the checker can fail. Never set the last one elsewhere.
-  clockOffsetMs: { env: 'LEASEHOLD_CLOCK_OFFSET_MS', schema: z.coerce.number().int('must be whole milliseconds').min(-3_600_000).max(3_600_000), default: 0 },
-  historyFile: { env: 'LEASEHOLD_HISTORY_FILE', schema: z.string().min(1).optional(), default: undefined },
-  testSeededBug: { env: 'LEASEHOLD_TEST_SEEDED_BUG', schema: z.enum(['none', 'complete-without-token']), default: 'none' },
+  scheduleGroup: { audience: 'scheduler', env: 'LEASEHOLD_SCHEDULE_GROUP', schema: z.string().min(1).optional(), default: undefined },
+  schedulerRoleArn: { audience: 'scheduler', env: 'LEASEHOLD_SCHEDULER_ROLE_ARN', schema: z.string().startsWith('arn:', 'must be an IAM role ARN').optional(), default: undefined },
+  fireFunctionArn: { audience: 'scheduler', env: 'LEASEHOLD_FIRE_FUNCTION_ARN', schema: z.string().startsWith('arn:', 'must be a Lambda function ARN').optional(), default: undefined },
+  scheduleDeadLetterArn: { audience: 'scheduler', env: 'LEASEHOLD_SCHEDULE_DLQ_ARN', schema: z.string().startsWith('arn:', 'must be an SQS queue ARN').optional(), default: undefined },
   // The local stack's own settings.
-  port: { env: 'LEASEHOLD_PORT', schema: z.coerce.number().int('must be a whole number').min(0).max(65_535, 'must be a TCP port (0-65535)'), default: 3000 },
-  dataDir: { env: 'LEASEHOLD_DATA_DIR', schema: z.string().min(1), default: '.leasehold' },
-  workerId: { env: 'LEASEHOLD_WORKER_ID', schema: z.string().regex(/^[A-Za-z0-9._:@/-]{1,128}$/, 'must be 1-128 characters: letters, digits and . _ : @ / -').optional(), default: undefined },
+  port: { audience: 'local', env: 'LEASEHOLD_PORT', schema: z.coerce.number().int('must be a whole number').min(0).max(65_535, 'must be a TCP port (0-65535)'), default: 3000 },
+  dataDir: { audience: 'local', env: 'LEASEHOLD_DATA_DIR', schema: z.string().min(1), default: '.leasehold' },
+  workerId: { audience: 'local', env: 'LEASEHOLD_WORKER_ID', schema: z.string().regex(/^[A-Za-z0-9._:@/-]{1,128}$/, 'must be 1-128 characters: letters, digits and . _ : @ / -').optional(), default: undefined },
 } as const;
 
 type Settings = typeof settings;
 export type LeaseholdConfig = { [K in keyof Settings]: z.output<Settings[K]['schema']> };
+
+/**
+ * Who a setting is for. `table`: where the tasks live (the stack sets it from its resources).
+ * `protocol`: what every writer must agree on (leases, deadlines, retries, limits, retention).
+ * `worker`: how one worker claims and stops. `scheduler`: how schedules reach EventBridge Scheduler
+ * (the stack sets it). `local`: the local stack only, never a Lambda.
+ */
+export type Audience = 'table' | 'protocol' | 'worker' | 'scheduler' | 'local';
+export type SettingsFor<A extends Audience> = { [K in keyof Settings]: Settings[K]['audience'] extends A ? K : never }[keyof Settings];
+
+export type TableConfig = Pick<LeaseholdConfig, SettingsFor<'table'>>;
+export type ProtocolConfig = Pick<LeaseholdConfig, SettingsFor<'protocol'>>;
+export type WorkerSettings = Pick<LeaseholdConfig, SettingsFor<'worker'>>;
+export type SchedulerWiring = Pick<LeaseholdConfig, SettingsFor<'scheduler'>>;
+export type LocalStackConfig = Pick<LeaseholdConfig, SettingsFor<'local'>>;
+
+/** The settings of the given audiences (e.g. what a deployment passes to its Lambdas). */
+export function settingsFor(...audiences: Audience[]): (keyof LeaseholdConfig)[] {
+  return (Object.keys(settings) as (keyof LeaseholdConfig)[]).filter((k) => audiences.includes(settings[k].audience));
+}
 export type ConfigInput = Partial<{ [K in keyof Settings]: z.input<Settings[K]['schema']> | LeaseholdConfig[K] }>;
 
 /**
- * The rules between settings (seed 000). Pure: returns every broken rule, never throws.
- * `warnings` are recommendations the seed gives; they do not stop start-up.
+ * The rules between settings. Pure: returns every broken rule, never throws.
+ * `warnings` are recommendations; they do not stop start-up.
  */
 export function checkConfigRules(c: LeaseholdConfig): { problems: InputProblem[]; warnings: string[] } {
   const problems: InputProblem[] = [];

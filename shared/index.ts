@@ -1,20 +1,36 @@
-export * from './clock.js';
-export * from './config.js';
-export * from './errors.js';
-export * from './ids.js';
-export * from './lease-rules.js';
-export * from './table-layout.js';
-export * from './task-model.js';
+/**
+ * What users import. Define task types, handle the errors a handler sees, embed a worker, subscribe to
+ * lifecycle events, take distributed locks, or build the runtime in a process of their own.
+ */
+// Defining tasks, and what a handler sees.
+export { defineTask, type TaskContext, type TaskDefinition, type TaskLogger } from './tasks/define.js';
+export { TaskAbortedError, type AbortReason } from './worker/outcome.js';
+export {
+  LeaseholdError,
+  NonRetryableError,
+  ValidationError,
+  ConfigError,
+  TaskNotFoundError,
+  IdempotencyConflictError,
+  TaskStateConflictError,
+  LeaseLostError,
+  type InputProblem,
+} from './errors.js';
+export { WriteOutcomeUnknownError } from './store/conditional-write.js';
+
+// Tasks as the store returns them.
+export { TaskStatus, TERMINAL_STATUSES, type Task } from './task-model.js';
+
+// Building the runtime and embedding a worker.
+export { loadConfig, type LeaseholdConfig, type ConfigInput } from './config.js';
+export { createTaskRuntime, type TaskRuntime, type TaskRuntimeDeps } from './task-runtime.js';
+export { createLeasehold, type Leasehold, type LeaseholdDeps } from './app.js';
+export { Worker, type WorkerOptions, type RunOptions, type RunSummary } from './worker/worker.js';
+export { LeaseEvents, type LeaseEventMap, type LeaseEventName } from './events.js';
 export { TaskStore, type TaskStoreOptions } from './store/task-store.js';
+export type { LeaseStore, TaskReads, TaskCommands, Sweeper } from './store/ports.js';
 export { createDocumentClient } from './store/dynamo.js';
 export { ensureTable } from './store/table-setup.js';
-export type { Claimed, ClaimResult } from './store/claim.js';
-export type { EnqueueResult } from './store/enqueue.js';
-export type { Lease, SlotLease, EnqueueInput, ClaimInput, ListInput, RenewInput } from './store/inputs.js';
-export type { RenewOutcome } from './store/lease-writes.js';
-export type { RecoveryReport } from './store/recovery.js';
-export type { TaskPage } from './store/task-queries.js';
+
+// Distributed locks with fencing tokens.
 export { LockClient, LockLostError, LockNotAcquiredError, type Lock, type LockOptions } from './locks/lock-client.js';
-export { defineTask, NonRetryableError, type TaskContext, type TaskDefinition } from './tasks/define.js';
-export { createLeasehold, type Leasehold } from './app.js';
-export { createTaskRuntime, type TaskRuntime } from './task-runtime.js';

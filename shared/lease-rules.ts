@@ -50,7 +50,7 @@ export type RecoveryAction =
   | { action: 'requeue' }
   | { action: 'fail'; error: string };
 
-/** What recovery does with a task it read back, following seed 000's state machine. */
+/** What recovery does with a task it read back, per the task state machine (store/transitions.ts). */
 export function decideRecovery(task: Pick<Task, 'status' | 'leaseUntil' | 'attempts' | 'maxAttempts' | 'leaseOwner'>, now: number, config: Pick<LeaseholdConfig, 'clockSkewMs'>): RecoveryAction {
   if (task.status !== TaskStatus.RUNNING && task.status !== TaskStatus.CANCEL_REQUESTED) return { action: 'skip', reason: 'not-leased' };
   if (task.leaseUntil === undefined || task.leaseUntil >= recoveryCutoff(now, config)) return { action: 'skip', reason: 'lease-valid' };

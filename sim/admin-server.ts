@@ -10,7 +10,7 @@ import type { AccessLog } from './iam/access-log.js';
 import type { IdentityStore } from './iam/identity-store.js';
 import type { LambdaService } from './lambda/lambda-service.js';
 import type { SimScheduler } from './scheduler-from-template.js';
-import type { SimInfo } from './sim.js';
+import type { SimInfo } from './sim-info.js';
 import type { LocalQueues } from './sqs/local-queues.js';
 
 export interface AdminDeps {

@@ -25,6 +25,9 @@ import { startSchedulerFromTemplate, type SimScheduler } from './scheduler-from-
 import { LocalQueues } from './sqs/local-queues.js';
 import { loadCloudAssembly, resourcesOfType } from './template/cloud-assembly.js';
 import { TemplateResolver } from './template/resolver.js';
+import type { SimInfo } from './sim-info.js';
+
+export type { SimCaller, SimInfo } from './sim-info.js';
 
 export interface SimOptions {
   /** Where sim.json, logs and queue messages go. */
@@ -42,30 +45,6 @@ export interface SimOptions {
   /** dynamodb-local (default; dynalite when java is missing) or dynalite. */
   dynamodb?: 'dynamodb-local' | 'dynalite';
   log?: (line: string) => void;
-}
-
-export interface SimCaller {
-  name: string;
-  arn: string;
-  accessKeyId: string;
-  secretAccessKey: string;
-  sessionToken?: string;
-}
-
-export interface SimInfo {
-  apiUrl: string;
-  adminUrl: string;
-  region: string;
-  accountId: string;
-  stackName: string;
-  dynamodb: { backend: string; version: string; endpoint: string; gatedEndpoint: string; tables: string[] };
-  schedulerEndpoint: string;
-  functions: { logicalId: string; name: string; arn: string; node: string; logFile: string }[];
-  callers: SimCaller[];
-  queues: { name: string; arn: string; file: string }[];
-  notices: string[];
-  startedAt: string;
-  startupMs: number;
 }
 
 export interface RunningSim {

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { handleApiEvent } from '../shared/api/api-handler.js';
-import { demoTasks } from '../shared/tasks/demo.js';
+import { demoTasks } from '../tasks/demo.js';
 import { ALICE, BOB, apiEvent, type EventSpec } from './support/api-events.js';
 import { WRITE_OPERATIONS } from './support/request-meter.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
@@ -106,7 +106,7 @@ describe('fuzz: schedules and cursors', () => {
         expect(res.status, `${spec.method} ${spec.path} ${JSON.stringify(spec.query ?? spec.rawBody ?? '').slice(0, 300)}: ${res.body.slice(0, 300)}`).toBeLessThan(500);
         if (res.status >= 400) expect(writesSent()).toBe(before);
         if (spec.method === 'PUT' && res.status < 300) {
-          // What PUT accepted must not fail at its ticks (review finding 6: a poison definition).
+          // What PUT accepted must not fail at its ticks (a poison definition).
           const schedule = JSON.parse(res.body).schedule as { name: string; enabled: boolean };
           const outcome = await w.schedules.fire(schedule.name, Date.now());
           expect(outcome.fired || !schedule.enabled).toBe(true);

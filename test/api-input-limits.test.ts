@@ -1,18 +1,19 @@
 /**
- * Review finding 7: inputs that used to answer 500. Deeply nested payloads (tasks and schedules), forged
+ * Inputs that used to answer 500. Deeply nested payloads (tasks and schedules), forged
  * list cursors, and a DELETE of a schedule racing a PUT of it. Each is now a 4xx that says what to fix
  * (or, for the race, a decision made on what the table holds now), and a refused request writes nothing.
  */
 import { describe, expect, it } from 'vitest';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { handleApiEvent } from '../shared/api/api-handler.js';
-import { LeaseholdError, ValidationError } from '../shared/errors.js';
+import { ValidationError } from '../shared/errors.js';
+import { WriteOutcomeUnknownError } from '../shared/store/conditional-write.js';
 import { MAX_PAYLOAD_DEPTH } from '../shared/store/inputs.js';
 import { fromCursor } from '../shared/store/list-cursor.js';
 import { ScheduleService } from '../shared/schedules/schedule-service.js';
 import { ScheduleStore } from '../shared/schedules/schedule-store.js';
 import { localSync } from '../shared/schedules/scheduler-sync.js';
-import { demoTasks } from '../shared/tasks/demo.js';
+import { demoTasks } from '../tasks/demo.js';
 import { INDEX } from '../shared/table-layout.js';
 import { ALICE, BOB, apiEvent, type EventSpec } from './support/api-events.js';
 import { useScheduleBackends } from './support/schedule-backends.js';
@@ -164,7 +165,7 @@ describe('DELETE racing PUT of the same schedule (same owner)', () => {
       }
       return disable(ref);
     };
-    return { service: new ScheduleService(store, localSync, w.queue, w.storeClock), go, atDisable };
+    return { service: new ScheduleService(store, localSync, w.submitter, w.storeClock), go, atDisable };
   }
 
   it('a PUT between the DELETE’s read and its disable: no 500; the DELETE decides again on what is there now', async () => {
@@ -192,7 +193,7 @@ describe('DELETE racing PUT of the same schedule (same owner)', () => {
       await put;
       return remove(ref);
     };
-    const deleted = await w.call({ method: 'DELETE', path: '/schedules/s' }, new ScheduleService(store, localSync, w.queue, w.storeClock));
+    const deleted = await w.call({ method: 'DELETE', path: '/schedules/s' }, new ScheduleService(store, localSync, w.submitter, w.storeClock));
     expect([deleted.status, deleted.body.code, (await put!).status]).toEqual([409, 'SCHEDULE_CONFLICT', 200]);
     expect((await w.call({ method: 'GET', path: '/schedules/s' })).body.schedule).toMatchObject({ expression: 'rate(2 hours)', enabled: true, sync: { state: 'LOCAL' } });
   });
@@ -212,8 +213,8 @@ describe('DELETE racing PUT of the same schedule (same owner)', () => {
 describe('failures that are not the input’s', () => {
   it('a write whose outcome is unknown (the table did not answer in time) is a 503 to retry, not a 400', async () => {
     const w = await world();
-    w.queue.enqueue = async () => {
-      throw Object.assign(new LeaseholdError('A write to TASK#x may or may not have applied.'), { code: 'WRITE_OUTCOME_UNKNOWN' });
+    w.submitter.enqueue = async () => {
+      throw new WriteOutcomeUnknownError({ pk: 'TASK#x' }, 'write-1', { cause: new Error('deadline') });
     };
     const res = await w.call({ method: 'POST', path: '/tasks', body: { type: 'demo.echo' } });
     expect([res.status, res.body.code]).toEqual([503, 'WRITE_OUTCOME_UNKNOWN']);

@@ -38,7 +38,7 @@ async function listAll(caller: string) {
   return pages;
 }
 
-describe('GET /tasks stays under Lambda’s 6 MB response limit (review finding 6)', () => {
+describe('GET /tasks stays under Lambda’s 6 MB response limit', () => {
   it('a page of large tasks stops before 5 MB with a cursor, and the pages together hold every task once, newest first', { timeout: 120_000 }, async () => {
     const caller = 'arn:aws:iam::123456789012:user/bulky';
     const ids: string[] = [];

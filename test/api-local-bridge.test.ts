@@ -1,12 +1,12 @@
 /**
- * Review finding 14: the local HTTP bridge reads request bodies in a promise nobody awaited; a client
+ * The local HTTP bridge used to read request bodies in a promise nobody awaited; a client
  * that disconnected mid-body made that promise reject unhandled, and Node 20 exits on that. The
  * bridge must shrug such a client off and keep answering.
  */
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serveApi, type LocalApiServer } from '../shared/local/http-bridge.js';
-import { demoTasks } from '../shared/tasks/demo.js';
+import { demoTasks } from '../tasks/demo.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { createWorkerWorld, silentLogger } from './support/worker-world.js';
 

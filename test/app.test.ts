@@ -2,26 +2,30 @@ import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { createLeasehold } from '../shared/app.js';
 import { createTaskRuntime } from '../shared/task-runtime.js';
+import { loadConfig } from '../shared/config.js';
+import { taskDefinitions } from '../tasks/catalog.js';
 import { ConfigError } from '../shared/errors.js';
 import { defineTask } from '../shared/tasks/define.js';
 
 const limited = defineTask({ name: 'report.build', schema: z.unknown(), concurrency: 2, handler: () => null });
 const other = defineTask({ name: 'mail.send', schema: z.unknown(), concurrency: 9, handler: () => null });
 
-describe('building the app from the environment', () => {
+describe('building the app from a parsed configuration and the task definitions', () => {
   it('applies the concurrency limits task types declare, unless the environment sets them', () => {
-    const app = createLeasehold({ LEASEHOLD_TYPE_CONCURRENCY: 'mail.send=4' }, { definitions: [limited, other] });
-    expect(app.config.typeConcurrency).toEqual({ 'report.build': 2, 'mail.send': 4 });
+    const app = createLeasehold(loadConfig({ LEASEHOLD_TYPE_CONCURRENCY: 'mail.send=4' }), [limited, other]);
+    // The definitions' limits reach the slot gate as given; the configuration keeps only what was set.
+    expect(app.store.ctx.typeLimits).toEqual({ 'report.build': 2, 'mail.send': 4 });
+    expect(app.config.typeConcurrency).toEqual({ 'mail.send': 4 });
     expect(app.registry.names()).toEqual(['report.build', 'mail.send']);
   });
 
-  it('registers the demo task types by default', () => {
-    expect(createLeasehold({}).registry.names()).toEqual(['demo.echo', 'demo.sleep', 'demo.fail', 'demo.report', 'demo.block']);
+  it('the entry points register the demo catalog', () => {
+    expect(createLeasehold(loadConfig({}), taskDefinitions).registry.names()).toEqual(['demo.echo', 'demo.sleep', 'demo.fail', 'demo.report', 'demo.block']);
   });
 
   it('builds the runtime of the worker and recovery Lambdas with the same rules, without schedules', () => {
-    const runtime = createTaskRuntime({ LEASEHOLD_TYPE_CONCURRENCY: 'mail.send=4' }, { definitions: [limited, other] });
-    expect(runtime.config.typeConcurrency).toEqual({ 'report.build': 2, 'mail.send': 4 });
+    const runtime = createTaskRuntime(loadConfig({ LEASEHOLD_TYPE_CONCURRENCY: 'mail.send=4' }), [limited, other]);
+    expect(runtime.store.ctx.typeLimits).toEqual({ 'report.build': 2, 'mail.send': 4 });
     expect(runtime).not.toHaveProperty('schedules');
   });
 
@@ -33,7 +37,7 @@ describe('building the app from the environment', () => {
     ];
     const error = (() => {
       try {
-        createLeasehold({}, { definitions: bad });
+        createLeasehold(loadConfig({}), bad);
       } catch (e) {
         return e as ConfigError;
       }

@@ -2,7 +2,8 @@ import type { Clock } from '../shared/clock.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { defineTask } from '../shared/tasks/define.js';
-import { MemoryHistory } from '../shared/worker/history.js';
+import { MemoryHistory, recordHistory } from './chaos/history.js';
+import { completingWithoutToken } from './chaos/seeded-bug.js';
 import { checkHistory, type CheckInput, type Recorded } from './chaos/checker.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { createWorkerWorld, partitionedAfterFirstClaim, silentLogger, sleep } from './support/worker-world.js';
@@ -105,11 +106,15 @@ describe('the chaos checker (pure)', () => {
 describe('a seeded bug: completing without the token condition', () => {
   /** A holder cut off from renewals outlives its lease; another worker takes the task over. */
   async function scenario(seededBug: 'none' | 'complete-without-token') {
-    const w = await createWorkerWorld(server.endpoint, [defineTask({ name: 'slow', schema: z.object({ ms: z.number() }), maxAttempts: 3, handler: ({ ms }) => sleep(ms).then(() => 'done') })], { testSeededBug: seededBug });
+    const w = await createWorkerWorld(server.endpoint, [defineTask({ name: 'slow', schema: z.object({ ms: z.number() }), maxAttempts: 3, handler: ({ ms }) => sleep(ms).then(() => 'done') })]);
     const history = new MemoryHistory('unused');
-    const { task } = await w.queue.enqueue({ type: 'slow', payload: { ms: 3_200 }, owner: 'o' });
+    const { task } = await w.submitter.enqueue({ type: 'slow', payload: { ms: 3_200 }, owner: 'o' });
     const cut = partitionedAfterFirstClaim(w.peer());
-    const mk = (id: string, store = w.peer(), clock?: Clock) => new Worker({ store, registry: w.registry, config: w.config, workerId: id, logger: silentLogger(), history: history.as(id), ...(clock ? { clock } : {}) });
+    const mk = (id: string, store = w.peer(), clock?: Clock) => {
+      recordHistory(store.events, history.as(id));
+      const leaseStore = seededBug === 'complete-without-token' ? completingWithoutToken(store) : store;
+      return new Worker({ store: leaseStore, registry: w.registry, config: w.config, events: store.events, workerId: id, logger: silentLogger(), ...(clock ? { clock } : {}) });
+    };
     // Its clock runs 10 s behind (a paused process wakes with the same view): it believes its lease
     // still valid, so its handler finishes and it sends the completion after the takeover.
     const first = mk('cut-off', cut, { now: () => Date.now() - 10_000 });

@@ -6,7 +6,7 @@ import { regionOfApiUrl, sigv4Signer } from '../shared/cli/sigv4.js';
 import { serveApi, type LocalApiServer } from '../shared/local/http-bridge.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { createWorkerWorld, silentLogger } from './support/worker-world.js';
-import { demoTasks } from '../shared/tasks/demo.js';
+import { demoTasks } from '../tasks/demo.js';
 
 let server: TestDynamo;
 let api: LocalApiServer;

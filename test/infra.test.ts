@@ -29,7 +29,7 @@ beforeAll(() => {
   // `cdk synth` as a user runs it: offline, with no credentials at all.
   const out = (outDir = mkdtempSync(join(tmpdir(), 'cdk-out-')));
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('AWS_') && !k.startsWith('LEASEHOLD_')));
-  // A deployer's shell left over from local testing: it must not reach the functions (review finding 18).
+  // A deployer's shell left over from local testing: it must not reach the functions.
   const leftover = { LEASEHOLD_POLL_INTERVAL_MS: '20' };
   const run = spawnSync('npx', ['cdk', 'synth', '--quiet', '--no-notices', '-o', out], { env: { ...env, ...leftover, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' }, encoding: 'utf8', timeout: 120_000 });
   if (run.status !== 0) throw new Error(`cdk synth failed (${run.status}):\n${run.stdout}\n${run.stderr}`);
@@ -208,7 +208,7 @@ describe('the schedules', () => {
 });
 
 describe('observability', () => {
-  it('alarms at seed 000’s thresholds and on failures, dead letters, worker errors and throttles', () => {
+  it('alarms at the thresholds docs/operations.md lists and on failures, dead letters, worker errors and throttles', () => {
     const alarms = Object.fromEntries(resources('AWS::CloudWatch::Alarm').map(([id, a]) => [id.replace(/^Monitoring/, '').replace(/[0-9A-F]{8}$/, ''), a.Properties]));
     expect(Object.keys(alarms).sort()).toEqual(['BacklogWithoutClaims', 'ExpiredLeases', 'FireErrors', 'LeaseRenewalSuccess', 'OldestDueTaskAge', 'RecoveryErrors', 'ScheduleDeadLetters', 'TasksFailed', 'WorkerErrors', 'WorkerThrottles']);
     expect(alarms.OldestDueTaskAge).toMatchObject({ MetricName: 'OldestDueAgeMs', Threshold: 600_000, Statistic: 'Maximum', EvaluationPeriods: 3 });
@@ -234,7 +234,7 @@ describe('observability', () => {
   });
 });
 
-describe('deployment settings come from CDK context, never the shell (review finding 18)', () => {
+describe('deployment settings come from CDK context, never the shell', () => {
   it('synth prints the settings, names the shell variables it ignored, and the functions get the defaults', () => {
     expect(synthOutput).toMatch(/Leasehold settings for stack Leasehold/);
     expect(synthOutput).toMatch(/pollIntervalMs\s+1000/);
@@ -263,7 +263,7 @@ describe('deployment settings come from CDK context, never the shell (review fin
   });
 });
 
-describe('asynchronous invocation (Scheduler invokes Lambda asynchronously; review finding 3)', () => {
+describe('asynchronous invocation (Scheduler invokes Lambda asynchronously)', () => {
   it('worker and recovery are not retried and drop a tick older than a minute; a failed user-schedule tick is retried, then sent to the dead-letter queue', () => {
     const configs = resources('AWS::Lambda::EventInvokeConfig').map(([, c]) => c.Properties);
     const of = (fn: string) => configs.find((c) => JSON.stringify(c.FunctionName).includes(`${fn}Function`))!;

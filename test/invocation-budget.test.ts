@@ -26,7 +26,7 @@ function claimWindowMs(invocationMs: number, typeTimeout: number, startupMs: num
   return claimable;
 }
 
-describe('the worker claim rule and the Lambda sizing agree (review finding 1)', () => {
+describe('the worker claim rule and the Lambda sizing agree', () => {
   it('the synthesized worker timeout leaves every type claimable for at least one schedule period after a slow cold start', () => {
     const timeout = sizeFunctions(defaults).workerTimeoutMs;
     expect(timeout).toBe(workerInvocationTimeoutMs(defaults));
@@ -56,7 +56,7 @@ describe('the worker claim rule and the Lambda sizing agree (review finding 1)',
   });
 });
 
-describe('a task never runs longer than its type allows (review finding 2)', () => {
+describe('a task never runs longer than its type allows', () => {
   it('takes the task timeout when shorter, the type timeout otherwise, the maximum execution time for a type without one', () => {
     expect(effectiveTimeoutMs(5_000, 60_000, defaults)).toBe(5_000);
     expect(effectiveTimeoutMs(290_000, 60_000, defaults)).toBe(60_000);

@@ -17,7 +17,7 @@ describe('lease rules (pure, fixed clock)', () => {
     expect(decideRecovery({ ...task, leaseUntil: T0 - 5_001 }, T0, config)).toEqual({ action: 'requeue' });
   });
 
-  it('follows seed 000’s recovery state machine', () => {
+  it('follows the recovery state machine', () => {
     const expired = { leaseUntil: T0 - 60_000, leaseOwner: 'w' };
     expect(decideRecovery({ ...expired, status: 'CANCEL_REQUESTED', attempts: 3, maxAttempts: 3 }, T0, config)).toEqual({ action: 'cancel' });
     expect(decideRecovery({ ...expired, status: 'RUNNING', attempts: 2, maxAttempts: 3 }, T0, config)).toEqual({ action: 'requeue' });
@@ -53,7 +53,7 @@ describe('lease rules (pure, fixed clock)', () => {
     expect([1, 2, 3, 4, 5].map((a) => retryDelayMs(a, policy, () => 0.999999))).toEqual([1_000, 2_000, 4_000, 8_000, 10_000]);
   });
 
-  it('never backs off longer than 7 days, whatever policy a caller passes (review finding 13: a longer timer fires at once)', () => {
+  it('never backs off longer than 7 days, whatever policy a caller passes (a longer timer fires at once)', () => {
     const sixtyDays = 60 * 86_400_000;
     expect(retryDelayMs(1, { baseMs: sixtyDays, maxMs: sixtyDays }, () => 0.999999)).toBeLessThanOrEqual(MAX_DURATION_MS);
     expect(retryDelayMs(40, { baseMs: 1_000, maxMs: Number.MAX_SAFE_INTEGER }, () => 0.999999)).toBeLessThanOrEqual(MAX_DURATION_MS);

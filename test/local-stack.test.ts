@@ -26,7 +26,10 @@ describe('npm start: the local stack as a process', () => {
     dirs.push(dataDir);
     // On dynalite, `npm start` as a user runs it: its embedded dynalite keeps the data in dataDir. On
     // DynamoDB Local, the stacks share the file's server instead, which outlives each of them the same way.
-    const env = { LEASEHOLD_DATA_DIR: dataDir, ...(dynamo.backend === 'dynalite' ? {} : { LEASEHOLD_DYNAMODB_ENDPOINT: dynamo.endpoint, LEASEHOLD_TABLE: 'restarted-tasks' }) };
+    // Leases of 4 s (1 s heartbeats), not the fast 1.5 s: under load a 1.5 s lease of the restarted
+    // stack could run out between heartbeats and the task would count a third attempt.
+    const leases = { LEASEHOLD_LEASE_TIMEOUT_MS: '4000', LEASEHOLD_HEARTBEAT_INTERVAL_MS: '1000', LEASEHOLD_REQUEST_DEADLINE_MS: '400', LEASEHOLD_CLOCK_SKEW_MS: '200' };
+    const env = { LEASEHOLD_DATA_DIR: dataDir, ...leases, ...(dynamo.backend === 'dynalite' ? {} : { LEASEHOLD_DYNAMODB_ENDPOINT: dynamo.endpoint, LEASEHOLD_TABLE: 'restarted-tasks' }) };
     const first = track(await startStackProcess([], env));
     expect(first.output()).toContain('curl -s -X POST');
     const url = first.url!;

@@ -98,7 +98,7 @@ describe('locks', () => {
     expect(await current.release()).toBe(true);
   });
 
-  it('a busy lock is refused at once, or after the retries asked for (seed 003: 3 tries, 500 ms apart)', async () => {
+  it('a busy lock is refused at once, or after the retries asked for (3 tries, 500 ms apart)', async () => {
     const a = node().locks;
     const b = node().locks;
     const held = await a.acquire('busy', { leaseMs: 5_000, mode: 'fixed' });

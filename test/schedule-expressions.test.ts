@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ExpressionError, fireTimes, latestFireTimes, parseExpression, rateTicks } from '../shared/schedules/expression.js';
+import { ExpressionError, fireTimes, latestFireTimes, parseExpression, rateTicks } from '../shared/schedules/schedule-expression.js';
 
 const t = (iso: string) => Date.parse(iso);
 const iso = (ms: number[]) => ms.map((m) => new Date(m).toISOString());

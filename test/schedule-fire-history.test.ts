@@ -4,8 +4,8 @@ import { ScheduleService } from '../shared/schedules/schedule-service.js';
 import { ScheduleStore } from '../shared/schedules/schedule-store.js';
 import { localSync, type SchedulerSync } from '../shared/schedules/scheduler-sync.js';
 import { TaskRegistry } from '../shared/tasks/registry.js';
-import { TaskQueue } from '../shared/tasks/task-queue.js';
-import { demoTasks } from '../shared/tasks/demo.js';
+import { TaskSubmitter } from '../shared/tasks/task-submitter.js';
+import { demoTasks } from '../tasks/demo.js';
 import { ALICE, BOB, apiEvent, type EventSpec } from './support/api-events.js';
 import { createTestStore } from './support/test-store.js';
 import { FAST_LEASES, silentLogger } from './support/worker-world.js';
@@ -18,20 +18,20 @@ const backends = useScheduleBackends();
 async function scheduleWorld(sync: SchedulerSync = eventBridgeSyncFor(backends.scheduler)) {
   const t = await createTestStore(backends.server.endpoint, FAST_LEASES);
   const registry = new TaskRegistry(demoTasks, t.config);
-  const queue = new TaskQueue(t.store, registry, t.config);
-  const schedules = new ScheduleService(new ScheduleStore(t.store.ctx), sync, queue, t.clock);
+  const submitter = new TaskSubmitter(t.store, registry, t.config);
+  const schedules = new ScheduleService(new ScheduleStore(t.store.ctx), sync, submitter, t.clock);
   const call = async (spec: EventSpec) => {
-    const res = await handleApiEvent(apiEvent(spec), { store: t.store, queue, schedules, config: t.config, logger: silentLogger() });
+    const res = await handleApiEvent(apiEvent(spec), { store: t.store, submitter, schedules, config: t.config, logger: silentLogger() });
     return { status: res.statusCode, body: (res.body ? JSON.parse(res.body) : undefined) as Record<string, any> };
   };
-  return { ...t, queue, schedules, call };
+  return { ...t, submitter, schedules, call };
 }
 
 const at = (iso: string) => Date.parse(iso);
 const isos = (ms: number[]) => ms.map((m) => new Date(m).toISOString());
 const task = { type: 'demo.echo', payload: { n: 1 } };
 
-describe('missed ticks and the next tick of a rate schedule (review finding 13)', () => {
+describe('missed ticks and the next tick of a rate schedule', () => {
   it('fires a few seconds off the PUT (Scheduler’s own rhythm, whole seconds) count as their ticks; only real gaps are missed', async () => {
     const w = await scheduleWorld();
     // PUT at 09:00:00.437; Scheduler starts its rhythm a moment later, at 09:00:03 (its scheduled times are whole seconds).
@@ -105,7 +105,7 @@ describe('missed ticks and the next tick of a rate schedule (review finding 13)'
   });
 });
 
-describe('a reused schedule name starts with no history (review findings 5 and 19)', () => {
+describe('a reused schedule name starts with no history', () => {
   it('after alice deletes "nightly", bob’s "nightly" shows none of alice’s fires or task ids, and records its own ticks', async () => {
     const w = await scheduleWorld();
     await w.call({ method: 'PUT', path: '/schedules/nightly', body: { expression: 'rate(1 minute)', task: { type: 'demo.echo', payload: { secret: 'alice' } } } });
@@ -133,9 +133,9 @@ describe('a reused schedule name starts with no history (review findings 5 and 1
   it('a fire that failed and was then retried with success shows the task, not the old error', async () => {
     const w = await scheduleWorld(localSync);
     // The first delivery's enqueue fails (throttled); Scheduler's retry of the same tick succeeds.
-    const enqueue = w.queue.enqueue.bind(w.queue);
+    const enqueue = w.submitter.enqueue.bind(w.submitter);
     let failures = 1;
-    w.queue.enqueue = async (input) => {
+    w.submitter.enqueue = async (input) => {
       if (failures-- > 0) throw Object.assign(new Error('slow down'), { name: 'ThrottlingException' });
       return enqueue(input);
     };

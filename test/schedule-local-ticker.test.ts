@@ -1,5 +1,5 @@
 /**
- * Review finding 6: the local ticker fires each tick on its own. A schedule whose fire fails (whoever
+ * The local ticker fires each tick on its own. A schedule whose fire fails (whoever
  * owns it) does not stop the others, the window moves on, and a failed tick is retried a bounded
  * number of times, not fired again every second for ever.
  */
@@ -11,9 +11,9 @@ import { ScheduleService } from '../shared/schedules/schedule-service.js';
 import { ScheduleStore } from '../shared/schedules/schedule-store.js';
 import { localSync } from '../shared/schedules/scheduler-sync.js';
 import { defineTask, type TaskDefinition } from '../shared/tasks/define.js';
-import { demoTasks } from '../shared/tasks/demo.js';
+import { demoTasks } from '../tasks/demo.js';
 import { TaskRegistry } from '../shared/tasks/registry.js';
-import { TaskQueue } from '../shared/tasks/task-queue.js';
+import { TaskSubmitter } from '../shared/tasks/task-submitter.js';
 import { ALICE, apiEvent, type EventSpec } from './support/api-events.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { createTestStore } from './support/test-store.js';
@@ -35,8 +35,8 @@ async function tickerWorld() {
   const t = await createTestStore(server.endpoint, FAST_LEASES);
   const service = (definitions: TaskDefinition[]) => {
     const registry = new TaskRegistry(definitions, t.config);
-    const queue = new TaskQueue(t.store, registry, t.config);
-    return { queue, schedules: new ScheduleService(new ScheduleStore(t.store.ctx), localSync, queue, t.clock) };
+    const submitter = new TaskSubmitter(t.store, registry, t.config);
+    return { submitter, schedules: new ScheduleService(new ScheduleStore(t.store.ctx), localSync, submitter, t.clock) };
   };
   const before = service([...demoTasks, strictThen]);
   const now = service([...demoTasks, strictNow]);
@@ -48,13 +48,13 @@ async function tickerWorld() {
   };
   const ticker = new LocalScheduleTicker(now.schedules, t.clock, silentLogger());
   const call = async (spec: EventSpec) => {
-    const res = await handleApiEvent(apiEvent(spec), { store: t.store, queue: now.queue, schedules: now.schedules, config: t.config, logger: silentLogger() });
+    const res = await handleApiEvent(apiEvent(spec), { store: t.store, submitter: now.submitter, schedules: now.schedules, config: t.config, logger: silentLogger() });
     return JSON.parse(res.body) as Record<string, any>;
   };
-  return { ...t, before: before.schedules, schedules: now.schedules, queue: now.queue, ticker, fired, call };
+  return { ...t, before: before.schedules, schedules: now.schedules, submitter: now.submitter, ticker, fired, call };
 }
 
-describe('the local ticker isolates a failing schedule (review finding 6)', () => {
+describe('the local ticker isolates a failing schedule', () => {
   it('a schedule whose fire always fails does not stop later ones; each tick is fired once and recorded as failed', async () => {
     const w = await tickerWorld();
     const start = w.clock.now();
@@ -82,9 +82,9 @@ describe('the local ticker isolates a failing schedule (review finding 6)', () =
 
   it(`a tick whose fire fails for a passing reason is delivered again later, at most ${LOCAL_FIRE_ATTEMPTS} times in all`, async () => {
     const w = await tickerWorld();
-    const enqueue = w.queue.enqueue.bind(w.queue);
+    const enqueue = w.submitter.enqueue.bind(w.submitter);
     let throttled = Number.POSITIVE_INFINITY;
-    w.queue.enqueue = async (input) => {
+    w.submitter.enqueue = async (input) => {
       if (input.owner === MALLORY && throttled-- > 0) throw Object.assign(new Error('slow down'), { name: 'ThrottlingException' });
       return enqueue(input);
     };
@@ -113,11 +113,11 @@ describe('the local ticker isolates a failing schedule (review finding 6)', () =
     expect((await w.schedules.fires('flaky', MALLORY)).fires).toEqual([expect.objectContaining({ scheduledTime: tick, error: 'ThrottlingException: slow down' })]);
   });
 
-  it('a retry that succeeds replaces the failure on the tick’s record with its task (review finding 17)', async () => {
+  it('a retry that succeeds replaces the failure on the tick’s record with its task', async () => {
     const w = await tickerWorld();
-    const enqueue = w.queue.enqueue.bind(w.queue);
+    const enqueue = w.submitter.enqueue.bind(w.submitter);
     let throttled = 1;
-    w.queue.enqueue = async (input) => {
+    w.submitter.enqueue = async (input) => {
       if (throttled-- > 0) throw Object.assign(new Error('slow down'), { name: 'ThrottlingException' });
       return enqueue(input);
     };

@@ -1,5 +1,5 @@
 /**
- * Review finding 8: GET /schedules reads only the caller's definitions (the owner index), a page at a
+ * GET /schedules reads only the caller's definitions (the owner index), a page at a
  * time under Lambda's response limit; the local ticker reads every definition's timing but no payloads.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -7,9 +7,9 @@ import { handleApiEvent } from '../shared/api/api-handler.js';
 import { localSync } from '../shared/schedules/scheduler-sync.js';
 import { ScheduleService } from '../shared/schedules/schedule-service.js';
 import { ScheduleStore } from '../shared/schedules/schedule-store.js';
-import { demoTasks } from '../shared/tasks/demo.js';
+import { demoTasks } from '../tasks/demo.js';
 import { TaskRegistry } from '../shared/tasks/registry.js';
-import { TaskQueue } from '../shared/tasks/task-queue.js';
+import { TaskSubmitter } from '../shared/tasks/task-submitter.js';
 import { ALICE, BOB, apiEvent, type EventSpec } from './support/api-events.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { createTestStore } from './support/test-store.js';
@@ -27,8 +27,8 @@ afterAll(() => server.close());
 
 async function world() {
   const t = await createTestStore(server.endpoint, FAST_LEASES);
-  const queue = new TaskQueue(t.store, new TaskRegistry(demoTasks, t.config), t.config);
-  const schedules = new ScheduleService(new ScheduleStore(t.store.ctx), localSync, queue, t.clock);
+  const submitter = new TaskSubmitter(t.store, new TaskRegistry(demoTasks, t.config), t.config);
+  const schedules = new ScheduleService(new ScheduleStore(t.store.ctx), localSync, submitter, t.clock);
   /** Bytes of items DynamoDB sent back (Query and BatchGetItem answers), as the repro measured them. */
   let bytesRead = 0;
   t.client.middlewareStack.add(
@@ -41,7 +41,7 @@ async function world() {
     { step: 'deserialize', name: 'testCountBytes', priority: 'high' },
   );
   const call = async (spec: EventSpec) => {
-    const res = await handleApiEvent(apiEvent(spec), { store: t.store, queue, schedules, config: t.config, logger: silentLogger() });
+    const res = await handleApiEvent(apiEvent(spec), { store: t.store, submitter, schedules, config: t.config, logger: silentLogger() });
     return { status: res.statusCode, bytes: Buffer.byteLength(JSON.stringify(res)), body: (res.body ? JSON.parse(res.body) : {}) as Record<string, any> };
   };
   const measure = async <T>(f: () => Promise<T>) => {
@@ -55,7 +55,7 @@ async function world() {
 
 const names = (body: Record<string, any>) => (body.schedules as { name: string }[]).map((s) => s.name);
 
-describe('GET /schedules reads only the caller’s schedules (review finding 8)', () => {
+describe('GET /schedules reads only the caller’s schedules', () => {
   it('bob’s and alice’s lists read none of mallory’s large definitions; the ticker reads no payloads', async () => {
     const w = await world();
     const big = 'x'.repeat(200_000);

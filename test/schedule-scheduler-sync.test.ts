@@ -3,7 +3,7 @@ import { handleApiEvent } from '../shared/api/api-handler.js';
 import { ScheduleService } from '../shared/schedules/schedule-service.js';
 import { ScheduleStore } from '../shared/schedules/schedule-store.js';
 import { refOf } from '../shared/schedules/schedule-model.js';
-import { demoTasks } from '../shared/tasks/demo.js';
+import { demoTasks } from '../tasks/demo.js';
 import { apiEvent, type EventSpec } from './support/api-events.js';
 import { createWorkerWorld, silentLogger, type WorkerWorld } from './support/worker-world.js';
 import { eventBridgeSyncFor } from './support/fake-scheduler.js';
@@ -20,7 +20,7 @@ const definition = { expression: 'rate(5 minutes)', task: { type: 'demo.echo', p
 const remote = (name: string) => backends.scheduler.schedules.get(`leasehold/${name}`);
 const definitionItem = async (w: WorkerWorld, name: string) => (await w.scanAll()).find((i) => i.pk === 'SCHEDULES' && i.sk === name);
 
-describe('a definition EventBridge Scheduler refuses (review finding 12)', () => {
+describe('a definition EventBridge Scheduler refuses', () => {
   it('a new schedule Scheduler refuses is a 400 with its reason, not a 503 retry, and leaves no definition', async () => {
     const w = await world();
     const call = caller(w);
@@ -59,7 +59,7 @@ describe('a definition EventBridge Scheduler refuses (review finding 12)', () =>
   });
 });
 
-describe('time zones and one-time schedules as Scheduler takes them (review finding 12)', () => {
+describe('time zones and one-time schedules as Scheduler takes them', () => {
   it('stores and sends the canonical time zone name: europe/berlin, utc and US/Pacific are Europe/Berlin, UTC and America/Los_Angeles', async () => {
     const w = await world();
     const call = caller(w);
@@ -134,7 +134,7 @@ describe('time zones and one-time schedules as Scheduler takes them (review find
   });
 });
 
-describe('concurrent writes keep the table and Scheduler in agreement (review finding 12)', () => {
+describe('concurrent writes keep the table and Scheduler in agreement', () => {
   it('two writers that read the same version: only one writes the next version', async () => {
     const w = await world();
     await caller(w)({ method: 'PUT', path: '/schedules/contended', body: definition });
@@ -184,7 +184,7 @@ describe('concurrent writes keep the table and Scheduler in agreement (review fi
   it('a PUT between a DELETE’s read and its disable is no 500: the DELETE deletes what is there now', async () => {
     const w = await world();
     const store = new ScheduleStore(w.store.ctx);
-    const service = new ScheduleService(store, eventBridgeSyncFor(backends.scheduler), w.queue, w.storeClock);
+    const service = new ScheduleService(store, eventBridgeSyncFor(backends.scheduler), w.submitter, w.storeClock);
     await service.put('between', 'owner-a', definition);
     const disable = store.disable.bind(store);
     let interleaved = false;

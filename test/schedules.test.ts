@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { handleApiEvent } from '../shared/api/api-handler.js';
-import { demoTasks } from '../shared/tasks/demo.js';
+import { demoTasks } from '../tasks/demo.js';
 import { apiEvent, ALICE, BOB, type EventSpec } from './support/api-events.js';
 import { createWorkerWorld, silentLogger, type WorkerWorld } from './support/worker-world.js';
 import { eventBridgeSyncFor } from './support/fake-scheduler.js';

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TaskStore } from '../shared/store/task-store.js';
+import { ClaimState } from '../shared/store/claim-state.js';
 import { LeaseLostError } from '../shared/errors.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { createTestStore, type TestStore } from './support/test-store.js';
@@ -24,11 +25,12 @@ describe('claim (SKIP LOCKED)', () => {
     const claims = new Map<string, string[]>();
     let lostRaces = 0;
     let claimCalls = 0;
-    const claimers = Array.from({ length: 32 }, (_, w) => ({ id: `claimer-${w}`, store: t.peer({ random: Math.random }) }));
+    // Each claimer is a worker: its own store client and its own claim memory.
+    const claimers = Array.from({ length: 32 }, (_, w) => ({ id: `claimer-${w}`, store: t.peer({ random: Math.random }), memory: new ClaimState() }));
     await Promise.all(
-      claimers.map(async ({ id, store }) => {
+      claimers.map(async ({ id, store, memory }) => {
         for (let idle = 0; idle < 3; ) {
-          const round = await store.claim({ workerId: id, types: [type], max: 4 });
+          const round = await store.claim({ workerId: id, types: [type], max: 4 }, memory);
           claimCalls++;
           lostRaces += round.lostRaces;
           if (round.claimed.length === 0) idle++;
@@ -65,10 +67,10 @@ describe('claim (SKIP LOCKED)', () => {
       s.clock.advance(1);
       names.set(await enq(name, priority, at), name);
     }
-    const drainOrder = async (workerId: string) => {
+    const drainOrder = async (workerId: string, memory: ClaimState) => {
       const order: string[] = [];
       for (;;) {
-        const { claimed } = await store.claim({ workerId, types: ['ordered'], max: 1 });
+        const { claimed } = await store.claim({ workerId, types: ['ordered'], max: 1 }, memory);
         if (claimed.length === 0) break;
         order.push(names.get(claimed[0]!.task.id)!);
       }
@@ -80,8 +82,10 @@ describe('claim (SKIP LOCKED)', () => {
     expect(names.get(first.claimed[0]!.task.id)).toBe('high');
     await store.release({ lease: first.claimed[0]!.lease });
     // Eight rounds without a lost race make a worker uncontended: it then takes heads strictly in order.
-    for (let i = 0; i < 8; i++) await store.claim({ workerId: 'solo', types: ['other'], max: 1 });
-    expect(await drainOrder('solo')).toEqual(['high', 'mid-early', 'mid-early-younger', 'mid-late', 'low-old']);
+    // The worker's claim memory carries that across its rounds.
+    const solo = new ClaimState();
+    for (let i = 0; i < 8; i++) await store.claim({ workerId: 'solo', types: ['other'], max: 1 }, solo);
+    expect(await drainOrder('solo', solo)).toEqual(['high', 'mid-early', 'mid-early-younger', 'mid-late', 'low-old']);
   });
 
   it('a contended worker still takes a higher priority first', async () => {

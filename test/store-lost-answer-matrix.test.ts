@@ -376,7 +376,7 @@ const ROWS: Row[] = [
       await w.store.fail({ lease: s.lease!, error: 'boom', retryable: false });
       return s;
     },
-    act: (w, s) => w.store.redrive({ id: s.task!.id }),
+    act: (w, s) => w.store.retry({ id: s.task!.id }),
     state: (snap) => {
       const t = theTask(snap);
       return classify(t, isQueuedAtHead(t, 0) && t.finishedAt === undefined, t.status === 'FAILED' && t.attempts === 1);

@@ -1,6 +1,6 @@
 /**
  * Strict priority across shards and types: a claim never takes a lower-priority due task while a
- * higher-priority due task of a type the worker serves waits (seed 000: priority DESC, then due time,
+ * higher-priority due task of a type the worker serves waits (priority DESC, then due time,
  * then age). Default-priority tasks are spread over 16 shards; every other priority waits in its
  * type's lane (table-layout.ts, claim-order.ts).
  */
@@ -52,7 +52,7 @@ describe('strict priority across shards and types', () => {
     expect(order).toEqual([...order].sort((a, b) => b - a));
   });
 
-  it('the issue hold-out: 3, -2, 10, 0, 7, 1, -5, 5 queued behind a running task start highest first', async () => {
+  it('a hold-out: 3, -2, 10, 0, 7, 1, -5, 5 queued behind a running task start highest first', async () => {
     let release!: () => void;
     const blocker = new Promise<void>((r) => (release = r));
     const started: number[] = [];
@@ -66,7 +66,7 @@ describe('strict priority across shards and types', () => {
         },
       }),
     ], { workerConcurrency: 1, idleStopMs: 500 });
-    await w.queue.enqueue({ type: 'job', owner: 'o', payload: { priority: 0, block: true } });
+    await w.submitter.enqueue({ type: 'job', owner: 'o', payload: { priority: 0, block: true } });
     const worker = w.worker('only');
     const run = worker.run();
     while (worker.running === 0) await sleep(10);

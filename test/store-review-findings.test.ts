@@ -1,7 +1,9 @@
 /**
- * Regression tests for the correctness review (shared/reviews/correctness-review.md), findings 4, 9,
- * 10, 11, 12, 15, 17 (first bullet), and the ready placement of the claim lanes. Each turns the
- * review's repro script into assertions on the stored state, so the test fails if the bug returns.
+ * Regression tests for store bugs a correctness review found: a claim round failing part-way, a write
+ * whose answer was lost, claim writes landing late or with no answer, lock timers, an idempotent task
+ * re-created after its record expired, the slot partition read past one page, and the ready placement
+ * of the claim lanes. Each turns a repro of the bug into assertions on the stored state, so the test
+ * fails if the bug returns.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
@@ -10,6 +12,8 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { TaskStore } from '../shared/store/task-store.js';
 import { LockClient } from '../shared/locks/lock-client.js';
 import { systemClock } from '../shared/clock.js';
+import { ClaimState } from '../shared/store/claim-state.js';
+import { taskDefinitions } from '../tasks/catalog.js';
 import { createLeasehold } from '../shared/app.js';
 import { handleApiEvent } from '../shared/api/api-handler.js';
 import { localSync } from '../shared/schedules/scheduler-sync.js';
@@ -169,12 +173,12 @@ const pastLease = (t: TestStore) => t.config.leaseTimeoutMs + t.config.clockSkew
 
 // ---------------------------------------------------------------------------------------------------
 
-describe('finding 4: a request failing part-way through a claim round', () => {
+describe('a request failing part-way through a claim round', () => {
   it('a ready-index Query failing after leases were won: the round returns them, and exactly those tasks are RUNNING under the worker', async () => {
     const t = await newStore();
     await Promise.all(Array.from({ length: 40 }, () => t.store.enqueue({ type: 'x', owner: 'o', maxAttempts: 1 })));
     const won = countAnswers(t.client, 'UpdateItem', (pk) => pk?.startsWith('TASK#') ?? false);
-    // The first shard Query after a claim write was won fails (as the review's 3rd Query did).
+    // The first shard Query after a claim write was won fails.
     const failing = fault(t.client, 'Query', { phase: 'before', match: (pk) => /^x#\d+$/.test(pk ?? ''), when: () => won.count > 0, times: 1 });
 
     const round = await t.store.claim({ workerId: 'W', types: ['x'], max: 20 });
@@ -268,7 +272,7 @@ describe('finding 4: a request failing part-way through a claim round', () => {
 
 // ---------------------------------------------------------------------------------------------------
 
-describe('finding 9: a write that applied but whose answer was lost', () => {
+describe('a write that applied but whose answer was lost', () => {
   it.each(['network', 'deadline'] as const)('enqueue without idempotency key, answer lost (%s): created, one task, no error', async (as) => {
     const t = await newStore();
     const dropped = dropNextAnswer(t.client, 'PutItem', as);
@@ -282,7 +286,7 @@ describe('finding 9: a write that applied but whose answer was lost', () => {
 
   it('POST /tasks whose PutItem answer is lost answers 201 with the one task it created', async () => {
     const t = await newStore();
-    const app = createLeasehold({ LEASEHOLD_TABLE: t.config.tableName, LEASEHOLD_DYNAMODB_ENDPOINT: t.config.dynamodbEndpoint }, { doc: t.doc, schedulerSync: localSync });
+    const app = createLeasehold(t.config, taskDefinitions, { doc: t.doc, schedulerSync: localSync });
     const logger = new Logger({ serviceName: 'review-findings', logLevel: 'SILENT' });
     dropNextAnswer(t.client, 'PutItem', 'network');
     const response = await handleApiEvent(apiEvent({ method: 'POST', path: '/tasks', body: { type: 'demo.echo', payload: 'once' } }), { ...app, logger });
@@ -300,7 +304,7 @@ describe('finding 9: a write that applied but whose answer was lost', () => {
     expect(await taskItem(t, task.id)).toMatchObject({ status: 'CANCELLED' });
 
     dropNextAnswer(t.client, 'UpdateItem', as);
-    const redriven = await t.store.redrive({ id: task.id, owner: 'o' });
+    const redriven = await t.store.retry({ id: task.id, owner: 'o' });
     expect(redriven.status).toBe('QUEUED');
     expect(await taskItem(t, task.id)).toMatchObject({ status: 'QUEUED', attempts: 0 });
 
@@ -314,7 +318,7 @@ describe('finding 9: a write that applied but whose answer was lost', () => {
 
 // ---------------------------------------------------------------------------------------------------
 
-describe('finding 10: a claim write that lands after its lease (nearly) ran out', () => {
+describe('a claim write that lands after its lease (nearly) ran out', () => {
   it('global limit 1: the stalled claimer starts nothing, only the newer holder runs, and the stale task is QUEUED with its attempt given back', async () => {
     const t = await newStore({ globalConcurrency: 1 });
     const W = ownClientStore(t, 'w');
@@ -380,7 +384,7 @@ describe('finding 10: a claim write that lands after its lease (nearly) ran out'
 
 // ---------------------------------------------------------------------------------------------------
 
-describe('finding 11: a claim write whose answers and read-back all fail', () => {
+describe('a claim write whose answers and read-back all fail', () => {
   it.each([0, 7])('the claim is undone: QUEUED at its old place, attempt given back, slot freed (priority %i)', async (priority) => {
     const t = await newStore({ globalConcurrency: 1 });
     const { task } = await t.store.enqueue({ type: 'x', owner: 'o', maxAttempts: 1, priority });
@@ -447,13 +451,15 @@ describe('finding 11: a claim write whose answers and read-back all fail', () =>
     const first = fault(t.client, 'UpdateItem', { phase: 'after', match: (pk) => pk === `TASK#${task.id}`, times: 1 });
     const rest = fault(t.client, 'UpdateItem', { phase: 'before', match: (pk) => pk === `TASK#${task.id}`, when: () => first.hits > 0 });
     const reads = fault(t.client, 'GetItem', { phase: 'before' });
-    await expect(t.store.claim({ workerId: 'W', types: ['x'], max: 1 })).rejects.toMatchObject({ name: 'WriteOutcomeUnknownError' });
+    // The worker's claim memory, kept between its rounds.
+    const memory = new ClaimState();
+    await expect(t.store.claim({ workerId: 'W', types: ['x'], max: 1 }, memory)).rejects.toMatchObject({ name: 'WriteOutcomeUnknownError' });
     rest.disarm();
     reads.disarm();
     expect(await taskItem(t, task.id)).toMatchObject({ status: 'RUNNING', attempts: 1 });
 
     // The next round first undoes the claim it never learned the outcome of, then claims the task afresh.
-    const next = await t.store.claim({ workerId: 'W', types: ['x'], max: 1 });
+    const next = await t.store.claim({ workerId: 'W', types: ['x'], max: 1 }, memory);
     expect(next.claimed.map((c) => c.task.id)).toEqual([task.id]);
     expect(next.claimed[0]!.lease.attempts).toBe(1);
     await t.store.complete({ lease: next.claimed[0]!.lease });
@@ -498,7 +504,7 @@ function trackLockTimers() {
 const refedTimeouts = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-describe('finding 12: lock timers', () => {
+describe('lock timers', () => {
   it.each(['while release() is in flight', 'after release() resolved'] as const)(
     'a renewal whose answer arrives %s arms no timer, and no UpdateItem is sent after release() resolved',
     async (when) => {
@@ -579,7 +585,7 @@ describe('finding 12: lock timers', () => {
 
 // ---------------------------------------------------------------------------------------------------
 
-describe('finding 15: an idempotent task re-created after its record expired', () => {
+describe('an idempotent task re-created after its record expired', () => {
   const DAY = 86_400_000;
 
   /** The first incarnation: claimed three times (two releases, then complete); returns its highest token. */
@@ -648,7 +654,7 @@ describe('finding 15: an idempotent task re-created after its record expired', (
 
 // ---------------------------------------------------------------------------------------------------
 
-describe('finding 17: the slot partition is read past one page', () => {
+describe('the slot partition is read past one page', () => {
   it('slots on a later page of a >1 MB limit partition are seen and taken, and the limit holds', async () => {
     const limit = 30;
     const t = await newStore({ globalConcurrency: limit });
@@ -729,7 +735,7 @@ describe('claim lanes: where a requeued task waits', () => {
     lease = await claimIt('w4');
     await t.store.fail({ lease, error: 'fatal', retryable: false });
     expect(await taskItem(t, task.id)).toMatchObject({ status: 'FAILED' });
-    await t.store.redrive({ id: task.id, owner: 'o' });
+    await t.store.retry({ id: task.id, owner: 'o' });
     expect(await readyPkNow()).toBe(where);
     await claimIt('w5');
   });

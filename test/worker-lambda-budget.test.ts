@@ -1,4 +1,4 @@
-/** The worker shaped as the deployed Lambda runs it: remaining time from the synthesized timeout (review findings 1 and 2). */
+/** The worker shaped as the deployed Lambda runs it: remaining time from the synthesized timeout. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
@@ -7,7 +7,7 @@ import { defineTask } from '../shared/tasks/define.js';
 import { sizeFunctions } from '../infra/sizing.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { createWorkerWorld, silentLogger } from './support/worker-world.js';
-import { RecordingMetrics } from '../shared/worker/metrics.js';
+import { RecordingMetrics } from '../shared/metrics.js';
 import { Worker } from '../shared/worker/worker.js';
 
 let server: TestDynamo;
@@ -19,7 +19,7 @@ afterAll(() => server.close());
 describe('a worker invocation sized as the stack sizes it', () => {
   it('claims a type without a timeout of its own at once (before the fix it returned in milliseconds with nothing claimed)', async () => {
     const w = await createWorkerWorld(server.endpoint, [defineTask({ name: 'demo.echo', schema: z.unknown(), handler: (p) => p })]);
-    const { task } = await w.queue.enqueue({ type: 'demo.echo', payload: 1, owner: 'o' });
+    const { task } = await w.submitter.enqueue({ type: 'demo.echo', payload: 1, owner: 'o' });
     // getRemainingTimeInMillis() starts just below the function's timeout: 30 ms of init already spent.
     const invocationEnd = Date.now() + sizeFunctions(w.config).workerTimeoutMs - 30;
     // A generous idle stop: on a loaded machine the first polls may find the task's shard after 300 ms.
@@ -30,12 +30,12 @@ describe('a worker invocation sized as the stack sizes it', () => {
 
   it('refuses at enqueue a task timeout above its type timeout, and runs one written before that rule under the type timeout instead of releasing it in a loop', async () => {
     const w = await createWorkerWorld(server.endpoint, [defineTask({ name: 'short', schema: z.unknown(), timeoutMs: 1_000, handler: () => 'done' })]);
-    await expect(w.queue.enqueue({ type: 'short', owner: 'o', payload: 1, timeoutMs: 10_000 })).rejects.toThrow(ValidationError);
-    await expect(w.queue.enqueue({ type: 'short', owner: 'o', payload: 1, timeoutMs: 10_000 })).rejects.toThrow(/at most 1000 ms, the timeout of task type short/);
+    await expect(w.submitter.enqueue({ type: 'short', owner: 'o', payload: 1, timeoutMs: 10_000 })).rejects.toThrow(ValidationError);
+    await expect(w.submitter.enqueue({ type: 'short', owner: 'o', payload: 1, timeoutMs: 10_000 })).rejects.toThrow(/at most 1000 ms, the timeout of task type short/);
     expect(await w.scanAll()).toEqual([]);
 
     // A task stored with a longer timeout (an older client, a direct write): the item as enqueue writes it.
-    const { task } = await w.queue.enqueue({ type: 'short', owner: 'o', payload: 2, timeoutMs: 1_000 });
+    const { task } = await w.submitter.enqueue({ type: 'short', owner: 'o', payload: 2, timeoutMs: 1_000 });
     const [item] = (await w.scanAll()).filter((i) => i.pk === `TASK#${task.id}`);
     await w.doc.send(new PutCommand({ TableName: w.config.tableName, Item: { ...item, timeoutMs: 10_000 } }));
     const invocationEnd = Date.now() + 5_000; // less than the task's own 10 s + drain, more than the type's 1 s + drain
@@ -47,12 +47,12 @@ describe('a worker invocation sized as the stack sizes it', () => {
   });
 });
 
-describe('a task asking for the longest timeout the API allows (review finding 3)', () => {
+describe('a task asking for the longest timeout the API allows', () => {
   it('is claimed once and runs on a Lambda-shaped invocation, instead of being claimed and released in a loop', async () => {
     const w = await createWorkerWorld(server.endpoint, [defineTask({ name: 'demo.echo', schema: z.unknown(), handler: (p) => p })]);
     // The API's bound: timeoutSeconds * 1000 <= LEASEHOLD_MAX_EXECUTION_MS, for a type without a timeout of its own.
-    await expect(w.queue.enqueue({ type: 'demo.echo', owner: 'o', payload: 0, timeoutMs: w.config.maxExecutionMs + 1 })).rejects.toThrow(ValidationError);
-    const { task } = await w.queue.enqueue({ type: 'demo.echo', owner: 'o', payload: 1, timeoutMs: w.config.maxExecutionMs });
+    await expect(w.submitter.enqueue({ type: 'demo.echo', owner: 'o', payload: 0, timeoutMs: w.config.maxExecutionMs + 1 })).rejects.toThrow(ValidationError);
+    const { task } = await w.submitter.enqueue({ type: 'demo.echo', owner: 'o', payload: 1, timeoutMs: w.config.maxExecutionMs });
     const invocationEnd = Date.now() + sizeFunctions(w.config).workerTimeoutMs - 30;
     const worker = w.worker('lambda-3');
     const summary = await worker.run({ remainingTimeMs: () => invocationEnd - Date.now(), idleStopMs: 2_000 });
@@ -63,7 +63,7 @@ describe('a task asking for the longest timeout the API allows (review finding 3
 
   it('is left alone by an invocation too close to its end to finish it: no claim, no release, no spin', async () => {
     const w = await createWorkerWorld(server.endpoint, [defineTask({ name: 'demo.echo', schema: z.unknown(), handler: (p) => p })]);
-    const { task } = await w.queue.enqueue({ type: 'demo.echo', owner: 'o', payload: 1, timeoutMs: w.config.maxExecutionMs });
+    const { task } = await w.submitter.enqueue({ type: 'demo.echo', owner: 'o', payload: 1, timeoutMs: w.config.maxExecutionMs });
     // One second short of what the task's timeout plus the drain margin needs, for the whole run.
     const invocationEnd = Date.now() + w.config.maxExecutionMs + w.config.drainMarginMs - 1_000;
     const worker = w.worker('lambda-late');
@@ -74,10 +74,10 @@ describe('a task asking for the longest timeout the API allows (review finding 3
   });
 });
 
-describe('metrics of a long invocation (review finding 11)', () => {
+describe('metrics of a long invocation', () => {
   it('are sent while the worker runs, not only when it returns', async () => {
     const w = await createWorkerWorld(server.endpoint, [defineTask({ name: 'slow', schema: z.unknown(), handler: () => new Promise((r) => setTimeout(() => r('done'), 1_200)) })]);
-    await w.queue.enqueue({ type: 'slow', owner: 'o', payload: 1 });
+    await w.submitter.enqueue({ type: 'slow', owner: 'o', payload: 1 });
     const recorded = new RecordingMetrics();
     // The heartbeat (200 ms here) sends the figures once the flush interval has passed.
     const worker = new Worker({ store: w.peer(), registry: w.registry, config: w.config, workerId: 'long', logger: silentLogger(), metrics: recorded, metricsFlushIntervalMs: 300 });
@@ -98,8 +98,8 @@ describe('a dedicated worker pool (LEASEHOLD_WORKER_TYPES)', () => {
   it('serves only its types, and refuses a type the catalog does not have', async () => {
     const defs = [defineTask({ name: 'mine', schema: z.unknown(), handler: () => 'mine' }), defineTask({ name: 'theirs', schema: z.unknown(), handler: () => 'theirs' })];
     const w = await createWorkerWorld(server.endpoint, defs, { workerTypes: 'mine' });
-    const mine = (await w.queue.enqueue({ type: 'mine', owner: 'o' })).task;
-    const theirs = (await w.queue.enqueue({ type: 'theirs', owner: 'o' })).task;
+    const mine = (await w.submitter.enqueue({ type: 'mine', owner: 'o' })).task;
+    const theirs = (await w.submitter.enqueue({ type: 'theirs', owner: 'o' })).task;
     const summary = await w.worker('pool').run({ idleStopMs: 1_000 });
     expect(summary.claimed).toBe(1);
     expect(await w.store.get({ id: mine.id })).toMatchObject({ status: 'SUCCESS' });

@@ -1,5 +1,5 @@
 /**
- * Backoffs and timeouts past Node's timer limit (review finding 13): a setTimeout longer than
+ * Backoffs and timeouts past Node's timer limit: a setTimeout longer than
  * 2^31-1 ms fires after 1 ms, and a retry due in 34 days was re-promoted in a loop of writes.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,7 +8,7 @@ import { ConfigError } from '../shared/errors.js';
 import { defineConfig } from '../shared/config.js';
 import { defineTask } from '../shared/tasks/define.js';
 import { TaskRegistry } from '../shared/tasks/registry.js';
-import { RecordingMetrics } from '../shared/worker/metrics.js';
+import { RecordingMetrics } from '../shared/metrics.js';
 import { MAX_TIMER_DELAY_MS, TimerSet, type TimerHost } from '../shared/worker/timers.js';
 import { Worker } from '../shared/worker/worker.js';
 import { ManualClock } from './support/manual-clock.js';
@@ -134,7 +134,7 @@ describe('a retry due further away than a timer can wait', () => {
     };
     process.on('warning', onWarning);
     try {
-      const { task } = await w.queue.enqueue({ type: 'far', owner: 'o' });
+      const { task } = await w.submitter.enqueue({ type: 'far', owner: 'o' });
       const metrics = new RecordingMetrics();
       const worker = new Worker({ store, registry: w.registry, config: w.config, workerId: 'behind', logger: silentLogger(), metrics, clock: new ManualClock(Date.now() - 30 * DAY) });
       const stop = new AbortController();

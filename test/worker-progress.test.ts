@@ -1,5 +1,5 @@
 /**
- * Progress reports that do not fit the store (review finding 2): one handler's `progress(0 / 0)` used
+ * Progress reports that do not fit the store: one handler's `progress(0 / 0)` used
  * to fail its worker's whole renewal round, so every lease on the worker ran out and recovery handed
  * innocent tasks to other workers while they still ran.
  */
@@ -9,9 +9,9 @@ import { ValidationError } from '../shared/errors.js';
 import { defineTask } from '../shared/tasks/define.js';
 import { MAX_PROGRESS_NOTE_CHARS, sanitizeProgress } from '../shared/worker/progress.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
-import { TaskQueue } from '../shared/tasks/task-queue.js';
-import { MemoryHistory } from '../shared/worker/history.js';
-import { RecordingMetrics } from '../shared/worker/metrics.js';
+import { TaskSubmitter } from '../shared/tasks/task-submitter.js';
+import { MemoryHistory, recordHistory } from './chaos/history.js';
+import { RecordingMetrics } from '../shared/metrics.js';
 import { Worker } from '../shared/worker/worker.js';
 import { ManualClock } from './support/manual-clock.js';
 import { createWorkerWorld, silentLogger, sleep } from './support/worker-world.js';
@@ -91,12 +91,13 @@ describe('a handler that reports bad progress', () => {
     // the test wait longer, never lets a lease run out that the worker would have renewed.
     const clock = new ManualClock(Date.now());
     const store = w.peer({ clock });
-    const queue = new TaskQueue(store, w.registry, w.config);
+    const queue = new TaskSubmitter(store, w.registry, w.config);
     const empty = (await queue.enqueue({ type: 'job', owner: 'o', payload: { name: 'empty-batch', items: 0 } })).task;
     const innocent = (await queue.enqueue({ type: 'job', owner: 'o', payload: { name: 'innocent', items: 1_000 } })).task;
     const history = new MemoryHistory('w1');
     const metrics = new RecordingMetrics();
-    const worker = new Worker({ store, registry: w.registry, config: w.config, workerId: 'w1', logger: silentLogger(), metrics, history, clock });
+    recordHistory(store.events, history);
+    const worker = new Worker({ store, registry: w.registry, config: w.config, events: store.events, workerId: 'w1', logger: silentLogger(), metrics, clock });
     const stop = new AbortController();
     const run = worker.run({ stop: stop.signal });
     await waitFor(() => reported.size === 2);

@@ -1,4 +1,4 @@
-/** The benchmark's measures, in the order of the issue. */
+/** The benchmark's measures, in the order docs/benchmark.md numbers them (1-8). */
 import type { BenchContext, Measure } from '../measure.js';
 import { claimContention } from './contention.js';
 import { coldStart } from './cold-start.js';

@@ -6,7 +6,7 @@ import { performance } from 'node:perf_hooks';
 import * as z from 'zod';
 import { defineTask } from '../../shared/tasks/define.js';
 import { TaskRegistry } from '../../shared/tasks/registry.js';
-import { RecordingMetrics } from '../../shared/worker/metrics.js';
+import { RecordingMetrics } from '../../shared/metrics.js';
 import { Worker } from '../../shared/worker/worker.js';
 import { benchTable, quietLogger } from '../bench-runtime.js';
 import { measure, percentile, round, sleep, type BenchContext, type Measure } from '../measure.js';

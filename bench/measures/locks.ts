@@ -1,5 +1,5 @@
 /**
- * Measure 6: lock throughput (seed 003: 3 nodes, over 1,000 acquisitions/s, conflicts under 0.5 %).
+ * Measure 6: lock throughput (targets: 3 nodes, over 1,000 acquisitions/s, conflicts under 0.5 %).
  * Three processes (bench/lock-node.ts), each with its own SDK client and event loop, run acquire+release
  * loops for a fixed time: first each loop on a key of its own, then all loops on one shared key.
  */

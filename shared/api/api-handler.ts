@@ -5,23 +5,24 @@
  */
 import type { APIGatewayProxyEventV2WithIAMAuthorizer } from 'aws-lambda';
 import type { Logger } from '@aws-lambda-powertools/logger';
+import { ProvisionedThroughputExceededException, RequestLimitExceeded, ThrottlingException } from '@aws-sdk/client-dynamodb';
 import type * as z from 'zod';
-import { IdempotencyConflictError, LeaseholdError, TaskNotFoundError, TaskStateConflictError, ValidationError } from '../errors.js';
-import type { TaskStore } from '../store/task-store.js';
-import type { TaskQueue } from '../tasks/task-queue.js';
+import { describeError, LeaseholdError, ValidationError } from '../errors.js';
+import type { TaskCommands, TaskReads } from '../store/ports.js';
+import type { TaskSubmitter } from '../tasks/task-submitter.js';
 import type { LeaseholdConfig } from '../config.js';
-import { describeError } from '../worker/outcome.js';
 import { callerOwner } from './caller.js';
 import { json, problem, type ApiResponse } from './http.js';
 import { enqueueBody, firesQuery, listQuery, MAX_BODY_BYTES, schedulesQuery } from './request-schemas.js';
 import { fireJson, scheduleJson } from '../schedules/schedule-model.js';
 import type { ScheduleService } from '../schedules/schedule-service.js';
-import { ScheduleConflictError, ScheduleNameTakenError, ScheduleNotFoundError, ScheduleRejectedError, ScheduleSyncError } from '../schedules/schedule-errors.js';
+import { ScheduleSyncError } from '../schedules/schedule-errors.js';
 import { taskJson } from './task-json.js';
 
+/** What the API uses: reads and commands on tasks, the checked enqueue, and schedules. */
 export interface ApiDeps {
-  store: TaskStore;
-  queue: TaskQueue;
+  store: Pick<TaskReads, 'get' | 'list'> & Pick<TaskCommands, 'requestCancel' | 'retry'>;
+  submitter: TaskSubmitter;
   schedules: ScheduleService;
   config: Pick<LeaseholdConfig, 'maxExecutionMs'>;
   logger: Logger;
@@ -49,7 +50,7 @@ const routes: Route[] = [
   { method: 'GET', path: '/tasks', pattern: /^\/tasks$/, handle: (ctx) => listTasks(ctx) },
   { method: 'GET', path: '/tasks/{id}', pattern: /^\/tasks\/([^/]+)$/, handle: async (ctx, [id]) => json(200, { task: taskJson(await ctx.deps.store.get({ id: id!, owner: ctx.owner })) }) },
   { method: 'POST', path: '/tasks/{id}/cancel', pattern: /^\/tasks\/([^/]+)\/cancel$/, handle: async (ctx, [id]) => json(200, { task: taskJson(await ctx.deps.store.requestCancel({ id: id!, owner: ctx.owner })) }) },
-  { method: 'POST', path: '/tasks/{id}/retry', pattern: /^\/tasks\/([^/]+)\/retry$/, handle: async (ctx, [id]) => json(200, { task: taskJson(await ctx.deps.store.redrive({ id: id!, owner: ctx.owner })) }) },
+  { method: 'POST', path: '/tasks/{id}/retry', pattern: /^\/tasks\/([^/]+)\/retry$/, handle: async (ctx, [id]) => json(200, { task: taskJson(await ctx.deps.store.retry({ id: id!, owner: ctx.owner })) }) },
   { method: 'GET', path: '/schedules', pattern: /^\/schedules$/, handle: (ctx) => listSchedules(ctx) },
   { method: 'PUT', path: '/schedules/{name}', pattern: /^\/schedules\/([^/]+)$/, handle: (ctx, [name]) => putSchedule(ctx, name!) },
   { method: 'GET', path: '/schedules/{name}', pattern: /^\/schedules\/([^/]+)$/, handle: (ctx, [name]) => getSchedule(ctx, name!) },
@@ -104,7 +105,7 @@ async function createTask(ctx: RequestContext): Promise<ApiResponse> {
   if (input.timeoutSeconds !== undefined && input.timeoutSeconds * 1000 > ctx.deps.config.maxExecutionMs) {
     throw new ValidationError('enqueue', [{ path: 'timeoutSeconds', message: `must be at most ${Math.floor(ctx.deps.config.maxExecutionMs / 1000)} (the maximum execution time)` }]);
   }
-  const result = await ctx.deps.queue.enqueue({
+  const result = await ctx.deps.submitter.enqueue({
     type: input.type,
     owner: ctx.owner,
     ...(input.payload === undefined ? {} : { payload: input.payload }),
@@ -191,27 +192,29 @@ function parse<S extends z.ZodType>(schema: S, value: unknown, where: 'body' | '
   );
 }
 
+/**
+ * The answer to a failed request. A LeaseholdError answers with its own status, code, detail, problem
+ * members and retry delay; DynamoDB throttling is a 503 to retry; anything else is a 500, logged.
+ */
 function errorResponse(error: unknown, logger: Logger): ApiResponse {
-  if (error instanceof ValidationError) {
-    return problem(400, error.code, `Fix these fields and send again: ${error.problems.map((p) => (p.path ? `${p.path} ${p.message}` : p.message)).join('; ')}.`, { errors: error.problems });
+  if (error instanceof LeaseholdError) {
+    if (error.status >= 500 && error.retryAfterSeconds === undefined) logger.error('request failed on our side', { code: error.code, error: describeError(error) });
+    return leaseholdProblem(error);
   }
-  if (error instanceof TaskNotFoundError) return problem(404, error.code, `No task ${error.taskId} for this caller.`);
-  if (error instanceof ScheduleNotFoundError) return problem(404, error.code, error.message);
-  if (error instanceof ScheduleNameTakenError) return problem(409, error.code, error.message);
-  if (error instanceof ScheduleRejectedError) return problem(400, error.code, error.message, { reason: error.reason });
-  if (error instanceof ScheduleConflictError) return problem(409, error.code, error.message);
-  if (error instanceof ScheduleSyncError) return problem(503, error.code, error.message, { headers: { 'retry-after': '5' } });
-  if (error instanceof IdempotencyConflictError) return problem(409, error.code, error.message, { taskId: error.existing.id });
-  if (error instanceof TaskStateConflictError) return problem(409, error.code, error.message, { taskStatus: error.task.status });
-  // Not the input's fault: the table did not answer in time and the write may or may not have applied.
-  if (error instanceof LeaseholdError && error.code === 'WRITE_OUTCOME_UNKNOWN') {
-    return problem(503, error.code, `${error.message} Send the request again; with an idempotencyKey a retry cannot make a second task.`, { headers: { 'retry-after': '1' } });
-  }
-  if (error instanceof LeaseholdError) return problem(400, error.code, error.message);
-  const name = (error as { name?: string } | undefined)?.name;
-  if (name === 'ProvisionedThroughputExceededException' || name === 'ThrottlingException' || name === 'RequestLimitExceeded') {
+  if (error instanceof ProvisionedThroughputExceededException || error instanceof ThrottlingException || error instanceof RequestLimitExceeded) {
     return problem(503, 'THROTTLED', 'The task table is throttling requests; retry after a short wait.', { headers: { 'retry-after': '1' } });
   }
   logger.error('unexpected error in the API', { error: describeError(error) });
   return problem(500, 'INTERNAL_ERROR', 'Something went wrong on our side; the request may be retried.');
+}
+
+function leaseholdProblem(error: LeaseholdError): ApiResponse {
+  const { status, retryAfterSeconds } = error;
+  return problem(status, error.code, httpDetail(error), { ...error.problemDetails(), ...(retryAfterSeconds === undefined ? {} : { headers: { 'retry-after': String(retryAfterSeconds) } }) });
+}
+
+/** The schedule service says what to do again in its own terms; over HTTP that is the same PUT, or the DELETE, sent again. */
+function httpDetail(error: LeaseholdError): string {
+  if (error instanceof ScheduleSyncError) return `${error.situation} ${error.action === 'save' ? 'Send the same PUT again to retry.' : 'Send the DELETE again to finish.'}`;
+  return error.callerDetail();
 }

@@ -2,6 +2,12 @@
 import type { APIGatewayProxyEventV2WithIAMAuthorizer } from 'aws-lambda';
 
 /**
+ * The local stack's stand-in for IAM: its HTTP bridge takes the caller from this header (development
+ * only; API Gateway's IAM authorizer decides in AWS). The CLI sends it when told an owner.
+ */
+export const OWNER_HEADER = 'x-leasehold-owner';
+
+/**
  * The owner of the caller's tasks. An assumed-role session is reduced to its role, so every session of
  * one role (each Lambda invocation, each CI job) sees the same tasks.
  */

@@ -1,6 +1,5 @@
 /** API Gateway HTTP API (payload format 2.0) responses: JSON bodies and RFC 9457 problem details. */
 import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
-import type { InputProblem } from '../errors.js';
 
 export type ApiResponse = APIGatewayProxyStructuredResultV2 & { statusCode: number; body: string; headers: Record<string, string> };
 
@@ -20,25 +19,12 @@ const TITLES: Record<number, string> = {
   503: 'Service Unavailable',
 };
 
-/** A problem+json answer. `detail` says what to fix; `errors` names each bad field. */
-export function problem(
-  status: number,
-  code: string,
-  detail: string,
-  extra: { errors?: InputProblem[]; headers?: Record<string, string>; [member: string]: unknown } = {},
-): ApiResponse {
-  const { headers = {}, errors, ...members } = extra;
+/** A problem+json answer. `detail` says what to fix; `extra` holds its other members (e.g. `errors`, one per bad field) and headers. */
+export function problem(status: number, code: string, detail: string, extra: { headers?: Record<string, string>; [member: string]: unknown } = {}): ApiResponse {
+  const { headers = {}, ...members } = extra;
   return {
     statusCode: status,
     headers: { 'content-type': 'application/problem+json', ...headers },
-    body: JSON.stringify({
-      type: 'about:blank',
-      title: TITLES[status] ?? 'Error',
-      status,
-      code,
-      detail,
-      ...(errors ? { errors: errors.map((e) => ({ field: e.path, message: e.message })) } : {}),
-      ...members,
-    }),
+    body: JSON.stringify({ type: 'about:blank', title: TITLES[status] ?? 'Error', status, code, detail, ...members }),
   };
 }

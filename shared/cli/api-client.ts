@@ -1,5 +1,5 @@
 /** A small client of the HTTP API for the CLI: JSON in and out, problem+json turned into ApiError. */
-import { OWNER_HEADER } from '../local/http-bridge.js';
+import { OWNER_HEADER } from '../api/caller.js';
 import type { RequestSigner } from './sigv4.js';
 
 export class ApiError extends Error {

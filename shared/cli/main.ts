@@ -7,8 +7,9 @@ import { parseArgs } from 'node:util';
 import { resolve } from 'node:path';
 import { mkdir } from 'node:fs/promises';
 import { ConfigError } from '../errors.js';
-import { startDynalite } from '../local/dynalite.js';
-import { banner, startStack, type Roles } from '../local/stack.js';
+// The local stack and dynalite load only for `serve` and `dynamodb`: the commands that call a
+// deployed API do not load the embedded database.
+import type { Roles } from '../local/stack.js';
 import { ApiClient, ApiError, UnreachableError, type TaskJson } from './api-client.js';
 import { regionOfApiUrl, sigv4Signer } from './sigv4.js';
 import { simSigner } from './sim-callers.js';
@@ -107,6 +108,7 @@ export async function main(argv: string[], env: Record<string, string | undefine
 async function serve(flags: Flags, env: Record<string, string | undefined>, print: (t: string) => void): Promise<number> {
   const any = flags.api || flags.worker || flags.recovery;
   const roles: Roles = { api: !any || !!flags.api, worker: !any || !!flags.worker, recovery: !any || !!flags.recovery };
+  const { banner, startStack } = await import('../local/stack.js');
   const stack = await startStack({ env, roles });
   for (const line of banner(stack, roles, stack.app.config.dataDir)) print(line);
   await new Promise<void>((resolveStop) => {
@@ -126,6 +128,7 @@ async function serve(flags: Flags, env: Record<string, string | undefined>, prin
 async function dynamodb(flags: Flags, env: Record<string, string | undefined>, print: (t: string) => void): Promise<number> {
   const dir = flags['data-dir'] ?? env.LEASEHOLD_DATA_DIR;
   if (dir) await mkdir(resolve(dir), { recursive: true });
+  const { startDynalite } = await import('../local/dynalite.js');
   const server = await startDynalite({ port: intFlag(flags.port, 'port') ?? 0, ...(dir ? { path: resolve(dir) } : {}) });
   print(`dynalite listening on ${server.endpoint}${dir ? ` (data in ${resolve(dir)})` : ' (in memory)'}`);
   print(`share it: LEASEHOLD_DYNAMODB_ENDPOINT=${server.endpoint} npm start`);

@@ -11,8 +11,8 @@ import { randomUUID } from 'node:crypto';
 import { handleApiEvent, type ApiDeps, type ApiEvent } from '../api/api-handler.js';
 import { problem } from '../api/http.js';
 import { MAX_BODY_BYTES } from '../api/request-schemas.js';
+import { OWNER_HEADER } from '../api/caller.js';
 
-export const OWNER_HEADER = 'x-leasehold-owner';
 export const DEFAULT_LOCAL_OWNER = 'local';
 
 export interface LocalApiServer {

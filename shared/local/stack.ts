@@ -12,13 +12,16 @@ import { randomSuffix } from '../ids.js';
 import { createDynamoClient, documentClientFor } from '../store/dynamo.js';
 import { ensureTable } from '../store/table-setup.js';
 import type { TaskDefinition } from '../tasks/define.js';
-import { RecordingMetrics } from '../worker/metrics.js';
-import { runRecoverySweep } from '../worker/recovery-sweep.js';
-import { fileHistory } from '../worker/history.js';
+import { RecordingMetrics } from '../metrics.js';
+import { runRecoverySweep } from '../recovery/recovery-sweep.js';
+import { taskDefinitions } from '../../tasks/catalog.js';
 import { Worker, type RunSummary } from '../worker/worker.js';
 import { startDynalite, type DynaliteServer } from './dynalite.js';
 import { LocalScheduleTicker } from '../schedules/local-ticker.js';
-import { systemClock } from '../clock.js';
+import { systemClock, type Clock } from '../clock.js';
+import type { LeaseEvents } from '../events.js';
+import type { LeaseStore } from '../store/ports.js';
+import type { TaskStore } from '../store/task-store.js';
 import { serveApi, type LocalApiServer } from './http-bridge.js';
 
 export interface Roles {
@@ -32,6 +35,17 @@ export interface StackOptions {
   roles: Roles;
   definitions?: TaskDefinition[];
   logger?: Logger;
+  /** Instruments a test harness wires in from outside production (the chaos harness's entry point). */
+  harness?: StackHarness;
+}
+
+export interface StackHarness {
+  /** The lease clock of every role (e.g. skewed). */
+  clock?: Clock;
+  /** Told of the lifecycle stream and who writes to it, before anything runs (e.g. a history recorder). */
+  observe?: (events: LeaseEvents, writer: string) => void;
+  /** What the worker writes through (e.g. a store with a seeded bug). */
+  leaseStore?: (store: TaskStore) => LeaseStore;
 }
 
 export interface LocalStack {
@@ -52,16 +66,13 @@ export async function startStack(options: StackOptions): Promise<LocalStack> {
     await mkdir(dir, { recursive: true });
     dynalite = await startDynalite({ path: dir });
   }
-  const env = { ...options.env, LEASEHOLD_DYNAMODB_ENDPOINT: base.dynamodbEndpoint ?? dynalite!.endpoint };
-  const client = createDynamoClient(loadConfig(env));
+  const config = { ...base, dynamodbEndpoint: base.dynamodbEndpoint ?? dynalite!.endpoint };
+  const client = createDynamoClient(config);
   await ensureTable(client, base.tableName);
   const workerId = options.roles.worker ? (base.workerId ?? `${hostname().replace(/[^A-Za-z0-9.-]/g, '-')}-${process.pid}-${randomSuffix()}`) : undefined;
-  const history = base.historyFile ? fileHistory(base.historyFile, workerId ?? `recovery-${process.pid}`, base.clockOffsetMs) : undefined;
-  const app = createLeasehold(env, {
-    doc: documentClientFor(client),
-    ...(options.definitions ? { definitions: options.definitions } : {}),
-    ...(history ? { onIntent: (op: 'claim' | 'recover', task: string) => history.record({ ev: 'intent', task, op }) } : {}),
-  });
+  const clock = options.harness?.clock ?? systemClock();
+  const app = createLeasehold(config, options.definitions ?? taskDefinitions, { doc: documentClientFor(client), clock });
+  options.harness?.observe?.(app.events, workerId ?? `recovery-${process.pid}`);
   const logger = options.logger ?? new Logger({ serviceName: 'leasehold-local' });
   const metrics = new RecordingMetrics();
 
@@ -71,7 +82,8 @@ export async function startStack(options: StackOptions): Promise<LocalStack> {
   const stopWorker = new AbortController();
   let workerRun: Promise<RunSummary> | undefined;
   if (workerId) {
-    const worker = new Worker({ store: app.store, registry: app.registry, config: app.config, workerId, logger, metrics, clock: systemClock(app.config.clockOffsetMs), ...(history ? { history } : {}) });
+    const store = options.harness?.leaseStore?.(app.store) ?? app.store;
+    const worker = new Worker({ store, registry: app.registry, config: app.config, events: app.events, workerId, logger, metrics, clock });
     workerRun = worker.run({ stop: stopWorker.signal, idleStopMs: Number.POSITIVE_INFINITY });
   }
 
@@ -79,20 +91,20 @@ export async function startStack(options: StackOptions): Promise<LocalStack> {
   let recoveryTimer: NodeJS.Timeout | undefined;
   if (options.roles.recovery) {
     const runSweep = () => {
-      sweep = sweep.then(() => runRecoverySweep(app.store, metrics, logger, [], history)).catch((error: unknown) => logger.error('recovery sweep failed', { error: String(error) }));
+      sweep = sweep.then(() => runRecoverySweep(app.store, { clock, metrics, logger })).catch((error: unknown) => logger.error('recovery sweep failed', { error: String(error) }));
     };
     runSweep(); // at start: finishes what a crashed earlier run left behind as soon as its leases run out
     recoveryTimer = setInterval(runSweep, app.config.recoveryIntervalMs);
   }
 
   // Every running stack fires the schedules' ticks; each tick's idempotency key makes it one task.
-  const ticker = app.schedules.evaluatedLocally ? new LocalScheduleTicker(app.schedules, systemClock(app.config.clockOffsetMs), logger) : undefined;
+  const ticker = app.schedules.evaluatedLocally ? new LocalScheduleTicker(app.schedules, clock, logger) : undefined;
   ticker?.start();
 
   return {
     app,
     apiUrl: api?.url,
-    dynamodbEndpoint: env.LEASEHOLD_DYNAMODB_ENDPOINT,
+    dynamodbEndpoint: config.dynamodbEndpoint,
     embedded: dynalite !== undefined,
     workerId,
     stop: async () => {

@@ -1,5 +1,5 @@
 /**
- * Distributed locks on the task table (seeds 003 and 004): a lock is an item with a holder, a lease
+ * Distributed locks on the task table: a lock is an item with a holder, a lease
  * and a fencing token that grows with every acquisition of that key. Two modes: a fixed lease that
  * simply runs out, and auto-renewal every lease/3 while held. Release and renewal need the holder's
  * own token, so a holder paused past its lease cannot touch the lock of the one who took it over.
@@ -20,7 +20,7 @@ export const lockOptionsSchema = z
   .object({
     leaseMs: z.number().int('must be whole milliseconds').min(100, 'must be at least 100 ms').max(86_400_000, 'must be at most a day'),
     mode: z.enum(['fixed', 'auto-renew']),
-    /** More tries after the first when the lock is busy (seed 003: 3 tries, 500 ms apart). */
+    /** More tries after the first when the lock is busy (3 tries, 500 ms apart, is `retries: 2`). */
     retries: z.number().int().min(0).max(100).default(0),
     retryDelayMs: z.number().int().min(0).max(60_000).default(500),
   })
@@ -32,6 +32,7 @@ const lockKeySchema = z.string().min(1, 'must not be empty').max(512, 'must be a
 export class LockNotAcquiredError extends LeaseholdError {
   override name = 'LockNotAcquiredError';
   override readonly code = 'LOCK_NOT_ACQUIRED';
+  override readonly status = 409;
   constructor(
     readonly key: string,
     readonly current: { holder?: string; leaseUntil?: number; token?: number } | undefined,
@@ -44,6 +45,7 @@ export class LockNotAcquiredError extends LeaseholdError {
 export class LockLostError extends LeaseholdError {
   override name = 'LockLostError';
   override readonly code = 'LOCK_LOST';
+  override readonly status = 409;
   constructor(
     readonly key: string,
     readonly reason: 'expired' | 'taken-over' | 'renewal-failed' | 'released',

@@ -6,7 +6,7 @@
  * rate ticks are placed on the newest fire actually seen (else on the PUT), and a fire within a
  * tolerance of a tick is that tick.
  */
-import { fireTimes, latestFireTimes, rateTicks, type ScheduleExpression } from './expression.js';
+import { fireTimes, latestFireTimes, rateTicks, type ScheduleExpression } from './schedule-expression.js';
 import type { FireRecord } from './schedule-model.js';
 
 /**

@@ -10,7 +10,7 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { Clock } from '../clock.js';
 import { ValidationError } from '../errors.js';
-import { describeError } from '../worker/outcome.js';
+import { describeError } from '../errors.js';
 import type { ScheduleService } from './schedule-service.js';
 
 /** Deliveries of one tick in all; the delay before each retry (EventBridge retries a failed one too). */

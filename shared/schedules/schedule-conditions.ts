@@ -2,7 +2,7 @@
  * The named parts of every conditional write to schedule definitions and fire records (the house style
  * of store/conditions.ts): each says which race it closes.
  */
-import type { ConditionPart } from '../store/expression.js';
+import type { ConditionPart } from '../store/update-expression.js';
 import { KEY } from '../table-layout.js';
 import type { DefinitionRef } from './schedule-model.js';
 

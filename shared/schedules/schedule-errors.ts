@@ -1,10 +1,13 @@
-/** The typed errors of schedules; the HTTP layer maps each code to its status. */
-import { LeaseholdError } from '../errors.js';
-import { describeError } from '../worker/outcome.js';
+/**
+ * The typed errors of schedules, in the schedule service's terms. Each carries its code and HTTP status;
+ * the API answers from those (and words a retry as the HTTP request to send again).
+ */
+import { describeError, LeaseholdError } from '../errors.js';
 
 export class ScheduleNotFoundError extends LeaseholdError {
   override name = 'ScheduleNotFoundError';
   override readonly code = 'SCHEDULE_NOT_FOUND';
+  override readonly status = 404;
   constructor(readonly scheduleName: string) {
     super(`No schedule "${scheduleName}" for this caller.`);
   }
@@ -13,6 +16,7 @@ export class ScheduleNotFoundError extends LeaseholdError {
 export class ScheduleNameTakenError extends LeaseholdError {
   override name = 'ScheduleNameTakenError';
   override readonly code = 'SCHEDULE_NAME_TAKEN';
+  override readonly status = 409;
   constructor(readonly scheduleName: string) {
     super(`The schedule name "${scheduleName}" is taken by another caller; choose another name.`);
   }
@@ -22,17 +26,22 @@ export class ScheduleNameTakenError extends LeaseholdError {
 export class ScheduleSyncError extends LeaseholdError {
   override name = 'ScheduleSyncError';
   override readonly code = 'SCHEDULE_NOT_SYNCED';
+  override readonly status = 503;
+  override readonly retryAfterSeconds = 5;
+  /** What happened, without the advice of what to do (the message adds it; the API words it as its request). */
+  readonly situation: string;
   constructor(
     readonly scheduleName: string,
+    /** What to do again to repair it: save the same definition, or delete the schedule. */
     readonly action: 'save' | 'delete',
     options: { cause: unknown },
   ) {
-    super(
+    const situation =
       action === 'save'
-        ? `Schedule "${scheduleName}" is saved but EventBridge Scheduler did not accept it (${describeError(options.cause)}); it is marked FAILED. Send the same PUT again to retry.`
-        : `Schedule "${scheduleName}" is disabled but EventBridge Scheduler did not delete it (${describeError(options.cause)}). Send the DELETE again to finish.`,
-      options,
-    );
+        ? `Schedule "${scheduleName}" is saved but EventBridge Scheduler did not accept it (${describeError(options.cause)}); it is marked FAILED.`
+        : `Schedule "${scheduleName}" is disabled but EventBridge Scheduler did not delete it (${describeError(options.cause)}).`;
+    super(`${situation} ${action === 'save' ? 'Save the same definition again to retry.' : 'Delete it again to finish.'}`, options);
+    this.situation = situation;
   }
 }
 
@@ -43,6 +52,7 @@ export class ScheduleSyncError extends LeaseholdError {
 export class ScheduleRejectedError extends LeaseholdError {
   override name = 'ScheduleRejectedError';
   override readonly code = 'SCHEDULE_REJECTED';
+  override readonly status = 400;
   constructor(
     readonly scheduleName: string,
     readonly reason: string,
@@ -54,16 +64,21 @@ export class ScheduleRejectedError extends LeaseholdError {
       options,
     );
   }
+
+  override problemDetails(): Record<string, unknown> {
+    return { reason: this.reason };
+  }
 }
 
 /** Concurrent requests kept changing the schedule while this one tried to apply; read it and decide again. */
 export class ScheduleConflictError extends LeaseholdError {
   override name = 'ScheduleConflictError';
   override readonly code = 'SCHEDULE_CONFLICT';
+  override readonly status = 409;
   constructor(
     readonly scheduleName: string,
     detail: string,
   ) {
-    super(`Schedule "${scheduleName}" ${detail}; GET it to see what it holds now, then send your request again if it is still wanted.`);
+    super(`Schedule "${scheduleName}" ${detail}; read it to see what it holds now, then send your request again if it is still wanted.`);
   }
 }

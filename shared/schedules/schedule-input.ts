@@ -1,17 +1,17 @@
 /**
- * Checks a PUT of a schedule before anything is written: the name, the body, the time zone (made
+ * Checks a schedule to put before anything is written: the name, the body, the time zone (made
  * canonical: what is stored and sent to EventBridge Scheduler), the expression (trimmed) in that zone, a one-time
  * time that is still ahead, and the task's type and payload. Each problem is a ValidationError naming
- * the field, so the caller gets a 400 that says what to fix.
+ * the field, so the caller is told what to fix.
  */
 import { ValidationError } from '../errors.js';
 import { parseInput } from '../store/inputs.js';
 import type { TaskRegistry } from '../tasks/registry.js';
-import { ExpressionError, parseExpression } from './expression.js';
+import { ExpressionError, parseExpression } from './schedule-expression.js';
 import { scheduleBody, scheduleNameSchema, type ScheduleBody } from './schedule-model.js';
 import { canonicalTimeZone, TimeZoneError } from './time-zones.js';
 
-const OPERATION = 'PUT /schedules/{name}';
+const OPERATION = 'putSchedule';
 
 export function parseScheduleInput(name: string, body: unknown, registry: TaskRegistry, now: number): ScheduleBody {
   parseInput(scheduleNameSchema, OPERATION, name);

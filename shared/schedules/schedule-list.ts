@@ -10,7 +10,7 @@ import { readOwnerIndexPage } from '../store/list-page.js';
 import type { ScheduleDefinition } from './schedule-model.js';
 import { DEFINITIONS, fromItem, ownerPartition } from './schedule-store.js';
 
-const OPERATION = 'GET /schedules';
+const OPERATION = 'listSchedules';
 /** Room per definition for what the API adds (ISO times, nextFireAt, sync) and the list's commas. */
 const DEFINITION_SIZE_SLACK_BYTES = 512;
 

@@ -1,11 +1,11 @@
 /**
  * Keeps EventBridge Scheduler in step with the definition in the table (the source of truth) after a
- * PUT or DELETE wrote it. Every request checks, after its Scheduler call, that the table still holds
+ * put or delete wrote it. Every request checks, after its Scheduler call, that the table still holds
  * what it sent (a write conditioned on the version). When it does not, a concurrent request changed the
  * definition and its own Scheduler call may have landed first: this one brings Scheduler to what the
  * table holds now. So the last Scheduler call is always followed by a check, and the two end up agreeing.
  */
-import { describeError } from '../worker/outcome.js';
+import { describeError } from '../errors.js';
 import { ScheduleRejectedError, ScheduleSyncError } from './schedule-errors.js';
 import { refOf, type ScheduleDefinition } from './schedule-model.js';
 import type { ScheduleStore } from './schedule-store.js';
@@ -21,10 +21,10 @@ export class SchedulePublisher {
   ) {}
 
   /**
-   * Sends a definition a PUT wrote. Scheduler refusing it is a ScheduleRejectedError, after the table
+   * Sends a definition a put wrote. Scheduler refusing it is a ScheduleRejectedError, after the table
    * is put back as it was (`previous` restored, or a new name removed): a bad request changes nothing.
-   * Any other failure marks it FAILED (ScheduleSyncError: the same PUT again repairs it).
-   * Returns what the table holds afterwards: undefined if a concurrent DELETE removed it.
+   * Any other failure marks it FAILED (ScheduleSyncError: putting the same definition again repairs it).
+   * Returns what the table holds afterwards: undefined if a concurrent delete removed it.
    */
   async publish(def: ScheduleDefinition, previous: ScheduleDefinition | undefined): Promise<ScheduleDefinition | undefined> {
     try {
@@ -42,8 +42,8 @@ export class SchedulePublisher {
   }
 
   /**
-   * Deletes the Scheduler schedule of a definition a DELETE disabled, then the definition itself.
-   * False when a concurrent PUT replaced it meanwhile: it then stays, and Scheduler is brought to it.
+   * Deletes the Scheduler schedule of a definition a delete disabled, then the definition itself.
+   * False when a concurrent put replaced it meanwhile: it then stays, and Scheduler is brought to it.
    */
   async unpublish(def: ScheduleDefinition): Promise<boolean> {
     try {
@@ -89,7 +89,7 @@ export class SchedulePublisher {
     return current;
   }
 
-  /** Puts the table back as it was before a PUT that Scheduler refused (Scheduler itself did not change). */
+  /** Puts the table back as it was before a put that Scheduler refused (Scheduler itself did not change). */
   private async putBack(def: ScheduleDefinition, previous: ScheduleDefinition | undefined): Promise<void> {
     // Versions only grow (the conditions rely on it), so the old content comes back as a newer version.
     if (previous) await this.store.put({ ...previous, version: def.version + 1 }, refOf(def));
@@ -101,7 +101,7 @@ export class SchedulePublisher {
     try {
       await this.sync.remove(name);
     } catch {
-      // The next PUT or DELETE of the name repairs it; the fire handler ignores ticks of unknown schedules.
+      // The next put or delete of the name repairs it; the fire handler ignores ticks of unknown schedules.
     }
   }
 }

@@ -3,13 +3,12 @@
  * Scheduler in AWS, and fires that enqueue the schedule's task once per tick, whoever fires it.
  */
 import { randomUUID } from 'node:crypto';
-import { IdempotencyConflictError } from '../errors.js';
+import { describeError, IdempotencyConflictError } from '../errors.js';
 import type { Clock } from '../clock.js';
-import type { TaskQueue } from '../tasks/task-queue.js';
-import { describeError } from '../worker/outcome.js';
+import type { TaskSubmitter } from '../tasks/task-submitter.js';
 import { ownerSchema, parseInput } from '../store/inputs.js';
 import * as z from 'zod';
-import { fireTimes, isOneTime, parseExpression } from './expression.js';
+import { fireTimes, isOneTime, parseExpression } from './schedule-expression.js';
 import { missedTicks, nextTick } from './fire-history.js';
 import { ScheduleConflictError, ScheduleNameTakenError, ScheduleNotFoundError } from './schedule-errors.js';
 import { parseScheduleInput } from './schedule-input.js';
@@ -23,7 +22,7 @@ export { ScheduleConflictError, ScheduleNameTakenError, ScheduleNotFoundError, S
 
 export type FireOutcome = { fired: true; taskId: string; created: boolean } | { fired: false; reason: 'unknown-schedule' | 'disabled' };
 
-/** Attempts at a conditional write that keeps meeting a concurrent change before giving up with a 409. */
+/** Attempts at a conditional write that keeps meeting a concurrent change before giving up with a ScheduleConflictError. */
 const MAX_WRITE_ATTEMPTS = 3;
 /** A tick counts as missed once a delivery had time to arrive (EventBridge retries take minutes). */
 const MISSED_AFTER_MS = 120_000;
@@ -34,7 +33,7 @@ export class ScheduleService {
   constructor(
     private readonly store: ScheduleStore,
     private readonly sync: SchedulerSync,
-    private readonly queue: TaskQueue,
+    private readonly submitter: TaskSubmitter,
     private readonly clock: Clock,
   ) {
     this.publisher = new SchedulePublisher(store, sync);
@@ -51,8 +50,8 @@ export class ScheduleService {
    */
   async put(name: string, owner: string, body: unknown): Promise<{ schedule: ScheduleDefinition; created: boolean }> {
     // Fires enqueue as the owner: an owner enqueue would refuse must not get a schedule that fails at every tick.
-    parseInput(z.object({ owner: ownerSchema }), 'PUT /schedules/{name}', { owner });
-    const input = parseScheduleInput(name, body, this.queue.registry, this.clock.now());
+    parseInput(z.object({ owner: ownerSchema }), 'putSchedule', { owner });
+    const input = parseScheduleInput(name, body, this.submitter.registry, this.clock.now());
     for (let attempt = 1; ; attempt++) {
       const existing = await this.store.get(name);
       if (existing && existing.owner !== owner) throw new ScheduleNameTakenError(name);
@@ -70,7 +69,7 @@ export class ScheduleService {
       if (await this.store.put(schedule, existing && refOf(existing))) {
         if (this.sync.mode === 'local') return { schedule, created: existing === undefined };
         const published = await this.publisher.publish(schedule, existing);
-        if (!published) throw new ScheduleConflictError(name, 'was deleted by a concurrent request just after this PUT wrote it');
+        if (!published) throw new ScheduleConflictError(name, 'was deleted by a concurrent request just after this one saved it');
         return { schedule: published, created: existing === undefined };
       }
       // Created, replaced or deleted since we read it: read it again and build on what is there now.
@@ -79,7 +78,7 @@ export class ScheduleService {
   }
 
   async get(name: string, owner: string): Promise<ScheduleDefinition> {
-    parseInput(scheduleNameSchema, 'GET /schedules/{name}', name);
+    parseInput(scheduleNameSchema, 'getSchedule', name);
     const def = await this.store.get(name);
     if (!def || def.owner !== owner) throw new ScheduleNotFoundError(name);
     return def;
@@ -95,19 +94,19 @@ export class ScheduleService {
     for (let attempt = 1; ; attempt++) {
       const def = await this.get(name, owner);
       if (await this.store.disable(refOf(def))) {
-        // Locally there is no EventBridge schedule to remove, nor to bring in step when a PUT got in between.
+        // Locally there is no EventBridge schedule to remove, nor to bring in step when a put got in between.
         if (this.sync.mode === 'local' ? await this.deleteLocal(def) : await this.publisher.unpublish(def)) return;
-        throw new ScheduleConflictError(name, 'was replaced by a concurrent PUT while being deleted, and was not deleted');
+        throw new ScheduleConflictError(name, 'was replaced by a concurrent save while being deleted, and was not deleted');
       }
-      // A PUT replaced it since we read it: delete what is there now.
+      // A put replaced it since we read it: delete what is there now.
       if (attempt >= MAX_WRITE_ATTEMPTS) throw new ScheduleConflictError(name, 'kept changing under concurrent requests');
     }
   }
 
-  /** Deletes the definition a DELETE disabled; false when a concurrent PUT replaced it meanwhile (it then stays). */
+  /** Deletes the definition a delete disabled; false when a concurrent put replaced it meanwhile (it then stays). */
   private async deleteLocal(def: ScheduleDefinition): Promise<boolean> {
     if (await this.store.delete(refOf(def))) return true;
-    // Gone: a concurrent DELETE finished first, or our delete applied and only its answer was lost.
+    // Gone: a concurrent delete finished first, or our delete applied and only its answer was lost.
     return (await this.store.get(def.name)) === undefined;
   }
 
@@ -123,7 +122,7 @@ export class ScheduleService {
     const idempotencyKey = fireIdempotencyKey(name, scheduledTime);
     let outcome: FireOutcome;
     try {
-      const { task, created } = await this.queue.enqueue({
+      const { task, created } = await this.submitter.enqueue({
         type: def.task.type,
         owner: def.owner,
         idempotencyKey,
@@ -143,7 +142,7 @@ export class ScheduleService {
     await this.store.recordFire(def, { scheduledTime, firedAt: this.clock.now(), taskId: outcome.taskId });
     if (isOneTime(def.expression)) {
       const expression = parseExpression(def.expression, def.timezone);
-      // Its one tick (not a late delivery of a tick an earlier definition had): done. A PUT meanwhile wins.
+      // Its one tick (not a late delivery of a tick an earlier definition had): done. A put meanwhile wins.
       if (expression.kind === 'at' && Math.abs(expression.at - scheduledTime) < 1000) await this.store.complete(refOf(def), this.clock.now());
     }
     return outcome;

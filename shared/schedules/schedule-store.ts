@@ -9,7 +9,7 @@
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { StoreContext } from '../store/context.js';
 import { isConditionalCheckFailed } from '../store/dynamo.js';
-import { Expression } from '../store/expression.js';
+import { Expression } from '../store/update-expression.js';
 import { SCHEDULE_OWNER_PREFIX } from '../store/inputs.js';
 import { retentionExpiry } from '../lease-rules.js';
 import { INDEX, KEY, TTL_ATTRIBUTE } from '../table-layout.js';

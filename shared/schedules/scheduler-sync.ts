@@ -11,7 +11,7 @@ import {
   UpdateScheduleCommand,
   type CreateScheduleCommandInput,
 } from '@aws-sdk/client-scheduler';
-import { isOneTime } from './expression.js';
+import { isOneTime } from './schedule-expression.js';
 import type { ScheduleDefinition } from './schedule-model.js';
 
 export interface SchedulerSync {

@@ -6,10 +6,14 @@
  * spellings. So a caller's name is mapped onto the canonical one it means, or refused with what to
  * write instead; a name Scheduler still refuses comes back as a 400 with its message.
  */
+import { LeaseholdError } from '../errors.js';
 import { CANONICAL_TIME_ZONES } from './time-zone-names.js';
 
-export class TimeZoneError extends Error {
+/** A time zone name that is not (or not unambiguously) an IANA zone; the message says what to write instead. */
+export class TimeZoneError extends LeaseholdError {
   override name = 'TimeZoneError';
+  override readonly code = 'SCHEDULE_TIME_ZONE_INVALID';
+  override readonly status = 400;
 }
 
 const byLowerCase = new Map(CANONICAL_TIME_ZONES.map((zone) => [zone.toLowerCase(), zone]));

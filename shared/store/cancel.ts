@@ -1,14 +1,13 @@
 /** Cancel requests from users: QUEUED ends CANCELLED at once; RUNNING becomes CANCEL_REQUESTED for its holder to act on. */
 import { TaskNotFoundError, TaskStateConflictError } from '../errors.js';
-import { INDEX, taskKey } from '../table-layout.js';
+import { taskKey } from '../table-layout.js';
 import { isTerminal, TaskStatus, type Task } from '../task-model.js';
 import { writeTargetOf, type StoreContext } from './context.js';
-import { hasStatus } from './conditions.js';
 import { conditionalUpdate } from './conditional-write.js';
-import { Expression } from './expression.js';
 import { parseInput, taskRefInput } from './inputs.js';
 import { readTaskItem } from './task-reads.js';
-import { finishedFields, toTask, type TaskItem } from './task-item.js';
+import { toTask, type TaskItem } from './task-item.js';
+import { asUpdate, cancelledQueued, cancelRequested } from './transitions.js';
 import { LeaseholdError } from '../errors.js';
 
 export async function requestCancel(ctx: StoreContext, rawInput: { id: string; owner?: string }): Promise<Task> {
@@ -21,22 +20,8 @@ export async function requestCancel(ctx: StoreContext, rawInput: { id: string; o
     if (isTerminal(item.status)) throw new TaskStateConflictError(`Task ${id} already ended ${item.status}; only QUEUED or RUNNING tasks can be cancelled.`, toTask(item));
     if (item.status === TaskStatus.CANCEL_REQUESTED) return toTask(item);
     const now = ctx.clock.now();
-    const e = new Expression().require(hasStatus(item.status)).set('updatedAt', now);
-    if (item.status === TaskStatus.QUEUED) {
-      e.assign({
-        status: TaskStatus.CANCELLED,
-        ...finishedFields(now, ctx.config),
-        [INDEX.ready.partition]: undefined,
-        [INDEX.ready.sort]: undefined,
-        [INDEX.sweep.partition]: undefined,
-        [INDEX.sweep.sort]: undefined,
-        dueReadyPk: undefined,
-        dueReadySk: undefined,
-      });
-    } else {
-      e.set('status', TaskStatus.CANCEL_REQUESTED);
-    }
-    const written = await conditionalUpdate<TaskItem>(writeTargetOf(ctx, 'request'), taskKey(id), e, { needCurrent: true });
+    const t = item.status === TaskStatus.QUEUED ? cancelledQueued(now, ctx.config) : cancelRequested(now);
+    const written = await conditionalUpdate<TaskItem>(writeTargetOf(ctx, 'request'), taskKey(id), asUpdate(t), { needCurrent: true });
     if (written.applied) return toTask(written.item);
     item = written.current;
   }

@@ -23,7 +23,6 @@ export class LaneRound {
     private readonly ctx: StoreContext,
     private readonly state: ClaimState,
     private readonly types: string[],
-    private readonly counts: { queries: number },
   ) {}
 
   /**
@@ -82,7 +81,6 @@ export class LaneRound {
     const lane = this.lanes.get(type);
     if (lane && !lane.next) return;
     const { candidates, lastKey } = await readHeads(this.ctx, lanePartition(type), type, undefined, window, lane?.next);
-    this.counts.queries++;
     const above = candidates.filter(isAboveDefault);
     const below = candidates.filter((c) => !isAboveDefault(c));
     const next = lastKey;

@@ -2,21 +2,19 @@
  * Claim: the DynamoDB stand-in for `FOR UPDATE SKIP LOCKED`. Read a few more ready heads than there
  * are free slots, take them with conditional writes, and skip any another worker won, without waiting.
  */
-import { claimLeaseUsable, leaseExpiry, sweepKeyFor } from '../lease-rules.js';
-import { INDEX, leaseSweepPartition, priorityOfReadySortKey, readyPartition, readyPriorityPrefix, SHARD_COUNT, shardPartition, taskKey } from '../table-layout.js';
-import { TaskStatus, type Task } from '../task-model.js';
+import { claimLeaseUsable, leaseExpiry } from '../lease-rules.js';
+import { readyPriorityPrefix, SHARD_COUNT, shardPartition, taskKey } from '../table-layout.js';
+import type { Task } from '../task-model.js';
 import { writeTargetOf, type StoreContext } from './context.js';
-import { hasAttemptsLeft, stillQueuedAt, unchangedSince } from './conditions.js';
 import { conditionalUpdate, WriteOutcomeUnknownError, type WriteOptions, type WriteResult } from './conditional-write.js';
-import { Expression } from './expression.js';
 import { claimInput, parseInput, type ClaimInput, type Lease, type SlotLease } from './inputs.js';
 import type { Candidate, ClaimState } from './claim-state.js';
 import { LaneRound } from './claim-lanes.js';
 import { release } from './lease-writes.js';
 import { readHeads } from './ready-heads.js';
 import { releaseSlots, SlotGate } from './slots.js';
-import type { RecoveryFix, RecoveryReport } from './recovery.js';
-import { LEASE_FIELDS_CLEARED, toTask, type TaskItem } from './task-item.js';
+import { toTask, type TaskItem } from './task-item.js';
+import { asUpdate, claimed as claimEdge, claimUndone } from './transitions.js';
 
 export interface Claimed {
   task: Task;
@@ -27,10 +25,6 @@ export interface ClaimResult {
   claimed: Claimed[];
   /** Conditional writes that lost a race to another claimer (billed, but harmless). */
   lostRaces: number;
-  /** Ready-index queries this round made. */
-  queries: number;
-  /** Tasks of dead holders this round recovered on taking over their expired concurrency slots. */
-  recovered: RecoveryReport['fixes'];
 }
 
 /**
@@ -49,17 +43,12 @@ const MIN_WINDOW = 32;
 
 type Attempt = { outcome: 'won'; claimed: Claimed } | { outcome: 'lost' } | { outcome: 'late' } | { outcome: 'limited' } | { outcome: 'error'; error: unknown };
 
-export async function claim(
-  ctx: StoreContext,
-  rawInput: ClaimInput,
-  state: ClaimState,
-  recoverStranded: (taskId: string, holder: string, onFix: (fix: RecoveryFix) => void) => Promise<'lease-valid' | 'done'>,
-): Promise<ClaimResult> {
+/** Claims up to `input.max` due tasks; `state` is the claiming worker's memory between its rounds. */
+export async function claim(ctx: StoreContext, rawInput: ClaimInput, state: ClaimState): Promise<ClaimResult> {
   const input = parseInput(claimInput, 'claim', rawInput);
-  const recovered: RecoveryReport['fixes'] = [];
-  const gate = new SlotGate(ctx, input.workerId, (taskId, holder) => recoverStranded(taskId, holder, (fix) => recovered.push(fix)));
+  const gate = new SlotGate(ctx, input.workerId);
   const limitedTypes = new Set<string>();
-  const result: ClaimResult = { claimed: [], lostRaces: 0, queries: 0, recovered };
+  const result: ClaimResult = { claimed: [], lostRaces: 0 };
   const errors: unknown[] = [];
   const room = () => input.max - result.claimed.length;
   const window = () => Math.min(MAX_WINDOW, Math.max(MIN_WINDOW, (room() + ctx.config.claimWindow - 1) * (state.randomized ? CONTENDED_WINDOW_FACTOR : 1)));
@@ -108,7 +97,7 @@ export async function claim(
   };
 
   // 1. Tasks above the default priority, of every type served, highest first (the lanes).
-  const lanes = new LaneRound(ctx, state, input.types, result);
+  const lanes = new LaneRound(ctx, state, input.types);
   await guard(async () => {
     for (;;) {
       if (room() <= 0 || errors.length > 0) return;
@@ -142,7 +131,6 @@ export async function claim(
     }
     const heads = await guard(() => readHeads(ctx, partition, type, shard, window()));
     if (!heads) break;
-    result.queries++;
     const { candidates, exhausted } = heads;
 
     if (state.randomized) {
@@ -179,7 +167,7 @@ export async function claim(
   }
   state.noteRound(result.lostRaces, ctx.random);
   // A round that won nothing and fixed nothing reports its failure; one that did either returns it.
-  if (errors.length > 0 && result.claimed.length === 0 && recovered.length === 0) throw errors[0];
+  if (errors.length > 0 && result.claimed.length === 0 && gate.recovered === 0) throw errors[0];
   return result;
 }
 
@@ -209,23 +197,8 @@ async function tryClaim(ctx: StoreContext, c: Candidate, workerId: string, now: 
 async function claimOne(ctx: StoreContext, c: Candidate, workerId: string, now: number, leaseUntil: number, gate: SlotGate, onUnknown: OnUnknownClaim): Promise<Attempt> {
   const slots = await gate.acquire(c.type, c.id, leaseUntil);
   if (!slots) return { outcome: 'limited' };
-  const e = new Expression()
-    .require(stillQueuedAt(c.readySk))
-    .require(hasAttemptsLeft)
-    .assign({
-      status: TaskStatus.RUNNING,
-      leaseOwner: workerId,
-      leaseUntil,
-      startedAt: now,
-      updatedAt: now,
-      [INDEX.sweep.partition]: leaseSweepPartition(c.shard),
-      [INDEX.sweep.sort]: sweepKeyFor(leaseUntil, ctx.config),
-      [INDEX.ready.partition]: undefined,
-      [INDEX.ready.sort]: undefined,
-    })
-    .add('leaseToken', 1)
-    .add('attempts', 1);
-  ctx.onIntent?.('claim', c.id);
+  const e = asUpdate(claimEdge(c, workerId, now, leaseUntil, ctx.config));
+  ctx.events.emit('claim:intent', { taskId: c.id });
   let written: WriteResult<TaskItem>;
   try {
     written = await conditionalUpdate<TaskItem>(writeTargetOf(ctx), taskKey(c.id), e, { resends: 1 });
@@ -255,13 +228,7 @@ async function claimOne(ctx: StoreContext, c: Candidate, workerId: string, now: 
 
 /** Reverts a claim that may have applied (our write id is on the item): QUEUED at its old head, attempt given back. */
 async function undoClaim(ctx: StoreContext, c: Candidate, writeId: string, options: WriteOptions = {}): Promise<void> {
-  const e = new Expression().require(unchangedSince(writeId)).assign({
-    ...LEASE_FIELDS_CLEARED,
-    status: TaskStatus.QUEUED,
-    [INDEX.ready.partition]: readyPartition(c.type, c.shard, priorityOfReadySortKey(c.readySk)),
-    [INDEX.ready.sort]: c.readySk,
-  });
-  await conditionalUpdate(writeTargetOf(ctx), taskKey(c.id), e.add('attempts', -1), options);
+  await conditionalUpdate(writeTargetOf(ctx), taskKey(c.id), asUpdate(claimUndone(c, writeId)), options);
 }
 
 function claimedFrom(item: TaskItem, slots: SlotLease[]): Claimed {

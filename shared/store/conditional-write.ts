@@ -14,7 +14,7 @@ import { GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } fr
 import { LeaseholdError } from '../errors.js';
 import type { IdGenerator, RandomSource } from '../ids.js';
 import { isConditionalCheckFailed, isTransient, wasRetried } from './dynamo.js';
-import type { Expression } from './expression.js';
+import type { Expression } from './update-expression.js';
 
 /** Where writes go and how long one request may take (the SDK's requestTimeout only warns). */
 export interface WriteTarget {
@@ -55,12 +55,19 @@ export interface WriteOptions {
 export class WriteOutcomeUnknownError extends LeaseholdError {
   override name = 'WriteOutcomeUnknownError';
   override readonly code = 'WRITE_OUTCOME_UNKNOWN';
+  /** Not the caller's input: the table did not answer in time. Sent again, the request settles it. */
+  override readonly status = 503;
+  override readonly retryAfterSeconds = 1;
   constructor(
     readonly key: Record<string, unknown>,
     readonly writeId: string,
     options: { cause: unknown },
   ) {
     super(`A write to ${JSON.stringify(key)} may or may not have applied (write id ${writeId}): DynamoDB did not answer it; try again.`, options);
+  }
+
+  override callerDetail(): string {
+    return `${this.message} Send the request again; with an idempotencyKey a retry cannot make a second task.`;
   }
 }
 

@@ -4,13 +4,10 @@
  */
 import { INDEX, KEY } from '../table-layout.js';
 import { LEASED_STATUSES, TaskStatus } from '../task-model.js';
-import type { ConditionPart } from './expression.js';
+import type { ConditionPart } from './update-expression.js';
 
 /** Enqueue: a second put with the same id (a retried or repeated idempotent enqueue) must not overwrite the first. */
 export const itemIsNew: ConditionPart = (e) => `attribute_not_exists(${e.name(KEY.partition)})`;
-
-/** The item must exist: updates never create half-formed items for ids that were never enqueued. */
-export const itemExists: ConditionPart = (e) => `attribute_exists(${e.name(KEY.partition)})`;
 
 /**
  * Claim (SKIP LOCKED): the task is still QUEUED at the head entry we read. Another worker's claim, a
@@ -34,7 +31,11 @@ export const holdsLease =
   (e) =>
     `${e.name('leaseToken')} = ${e.value(token)} AND ${e.name('leaseOwner')} = ${e.value(owner)} AND ${e.name('status')} IN (${LEASED_STATUSES.map((s) => e.value(s)).join(', ')})`;
 
-/** Finishing a cancel: only a task whose cancel was requested becomes CANCELLED from the holder's side. */
+/**
+ * The task is still in the status the write was chosen for: a user's cancel or retry (nothing moved the
+ * task since its read); fail and release need RUNNING (a cancel requested meanwhile refuses them, and the
+ * holder finishes the cancel instead); finishing a cancel needs CANCEL_REQUESTED.
+ */
 export const hasStatus =
   (status: TaskStatus): ConditionPart =>
   (e) =>

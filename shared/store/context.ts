@@ -1,19 +1,28 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Clock } from '../clock.js';
-import type { LeaseholdConfig } from '../config.js';
+import type { ProtocolConfig, TableConfig, WorkerSettings } from '../config.js';
+import type { LeaseEvents } from '../events.js';
 import type { IdGenerator, RandomSource } from '../ids.js';
 import type { WriteTarget } from './conditional-write.js';
+
+/** The settings the store reads: where the table is, the protocol, and the claim strategy's two knobs. */
+export type StoreConfig = TableConfig & ProtocolConfig & Pick<WorkerSettings, 'pollIntervalMs' | 'claimWindow'>;
 
 /** What every store operation needs: the table, the checked config, and the injected clock and generators. */
 export interface StoreContext {
   doc: DynamoDBDocumentClient;
   tableName: string;
-  config: LeaseholdConfig;
+  config: StoreConfig;
   clock: Clock;
   newId: IdGenerator;
   random: RandomSource;
-  /** Told before each claim or recovery write is sent (histories for fault testing). */
-  onIntent?: (op: 'claim' | 'recover', taskId: string) => void;
+  /**
+   * Concurrency limits per task type: the definitions' own (defineTask({ concurrency })), with
+   * LEASEHOLD_TYPE_CONCURRENCY taking precedence for a type it names.
+   */
+  typeLimits: Record<string, number>;
+  /** Lifecycle steps (claim intent, recovery fixes, readied tasks) for whoever subscribes. */
+  events: LeaseEvents;
 }
 
 /**

@@ -1,14 +1,13 @@
 /** Enqueue: one conditional put. An idempotency key makes the id deterministic, so a retry meets its own first write. */
 import { IdempotencyConflictError, LeaseholdError } from '../errors.js';
 import { idempotentTaskId, requestFingerprint } from '../ids.js';
-import { delaySweepPartition, INDEX, ownerSortKey, readyPartition, readySortKey, shardForId, taskKey } from '../table-layout.js';
-import { TaskStatus, type Task } from '../task-model.js';
+import { shardForId, taskKey } from '../table-layout.js';
+import type { Task } from '../task-model.js';
 import { writeTargetOf, type StoreContext } from './context.js';
 import { conditionalPut } from './conditional-write.js';
-import { itemIsNew, unchangedSince } from './conditions.js';
-import { Expression } from './expression.js';
 import { enqueueInput, parseInput, type EnqueueInput } from './inputs.js';
 import { toTask, type TaskItem } from './task-item.js';
+import { applyTransition, conditionOf, enqueued } from './transitions.js';
 
 export interface EnqueueResult {
   task: Task;
@@ -32,13 +31,10 @@ export async function enqueue(ctx: StoreContext, rawInput: EnqueueInput): Promis
     timeoutMs: input.timeoutMs,
   });
   const shard = shardForId(id);
-  const ready = { readyPk: readyPartition(input.type, shard, input.priority), readySk: readySortKey(input.priority, availableAt, now, id) };
-  const due = availableAt <= now;
-  const item: TaskItem = {
+  const record: Omit<TaskItem, 'status' | 'ownerPk' | 'ownerSk'> = {
     ...(taskKey(id) as { pk: string; sk: string }),
     id,
     type: input.type,
-    status: TaskStatus.QUEUED,
     priority: input.priority,
     payload: payloadText,
     owner: input.owner,
@@ -53,21 +49,20 @@ export async function enqueue(ctx: StoreContext, rawInput: EnqueueInput): Promis
     // above every token the earlier record can have handed out (one per claim).
     leaseToken: input.idempotencyKey === undefined ? 0 : now,
     writeId: '',
-    ownerPk: input.owner,
-    ownerSk: ownerSortKey(now, id),
     ...(input.timeoutMs === undefined ? {} : { timeoutMs: input.timeoutMs }),
     ...(input.idempotencyKey === undefined ? {} : { idempotencyKey: input.idempotencyKey, requestHash }),
-    // A due task goes straight to the ready index; a delayed one waits in the sweep index until promoted.
-    ...(due ? ready : { [INDEX.sweep.partition]: delaySweepPartition(shard), [INDEX.sweep.sort]: availableAt, dueReadyPk: ready.readyPk, dueReadySk: ready.readySk }),
   };
+  // Status, owner keys, and the ready index when due or the delay sweep until promoted.
+  const placed = enqueued(record, now);
+  const item = applyTransition(record, placed) as TaskItem;
   const key = taskKey(id);
-  const put = await conditionalPut<TaskItem>(writeTargetOf(ctx, 'request'), key, item, new Expression().require(itemIsNew), { needCurrent: true });
+  const put = await conditionalPut<TaskItem>(writeTargetOf(ctx, 'request'), key, item, conditionOf(placed), { needCurrent: true });
   if (put.applied) return { task: toTask(put.item), created: true };
   const existing = put.current;
   // Refused, yet nothing there: deleted (by TTL) between the put and the read. The caller may retry.
   if (!existing) throw new EnqueueRaceError(id);
   if (!input.idempotencyKey) throw new EnqueueRaceError(id);
-  if (isExpired(existing, now)) return replaceExpired(ctx, key, item, existing);
+  if (isExpired(existing, now)) return replaceExpired(ctx, key, item, existing, now);
   if (existing.requestHash !== requestHash) throw new IdempotencyConflictError(input.idempotencyKey, toTask(existing));
   return { task: toTask(existing), created: false };
 }
@@ -81,9 +76,9 @@ function isExpired(existing: TaskItem, now: number): boolean {
  * The key's earlier task is past its retention: the idempotency window is over, so this is a new
  * task. It replaces the old record (as if TTL had deleted it) and carries its token forward.
  */
-async function replaceExpired(ctx: StoreContext, key: Record<string, string>, item: TaskItem, existing: TaskItem): Promise<EnqueueResult> {
+async function replaceExpired(ctx: StoreContext, key: Record<string, string>, item: TaskItem, existing: TaskItem, now: number): Promise<EnqueueResult> {
   const fresh = { ...item, leaseToken: Math.max(item.leaseToken, existing.leaseToken) };
-  const put = await conditionalPut<TaskItem>(writeTargetOf(ctx, 'request'), key, fresh, new Expression().require(unchangedSince(existing.writeId)), { needCurrent: true });
+  const put = await conditionalPut<TaskItem>(writeTargetOf(ctx, 'request'), key, fresh, conditionOf(enqueued(fresh, now, existing)), { needCurrent: true });
   if (put.applied) return { task: toTask(put.item), created: true };
   // Another enqueue of the same key replaced it first: that one is the task now.
   if (put.current && put.current.requestHash === item.requestHash) return { task: toTask(put.current), created: false };

@@ -164,13 +164,17 @@ export const leaseSchema = z
 export type Lease = z.infer<typeof leaseSchema>;
 export type SlotLease = z.infer<typeof slotLease>;
 
+/** A handler's progress report: stored with renewals and outcomes, handed to the next attempt. */
+export const progressReport = z.object({ fraction: z.number().min(0).max(1), note: z.string().max(256).optional() }).strict();
+
 export const renewInput = z
   .object({
     leases: z.array(leaseSchema).max(1000),
-    progress: z.record(z.string(), z.object({ fraction: z.number().min(0).max(1), note: z.string().max(256).optional() }).strict()).optional(),
+    progress: z.record(z.string(), progressReport).optional(),
   })
   .strict();
 export type RenewInput = z.input<typeof renewInput>;
+export type ProgressReport = z.infer<typeof progressReport>;
 
 export const completeInput = z.object({ lease: leaseSchema, result: jsonValue(MAX_RESULT_BYTES, 'result').optional() }).strict();
 export const failInput = z
@@ -179,9 +183,12 @@ export const failInput = z
     error: z.string().min(1, 'must describe the failure').transform((s) => s.slice(0, MAX_ERROR_CHARS)),
     retryable: z.boolean().default(true),
     backoff: z.object({ baseMs: z.number().int().min(0).max(MAX_DURATION_MS), maxMs: z.number().int().min(0).max(MAX_DURATION_MS) }).strict().optional(),
+    progress: progressReport.optional(),
   })
   .strict();
+export type FailInput = z.input<typeof failInput>;
 export const leaseOnlyInput = z.object({ lease: leaseSchema }).strict();
+export const releaseInput = z.object({ lease: leaseSchema, progress: progressReport.optional() }).strict();
 
 export const taskRefInput = z.object({ id: taskIdSchema, owner: ownerSchema.optional() }).strict();
 

@@ -5,7 +5,7 @@
  */
 import { holdsTokenLease, unchangedSince } from './conditions.js';
 import { conditionalUpdate, type WriteResult, type WriteTarget } from './conditional-write.js';
-import { Expression, type ConditionPart } from './expression.js';
+import { Expression, type ConditionPart } from './update-expression.js';
 
 export type TokenAttribute = 'slotToken' | 'lockToken';
 

@@ -6,15 +6,13 @@
  */
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { decideRecovery, sweepQueryBound } from '../lease-rules.js';
-import { delaySweepPartition, INDEX, KEY, leaseSweepPartition, readyPartition, readySortKey, SHARD_COUNT, shardForId, taskIdFromPk, taskKey } from '../table-layout.js';
-import { TaskStatus } from '../task-model.js';
+import { delaySweepPartition, INDEX, KEY, leaseSweepPartition, SHARD_COUNT, shardForId, taskIdFromPk, taskKey } from '../table-layout.js';
 import { writeTargetOf, type StoreContext } from './context.js';
-import { leaseAsObserved, stillDelayedAndDue } from './conditions.js';
 import { conditionalUpdate } from './conditional-write.js';
-import { Expression } from './expression.js';
 import { readItems, readTaskItem } from './task-reads.js';
 import { parseInput, taskRefInput } from './inputs.js';
-import { finishedFields, LEASE_FIELDS_CLEARED, type TaskItem } from './task-item.js';
+import type { TaskItem } from './task-item.js';
+import { asUpdate, promoted, recoveredCancel, recoveredFail, recoveredRequeue, type Transition } from './transitions.js';
 
 export interface RecoveryReport {
   requeued: number;
@@ -37,11 +35,11 @@ type Fix = 'requeued' | 'failed' | 'cancelled' | 'skipped';
 
 export type RecoveryFix = RecoveryReport['fixes'][number];
 
-/** `onFix` hears of each fix as soon as its write applied (histories time recovery by it, not by the sweep's end). */
-export async function recoverExpired(ctx: StoreContext, onFix?: (fix: RecoveryFix) => void): Promise<RecoveryReport> {
+/** Each fix is emitted ('recover:fix') as soon as its write applied: histories time recovery by it, not by the sweep's end. */
+export async function recoverExpired(ctx: StoreContext): Promise<RecoveryReport> {
   const report: RecoveryReport = { requeued: 0, failed: 0, cancelled: 0, promoted: 0, skipped: 0, batches: 0, truncated: false, errors: [], fixes: [] };
   const { recoveryBatchSize: batchSize, recoveryMaxBatches: maxBatches } = ctx.config;
-  let budget = batchSize * maxBatches;
+  const budget = batchSize * maxBatches;
   const now = ctx.clock.now();
   // Expired leases first: a dead holder's task waits on them; a due delayed task is only late.
   const work: { partition: string; bound: number; kind: 'lease' | 'delay' }[] = [];
@@ -52,7 +50,7 @@ export async function recoverExpired(ctx: StoreContext, onFix?: (fix: RecoveryFi
   const starved: typeof work = [];
   const sweep = async (w: (typeof work)[number]) => {
     try {
-      if ((await sweepPartition(ctx, report, w.partition, w.bound, w.kind, now, budgetBox, onFix)) === 'starved') starved.push(w);
+      if ((await sweepPartition(ctx, report, w.partition, w.bound, w.kind, now, budgetBox)) === 'starved') starved.push(w);
     } catch (error) {
       // A failing partition (throttling, a fault) does not stop the sweep of the others; the next sweep retries it.
       report.errors.push(describe(error));
@@ -68,7 +66,7 @@ export async function recoverExpired(ctx: StoreContext, onFix?: (fix: RecoveryFi
 const PARALLEL_PARTITIONS = SHARD_COUNT;
 
 /** Sweeps one partition, taking what it reads from the shared item budget. */
-async function sweepPartition(ctx: StoreContext, report: RecoveryReport, partition: string, bound: number, kind: 'lease' | 'delay', now: number, budget: { left: number }, onFix?: (fix: RecoveryFix) => void): Promise<'done' | 'starved'> {
+async function sweepPartition(ctx: StoreContext, report: RecoveryReport, partition: string, bound: number, kind: 'lease' | 'delay', now: number, budget: { left: number }): Promise<'done' | 'starved'> {
   const { recoveryBatchSize: batchSize } = ctx.config;
   let startKey: Record<string, unknown> | undefined;
   do {
@@ -95,9 +93,7 @@ async function sweepPartition(ctx: StoreContext, report: RecoveryReport, partiti
           const action = await fixExpired(ctx, item, now);
           report[action]++;
           if (action === 'skipped') return;
-          const fix = { taskId: item.id, token: item.leaseToken, leaseUntil: item.leaseUntil!, action };
-          report.fixes.push(fix);
-          onFix?.(fix);
+          report.fixes.push({ taskId: item.id, token: item.leaseToken, leaseUntil: item.leaseUntil!, action });
         }),
       );
       for (const fix of fixes) if (fix.status === 'rejected') report.errors.push(describe(fix.reason));
@@ -108,16 +104,17 @@ async function sweepPartition(ctx: StoreContext, report: RecoveryReport, partiti
 
 const describe = (error: unknown) => (error instanceof Error ? `${error.name}: ${error.message}` : String(error));
 
-/** Recovers one task by id if its lease ran out (used when a claimer takes over the expired slot of a dead holder). */
-export async function recoverTask(ctx: StoreContext, taskId: string, slotHolder: string, onFix?: (fix: RecoveryFix) => void): Promise<'lease-valid' | 'done'> {
+/**
+ * Recovers one task by id if its lease ran out (used when a claimer takes over the expired slot of a
+ * dead holder): 'lease-valid' when that holder still holds the task, 'fixed' when this call fixed it.
+ */
+export async function recoverTask(ctx: StoreContext, taskId: string, slotHolder: string): Promise<'lease-valid' | 'fixed' | 'done'> {
   const item = await readTaskItem(ctx, taskId);
   if (!item) return 'done';
   const now = ctx.clock.now();
   const decision = decideRecovery(item, now, ctx.config);
   if (decision.action === 'skip') return decision.reason === 'lease-valid' && item.leaseOwner === slotHolder ? 'lease-valid' : 'done';
-  const fix = await fixExpired(ctx, item, now);
-  if (fix !== 'skipped') onFix?.({ taskId: item.id, token: item.leaseToken, leaseUntil: item.leaseUntil!, action: fix });
-  return 'done';
+  return (await fixExpired(ctx, item, now)) === 'skipped' ? 'done' : 'fixed';
 }
 
 async function sweepPage(ctx: StoreContext, partition: string, bound: number, limit: number, startKey: Record<string, unknown> | undefined) {
@@ -138,34 +135,20 @@ async function sweepPage(ctx: StoreContext, partition: string, bound: number, li
 async function fixExpired(ctx: StoreContext, item: TaskItem, now: number): Promise<Fix> {
   const decision = decideRecovery(item, now, ctx.config);
   if (decision.action === 'skip') return 'skipped';
-  const e = new Expression().require(leaseAsObserved(item.leaseToken, item.status, item.leaseUntil!));
-  const common = { ...LEASE_FIELDS_CLEARED, updatedAt: now };
-  const finished = finishedFields(now, ctx.config);
-  let fix: Fix;
-  switch (decision.action) {
-    case 'cancel':
-      e.assign({ ...common, ...finished, status: TaskStatus.CANCELLED });
-      fix = 'cancelled';
-      break;
-    case 'requeue':
-      // Back at its old place in the queue, due now: the attempt that died is already counted.
-      e.assign({
-        ...common,
-        status: TaskStatus.QUEUED,
-        error: `lease expired (holder ${item.leaseOwner ?? 'unknown'}) on attempt ${item.attempts} of ${item.maxAttempts}`,
-        [INDEX.ready.partition]: readyPartition(item.type, item.shard, item.priority),
-        [INDEX.ready.sort]: readySortKey(item.priority, item.availableAt, item.createdAt, item.id),
-      });
-      fix = 'requeued';
-      break;
-    case 'fail':
-      e.assign({ ...common, ...finished, status: TaskStatus.FAILED, error: decision.error });
-      fix = 'failed';
-      break;
-  }
-  ctx.onIntent?.('recover', item.id);
+  // Each fix is conditioned on the lease exactly as it was read back.
+  const [t, fix]: [Transition, Fix] =
+    decision.action === 'cancel'
+      ? [recoveredCancel(item, now, ctx.config), 'cancelled']
+      : decision.action === 'requeue'
+        ? [recoveredRequeue(item, now), 'requeued']
+        : [recoveredFail(item, now, decision.error, ctx.config), 'failed'];
+  ctx.events.emit('recover:intent', { taskId: item.id });
   // A fix whose answer was lost, then refused on the resend, is still reported as the fix it was.
-  return (await conditionalUpdate(writeTargetOf(ctx, 'request'), taskKey(item.id), e)).applied ? fix : 'skipped';
+  if (!(await conditionalUpdate(writeTargetOf(ctx, 'request'), taskKey(item.id), asUpdate(t))).applied) return 'skipped';
+  ctx.events.emit('recover:fix', { taskId: item.id, token: item.leaseToken, leaseUntil: item.leaseUntil!, action: fix });
+  if (fix === 'requeued') ctx.events.emit('task:readied', { taskId: item.id });
+  else ctx.events.emit('task:finished', { taskId: item.id, type: item.type, status: fix === 'failed' ? 'FAILED' : 'CANCELLED', by: 'recovery', ...(fix === 'failed' && decision.action === 'fail' ? { error: decision.error } : {}) });
+  return fix;
 }
 
 /** Promotes one delayed task by id if it is due (the worker that scheduled a retry calls this when the backoff ends). */
@@ -176,12 +159,6 @@ export async function promoteTask(ctx: StoreContext, rawInput: { id: string }): 
 
 /** Moves a due delayed task into the ready index, copying its precomputed ready keys inside DynamoDB (no read). */
 async function promote(ctx: StoreContext, pk: string, partition: string, now: number): Promise<boolean> {
-  const e = new Expression()
-    .require(stillDelayedAndDue(partition, now))
-    .copy(INDEX.ready.partition, 'dueReadyPk')
-    .copy(INDEX.ready.sort, 'dueReadySk')
-    .set('updatedAt', now)
-    .remove(INDEX.sweep.partition, INDEX.sweep.sort, 'dueReadyPk', 'dueReadySk');
-  return (await conditionalUpdate(writeTargetOf(ctx, 'request'), { [KEY.partition]: pk, [KEY.sort]: 'TASK' }, e)).applied;
+  return (await conditionalUpdate(writeTargetOf(ctx, 'request'), { [KEY.partition]: pk, [KEY.sort]: 'TASK' }, asUpdate(promoted(partition, now)))).applied;
 }
 

@@ -13,6 +13,7 @@ import { deadline } from './dynamo.js';
 import type { SlotLease } from './inputs.js';
 import { acquireIfFree, releaseIfHolder, renewIfHolder, undoAcquire, type LeaseItem } from './lease-item.js';
 import { WriteOutcomeUnknownError } from './conditional-write.js';
+import { recoverTask } from './recovery.js';
 
 type SlotItem = LeaseItem & { slotToken: number };
 
@@ -23,16 +24,10 @@ export const typeScope = (type: string) => `type#${type}`;
 export function limitsFor(ctx: StoreContext, type: string): { scope: string; limit: number }[] {
   const out: { scope: string; limit: number }[] = [];
   if (ctx.config.globalConcurrency !== undefined) out.push({ scope: GLOBAL_SCOPE, limit: ctx.config.globalConcurrency });
-  const own = ctx.config.typeConcurrency[type];
+  const own = ctx.typeLimits[type];
   if (own !== undefined) out.push({ scope: typeScope(type), limit: own });
   return out;
 }
-
-/**
- * Frees the task a dead holder left behind on an expired slot. Answers 'lease-valid' when that holder
- * still has a valid lease on the task (the slot must then stay with it), else 'done'.
- */
-export type StrandedTaskRecovery = (taskId: string, slotHolder: string) => Promise<'lease-valid' | 'done'>;
 
 /**
  * Hands out slots during one claim round. Each limit's slots are read once per round (one consistent
@@ -44,8 +39,10 @@ export class SlotGate {
   constructor(
     private readonly ctx: StoreContext,
     private readonly holder: string,
-    private readonly recoverStranded: StrandedTaskRecovery,
   ) {}
+
+  /** Tasks of dead holders this gate recovered on taking over their expired slots. */
+  recovered = 0;
 
   /** False when some limit on `type` had no free slot when read this round: no point reading its queue. */
   async mayAdmit(type: string): Promise<boolean> {
@@ -86,7 +83,12 @@ export class SlotGate {
     for (const index of free) {
       const seen = slots.get(index);
       slots.delete(index); // tried once per round, won or lost
-      if (seen?.taskId && seen.holder !== undefined && (await this.recoverStranded(seen.taskId, seen.holder)) === 'lease-valid') continue;
+      if (seen?.taskId && seen.holder !== undefined) {
+        // Free the task the dead holder left behind first; a holder still holding it keeps the slot.
+        const stranded = await recoverTask(this.ctx, seen.taskId, seen.holder);
+        if (stranded === 'lease-valid') continue;
+        if (stranded === 'fixed') this.recovered++;
+      }
       const taken = await acquireIfFree(writeTargetOf(this.ctx), slotKey(scope, index), {
         tokenAttribute: 'slotToken',
         holder: this.holder,

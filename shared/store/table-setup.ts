@@ -1,5 +1,6 @@
 /** Creates the table from the layout module (local stack, tests). The CDK stack builds the same shape. */
 import { CreateTableCommand, DescribeTableCommand, ResourceInUseException, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { LeaseholdError } from '../errors.js';
 import { createTableInput } from '../table-layout.js';
 
 /** Creates the table if it is missing and waits until it is ACTIVE (polling briefly: the SDK waiter's delays are 20 s). */
@@ -13,7 +14,20 @@ export async function ensureTable(client: DynamoDBClient, tableName: string, tim
   for (;;) {
     const out = await client.send(new DescribeTableCommand({ TableName: tableName }));
     if (out.Table?.TableStatus === 'ACTIVE') return;
-    if (Date.now() > until) throw new Error(`Table ${tableName} is not ACTIVE after ${timeoutMs} ms`);
+    if (Date.now() > until) throw new TableNotActiveError(tableName, timeoutMs);
     await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** The table did not become ACTIVE in time: a setup problem of the deployment or local stack, not of a request. */
+export class TableNotActiveError extends LeaseholdError {
+  override name = 'TableNotActiveError';
+  override readonly code = 'TABLE_NOT_ACTIVE';
+  override readonly status = 500;
+  constructor(
+    readonly tableName: string,
+    readonly timeoutMs: number,
+  ) {
+    super(`Table ${tableName} is not ACTIVE after ${timeoutMs} ms`);
   }
 }

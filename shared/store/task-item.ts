@@ -1,5 +1,5 @@
 /** The task as stored, and its conversion to the Task callers see. */
-import { TaskStatus, type Task } from '../task-model.js';
+import type { Task } from '../task-model.js';
 import type { LeaseholdConfig } from '../config.js';
 import { retentionExpiry } from '../lease-rules.js';
 import { TTL_ATTRIBUTE } from '../table-layout.js';
@@ -62,6 +62,3 @@ export function toTask(item: TaskItem): Task {
 export function finishedFields(now: number, config: Pick<LeaseholdConfig, 'retentionDays'>): Record<string, number> {
   return { finishedAt: now, [TTL_ATTRIBUTE]: retentionExpiry(now, config) };
 }
-
-/** Fields cleared whenever a task leaves its lease (terminal, requeued or released). */
-export const LEASE_FIELDS_CLEARED = { leaseOwner: undefined, leaseUntil: undefined, sweepPk: undefined, sweepAt: undefined } as const;

@@ -1,5 +1,6 @@
 /** Consistent reads of task items. */
 import { BatchGetCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
+import { LeaseholdError } from '../errors.js';
 import { taskKey } from '../table-layout.js';
 import type { StoreContext } from './context.js';
 import type { TaskItem } from './task-item.js';
@@ -19,8 +20,22 @@ export async function readItems<T>(ctx: StoreContext, keys: Record<string, strin
       const out = await ctx.doc.send(new BatchGetCommand({ RequestItems: { [ctx.tableName]: { Keys: pending, ConsistentRead: true } } }));
       found.push(...((out.Responses?.[ctx.tableName] ?? []) as T[]));
       pending = (out.UnprocessedKeys?.[ctx.tableName]?.Keys ?? []) as Record<string, unknown>[];
-      if (round > 8 && pending.length > 0) throw new Error(`BatchGetItem left ${pending.length} keys unprocessed after ${round} retries`);
+      if (round > 8 && pending.length > 0) throw new ReadIncompleteError(pending.length, round);
     }
   }
   return found;
+}
+
+/** DynamoDB kept leaving keys of a batch read unprocessed (throttling, a hot partition); reading again later is safe. */
+export class ReadIncompleteError extends LeaseholdError {
+  override name = 'ReadIncompleteError';
+  override readonly code = 'READ_INCOMPLETE';
+  override readonly status = 503;
+  override readonly retryAfterSeconds = 1;
+  constructor(
+    readonly unprocessed: number,
+    readonly retries: number,
+  ) {
+    super(`BatchGetItem left ${unprocessed} keys unprocessed after ${retries} retries`);
+  }
 }

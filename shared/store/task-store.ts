@@ -1,34 +1,41 @@
-/** The task store: every operation of the lease protocol on one DynamoDB table, with injected clock and generators. */
+/**
+ * The task store: every operation of the lease protocol on one DynamoDB table, with injected clock
+ * and generators. It implements each runtime port (LeaseStore for workers, TaskReads and
+ * TaskCommands for the API, Sweeper for recovery) and keeps no state of its callers: a worker's claim
+ * memory is the worker's, passed in with each claim.
+ */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { systemClock, type Clock } from '../clock.js';
-import type { LeaseholdConfig } from '../config.js';
+import { LeaseEvents } from '../events.js';
 import { mathRandom, randomId, type IdGenerator, type RandomSource } from '../ids.js';
 import type { Task } from '../task-model.js';
 import { requestCancel } from './cancel.js';
 import { claim, type ClaimResult } from './claim.js';
 import { ClaimState } from './claim-state.js';
-import type { StoreContext } from './context.js';
+import type { StoreConfig, StoreContext } from './context.js';
 import { enqueue, type EnqueueResult } from './enqueue.js';
-import type { ClaimInput, EnqueueInput, Lease, ListInput, RenewInput } from './inputs.js';
+import type { ClaimInput, EnqueueInput, Lease, ListInput, ProgressReport, RenewInput } from './inputs.js';
 import { complete, fail, finishCancel, release, renewLeases, type RenewOutcome } from './lease-writes.js';
-import { promoteTask, recoverExpired, recoverTask, type RecoveryFix, type RecoveryReport } from './recovery.js';
-import { redrive } from './redrive.js';
+import type { FailInput, LeaseStore, Sweeper, TaskCommands, TaskReads } from './ports.js';
+import { promoteTask, recoverExpired, type RecoveryReport } from './recovery.js';
+import { retryTask } from './retry.js';
 import { getTask, listTasks, type TaskPage } from './task-queries.js';
 import { queueDepth, type QueueDepth } from './queue-depth.js';
 
 export interface TaskStoreOptions {
   doc: DynamoDBDocumentClient;
-  config: LeaseholdConfig;
+  config: StoreConfig;
   clock?: Clock;
   newId?: IdGenerator;
   random?: RandomSource;
-  /** Told before each claim or recovery write is sent (histories for fault testing). */
-  onIntent?: (op: 'claim' | 'recover', taskId: string) => void;
+  /** Concurrency limits the task definitions declare; LEASEHOLD_TYPE_CONCURRENCY overrides them per type. */
+  definitionLimits?: Record<string, number>;
+  /** Where the store's lifecycle steps go (claim intents, recovery fixes, readied tasks); a fresh stream by default. */
+  events?: LeaseEvents;
 }
 
-export class TaskStore {
+export class TaskStore implements LeaseStore, TaskReads, TaskCommands, Sweeper {
   readonly ctx: StoreContext;
-  private readonly claimStates = new Map<string, ClaimState>();
 
   constructor(options: TaskStoreOptions) {
     this.ctx = {
@@ -38,12 +45,17 @@ export class TaskStore {
       clock: options.clock ?? systemClock(),
       newId: options.newId ?? randomId,
       random: options.random ?? mathRandom,
-      ...(options.onIntent ? { onIntent: options.onIntent } : {}),
+      events: options.events ?? new LeaseEvents(),
+      typeLimits: { ...options.definitionLimits, ...options.config.typeConcurrency },
     };
   }
 
+  get events(): LeaseEvents {
+    return this.ctx.events;
+  }
+
   enqueue(input: EnqueueInput): Promise<EnqueueResult> {
-    return this.readying(enqueue(this.ctx, input));
+    return this.readied(enqueue(this.ctx, input));
   }
 
   get(input: { id: string; owner?: string }): Promise<Task> {
@@ -54,24 +66,12 @@ export class TaskStore {
     return listTasks(this.ctx, input);
   }
 
-  /** Claims up to `max` due tasks of the given types for a worker (SKIP LOCKED: never waits on another claimer). */
-  claim(input: ClaimInput): Promise<ClaimResult> {
-    let state = this.claimStates.get(input.workerId);
-    if (!state) this.claimStates.set(input.workerId, (state = new ClaimState()));
-    return claim(this.ctx, input, state, (taskId, holder, onFix) => recoverTask(this.ctx, taskId, holder, onFix));
-  }
-
   /**
-   * A write through this store that may have put a task in the ready index: its claimers forget
-   * which partitions they found empty, so they see the task at once (a task readied by another
-   * process is seen within one poll interval).
+   * Claims up to `max` due tasks of the given types (SKIP LOCKED: never waits on another claimer).
+   * A worker passes its own memory, kept between its rounds; a one-off claim gets a fresh one.
    */
-  private async readying<T>(write: Promise<T>): Promise<T> {
-    try {
-      return await write;
-    } finally {
-      for (const state of this.claimStates.values()) state.forgetDrained();
-    }
+  claim(input: ClaimInput, memory: ClaimState = new ClaimState()): Promise<ClaimResult> {
+    return claim(this.ctx, input, memory);
   }
 
   renew(input: RenewInput): Promise<RenewOutcome[]> {
@@ -82,12 +82,12 @@ export class TaskStore {
     return complete(this.ctx, input);
   }
 
-  fail(input: { lease: Lease; error: string; retryable?: boolean; backoff?: { baseMs: number; maxMs: number } }): Promise<Task> {
-    return this.readying(fail(this.ctx, input));
+  fail(input: FailInput): Promise<Task> {
+    return this.readied(fail(this.ctx, input));
   }
 
-  release(input: { lease: Lease }): Promise<Task> {
-    return this.readying(release(this.ctx, input));
+  release(input: { lease: Lease; progress?: ProgressReport }): Promise<Task> {
+    return this.readied(release(this.ctx, input));
   }
 
   finishCancel(input: { lease: Lease }): Promise<Task> {
@@ -99,13 +99,12 @@ export class TaskStore {
   }
 
   /** Puts a FAILED or CANCELLED task back in the queue with a fresh attempt budget. */
-  redrive(input: { id: string; owner?: string }): Promise<Task> {
-    return this.readying(redrive(this.ctx, input));
+  retry(input: { id: string; owner?: string }): Promise<Task> {
+    return this.readied(retryTask(this.ctx, input));
   }
 
-  /** Moves one delayed task into the ready index if it is due; false if it is not (or no longer) waiting. */
   promote(input: { id: string }): Promise<boolean> {
-    return this.readying(promoteTask(this.ctx, input));
+    return this.readied(promoteTask(this.ctx, input));
   }
 
   /** Due tasks waiting for the given types, and tasks under a lease (gauges for the dashboard). */
@@ -114,7 +113,20 @@ export class TaskStore {
   }
 
   /** One bounded recovery sweep: expired leases fixed, due delayed tasks promoted. */
-  recover(onFix?: (fix: RecoveryFix) => void): Promise<RecoveryReport> {
-    return this.readying(recoverExpired(this.ctx, onFix));
+  recover(): Promise<RecoveryReport> {
+    return this.readied(recoverExpired(this.ctx));
+  }
+
+  /**
+   * A write that may have put a task in the ready index: 'task:readied' tells claimers sharing this
+   * stream to forget which partitions they found empty, so they see the task at once (a task readied
+   * by another process is seen within one poll interval).
+   */
+  private async readied<T>(write: Promise<T>): Promise<T> {
+    try {
+      return await write;
+    } finally {
+      this.ctx.events.emit('task:readied', {});
+    }
   }
 }

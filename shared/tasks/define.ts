@@ -22,6 +22,16 @@ export interface TaskContext {
    * note is cut to 256 characters. A fraction that is not a number throws a ValidationError.
    */
   progress(fraction: number, note?: string): void;
+  /**
+   * Waits `ms`, or until the signal aborts; then it throws the abort reason (a TaskAbortedError), so a
+   * handler that sleeps between steps stops at once when cancelled, timed out or shut down.
+   */
+  sleep(ms: number): Promise<void>;
+  /**
+   * The previous attempt's last progress report, when it made one (a checkpoint, as Temporal's
+   * heartbeat details are): a retried handler can resume from `note` instead of starting over.
+   */
+  previous?: { progress: number; note?: string };
   logger: TaskLogger;
 }
 
@@ -50,7 +60,5 @@ export function defineTask<S extends z.ZodType>(definition: TaskDefinition<S>): 
   return definition;
 }
 
-/** Throw from a handler to fail the task at once, without the retries left. */
-export class NonRetryableError extends Error {
-  override name = 'NonRetryableError';
-}
+/** Throw from a handler to fail the task at once, without the retries left (defined with the other errors). */
+export { NonRetryableError } from '../errors.js';

@@ -1,82 +1,66 @@
 /**
- * One claimed task on its way through its handler to its outcome write. The worker's heartbeat
- * updates `lease` and aborts the signal; the execution decides and writes the outcome under the
- * claim's token, so a handler that outlived its lease cannot write over the task's new holder.
+ * One claimed task on its way through its handler to its outcome write. The lease keeper owns the
+ * lease (renews it, says when it is lost or a cancel was requested); the execution runs the handler,
+ * decides the outcome and writes it under the claim's token, so a handler that outlived its lease
+ * cannot write over the task's new holder.
  */
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { Clock } from '../clock.js';
-import type { LeaseholdConfig } from '../config.js';
-import { LeaseLostError } from '../errors.js';
+import { describeError, LeaseLostError, LeaseholdError, NonRetryableError, ValidationError } from '../errors.js';
+import type { FinishedStatus, LeaseEvents, OutcomeWriteKind } from '../events.js';
 import type { Claimed } from '../store/claim.js';
-import type { Lease } from '../store/inputs.js';
-import type { TaskStore } from '../store/task-store.js';
+import type { LeaseStore } from '../store/ports.js';
 import { TaskStatus, type Task } from '../task-model.js';
-import { NonRetryableError, type TaskContext, type TaskDefinition } from '../tasks/define.js';
-import type { TaskRegistry } from '../tasks/registry.js';
-import type { LeaseholdMetrics } from './metrics.js';
-import { decideOutcome, describeError, type AbortReason, type HandlerEnd, type OutcomeWrite } from './outcome.js';
+import type { TaskContext, TaskDefinition } from '../tasks/define.js';
+import type { KeptLease, LeaseKeeper } from './lease-keeper.js';
+import { decideOutcome, TaskAbortedError, type AbortReason, type HandlerEnd, type OutcomeWrite } from './outcome.js';
+import { sanitizeProgress } from './progress.js';
 import type { TimerSet } from './timers.js';
-import type { HistorySink } from './history.js';
-import { sanitizeProgress, type Progress } from './progress.js';
-import { effectiveTimeoutMs } from '../invocation-budget.js';
-
-/** The reason a handler's signal carries. */
-export class TaskAbortedError extends Error {
-  override name = 'TaskAbortedError';
-  constructor(readonly reason: AbortReason) {
-    super(`task aborted: ${reason}`);
-  }
-}
 
 export interface ExecutionDeps {
-  store: TaskStore;
-  registry: TaskRegistry;
-  config: LeaseholdConfig;
+  store: Pick<LeaseStore, 'complete' | 'fail' | 'release' | 'finishCancel'>;
+  keeper: LeaseKeeper;
+  events: LeaseEvents;
   clock: Clock;
   timers: TimerSet;
-  metrics: LeaseholdMetrics;
   logger: Logger;
-  /** Renews this execution's lease at once (TaskContext.heartbeat). */
-  renewNow: (execution: Execution) => Promise<void>;
+  /** The task's type, if this deployment knows it. */
+  definition: TaskDefinition | undefined;
+  /** How long the handler may run (effectiveTimeoutMs). */
+  timeoutMs: number;
+  /** How long a cancelled or timed-out handler gets to stop before its outcome is written anyway. */
+  graceMs: number;
   /** Told about a failed attempt that went back to the queue with a backoff. */
-  onDelayedRetry: (task: Task) => void;
-  history?: HistorySink;
+  onRetryScheduled: (task: Task) => void;
 }
 
 export class Execution {
   readonly task: Task;
-  lease: Lease;
-  progress: Progress | undefined;
-  private warnedProgress = false;
-  /** The lease is known to be gone: stop renewing it. */
-  leaseLost = false;
-  /** The outcome write has begun: renewals would only race it. */
-  finishing = false;
-  abortReason: AbortReason | undefined;
-  readonly done: Promise<void>;
+  private readonly kept: KeptLease;
   private readonly controller = new AbortController();
+  private abortReason: AbortReason | undefined;
+  private running: Promise<void> | undefined;
   private abandon!: () => void;
   private readonly abandoned = new Promise<HandlerEnd>((resolve) => (this.abandon = () => resolve({ kind: 'abandoned' })));
   private readonly logger: Logger;
-  readonly timeoutMs: number;
-  private readonly definition: TaskDefinition | undefined;
+  private warnedProgress = false;
 
+  /** Tracks the lease at once (so a drain can abort it); nothing runs until start(). */
   constructor(
     private readonly deps: ExecutionDeps,
     claimed: Claimed,
   ) {
     this.task = claimed.task;
-    this.lease = claimed.lease;
-    this.definition = deps.registry.get(this.task.type);
-    this.timeoutMs = effectiveTimeoutMs(this.task.timeoutMs, this.definition?.timeoutMs, deps.config);
+    this.kept = deps.keeper.track(claimed.lease, { lost: () => this.abort('lease-lost'), cancelRequested: () => this.abort('cancel-requested') });
     this.logger = deps.logger.createChild();
     // Never the payload: it may hold personal data.
-    this.logger.appendKeys({ taskId: this.task.id, taskType: this.task.type, attempt: this.task.attempts, token: this.lease.token });
-    this.done = this.run();
+    this.logger.appendKeys({ taskId: this.task.id, taskType: this.task.type, attempt: this.task.attempts, token: claimed.lease.token });
   }
 
-  get signal(): AbortSignal {
-    return this.controller.signal;
+  /** Runs the handler and writes the outcome; the same promise on every call. */
+  start(): Promise<void> {
+    this.running ??= this.run();
+    return this.running;
   }
 
   abort(reason: AbortReason): void {
@@ -84,8 +68,8 @@ export class Execution {
     this.abortReason = reason;
     this.controller.abort(new TaskAbortedError(reason));
     this.logger.info('task aborted', { reason });
-    // A cancelled or timed-out handler gets one heartbeat interval to stop before its outcome is written anyway.
-    if (reason === 'cancel-requested' || reason === 'timeout') this.deps.timers.timeout(() => this.abandon(), this.deps.config.heartbeatIntervalMs);
+    // A cancelled or timed-out handler gets a grace period to stop before its outcome is written anyway.
+    if (reason === 'cancel-requested' || reason === 'timeout') this.deps.timers.timeout(() => this.abandon(), this.deps.graceMs);
   }
 
   /** Stops waiting for the handler (the worker is out of time); the outcome becomes a release. */
@@ -95,34 +79,53 @@ export class Execution {
 
   private async run(): Promise<void> {
     const started = this.deps.clock.now();
-    this.deps.metrics.timing('QueueWait', Math.max(0, started - this.task.availableAt));
-    const timeout = this.deps.timers.timeout(() => this.abort('timeout'), this.timeoutMs);
-    const handlerRun = this.runHandler();
+    const timeout = this.deps.timers.timeout(() => this.abort('timeout'), this.deps.timeoutMs);
+    const handlerRun = this.runHandler(started);
     const end = await Promise.race([handlerRun, this.abandoned]);
     this.deps.timers.clear(timeout);
-    await this.write(decideOutcome(end, this.abortReason, this.timeoutMs));
-    this.deps.metrics.timing('TaskDuration', this.deps.clock.now() - started);
-    if (end.kind === 'abandoned') void this.afterAbandon(handlerRun);
+    await this.write(decideOutcome(end, this.abortReason, this.deps.timeoutMs), started);
+    if (end.kind === 'abandoned') void this.afterAbandon(handlerRun, started);
   }
 
-  private async runHandler(): Promise<HandlerEnd> {
-    if (!this.definition) return { kind: 'rejected', error: new NonRetryableError(`no handler registered for task type "${this.task.type}"`), retryable: false };
-    const parsed = this.definition.schema.safeParse(this.task.payload);
+  private async runHandler(started: number): Promise<HandlerEnd> {
+    const { definition } = this.deps;
+    if (!definition) return { kind: 'rejected', error: new NonRetryableError(`no handler registered for task type "${this.task.type}"`), retryable: false };
+    const parsed = definition.schema.safeParse(this.task.payload);
     if (!parsed.success) return { kind: 'rejected', error: new NonRetryableError(`payload does not match the schema: ${parsed.error.message}`), retryable: false };
-    const context: TaskContext = {
+    const marker = { taskId: this.task.id, token: this.kept.lease.token };
+    this.deps.events.emit('handler:start', { ...marker, type: this.task.type, queueWaitMs: Math.max(0, started - this.task.availableAt) });
+    try {
+      return { kind: 'resolved', result: await definition.handler(parsed.data, this.context()) };
+    } catch (error) {
+      return { kind: 'rejected', error, retryable: !(error instanceof NonRetryableError) };
+    } finally {
+      this.deps.events.emit('handler:end', { ...marker, durationMs: this.deps.clock.now() - started });
+    }
+  }
+
+  private context(): TaskContext {
+    const signal = this.controller.signal;
+    const previous = this.task.progress === undefined ? undefined : { progress: this.task.progress, ...(this.task.progressNote === undefined ? {} : { note: this.task.progressNote }) };
+    return {
       taskId: this.task.id,
       attempt: this.task.attempts,
-      token: this.lease.token,
-      signal: this.controller.signal,
-      heartbeat: () => this.deps.renewNow(this),
+      token: this.kept.lease.token,
+      signal,
+      ...(previous ? { previous } : {}),
+      heartbeat: () => this.kept.renewNow(),
       progress: (fraction, note) => {
         // Made fit to store here: a bad report used to fail the renewal of every lease on the worker.
         const report = sanitizeProgress(fraction, note);
-        if (report) this.progress = report;
+        if (report) this.kept.report(report);
         else if (!this.warnedProgress) {
           this.warnedProgress = true;
           this.logger.warn('progress(NaN) ignored; the last reported progress stands');
         }
+      },
+      sleep: async (ms) => {
+        await this.deps.timers.sleep(ms, signal);
+        // Woken by the signal: the handler learns why, as fetch does.
+        signal.throwIfAborted();
       },
       logger: {
         debug: (message, extra) => this.logger.debug(message, extra ?? {}),
@@ -131,67 +134,68 @@ export class Execution {
         error: (message, extra) => this.logger.error(message, extra ?? {}),
       },
     };
-    const marker = { task: this.task.id, token: this.lease.token };
-    this.deps.history?.record({ ev: 'start', ...marker });
+  }
+
+  private async write(outcome: OutcomeWrite, started: number): Promise<void> {
+    // From here the outcome write decides: renewals would only race it.
+    const lease = this.kept.stopRenewing();
+    const { events } = this.deps;
+    const step = { taskId: this.task.id, token: lease.token, write: outcome.write };
+    const answered = (result: 'ok' | 'refused' | 'error', status?: string) => events.emit('write:answered', { ...step, outcome: result, ...(status ? { status } : {}) });
+    const finished = (status: FinishedStatus, error?: string) =>
+      events.emit('task:finished', { taskId: this.task.id, type: this.task.type, status, by: 'worker', durationMs: this.deps.clock.now() - started, ...(error ? { error } : {}) });
+    const progress = this.kept.progress;
+    events.emit('write:sent', step);
     try {
-      return { kind: 'resolved', result: await this.definition.handler(parsed.data, context) };
+      const after = await this.send(outcome, lease, progress);
+      answered('ok', after.status);
+      const status = finishedStatus(outcome.write, after.status);
+      finished(status, outcome.write === 'fail' ? outcome.error : undefined);
+      if (status === 'RETRYING') this.deps.onRetryScheduled(after);
+      if (outcome.write === 'fail') this.logger.warn('task attempt failed', { error: outcome.error, status: after.status });
     } catch (error) {
-      return { kind: 'rejected', error, retryable: !(error instanceof NonRetryableError) };
-    } finally {
-      this.deps.history?.record({ ev: 'end', ...marker });
+      if (error instanceof LeaseLostError) {
+        answered('refused');
+        this.logger.warn('outcome refused: the lease is no longer held', { outcome: outcome.write, current: error.current?.status });
+      } else if (error instanceof ValidationError && outcome.write === 'complete') {
+        // e.g. a result over the size limit: record the attempt as failed rather than losing it.
+        answered('error');
+        await this.write({ write: 'fail', error: describeError(error), retryable: false }, started);
+      } else {
+        answered('error');
+        // Unknown (deadline, throttling): the lease runs out and recovery decides.
+        this.logger.error('outcome write failed; recovery will handle the task', { error: describeError(error), ...(error instanceof LeaseholdError ? { code: error.code } : {}) });
+      }
     }
   }
 
-  private async write(outcome: OutcomeWrite): Promise<void> {
-    this.finishing = true;
-    const { store, metrics } = this.deps;
-    const record = (result: 'sent' | 'ok' | 'refused' | 'error', status?: string) =>
-      this.deps.history?.record({ ev: 'write', task: this.task.id, token: this.lease.token, write: outcome.write, outcome: result, ...(status ? { status } : {}) });
-    record('sent');
-    try {
-      switch (outcome.write) {
-        case 'complete':
-          record('ok', (await store.complete({ lease: this.lease, result: outcome.result ?? null })).status);
-          metrics.count('TasksSucceeded');
-          break;
-        case 'fail': {
-          const after = await store.fail({ lease: this.lease, error: outcome.error, retryable: outcome.retryable, ...(this.definition?.backoff ? { backoff: this.definition.backoff } : {}) });
-          record('ok', after.status);
-          metrics.count(after.status === TaskStatus.QUEUED ? 'TasksRetried' : after.status === TaskStatus.CANCELLED ? 'TasksCancelled' : 'TasksFailed');
-          if (after.status === TaskStatus.QUEUED) this.deps.onDelayedRetry(after);
-          this.logger.warn('task attempt failed', { error: outcome.error, status: after.status });
-          break;
-        }
-        case 'finish-cancel':
-          record('ok', (await store.finishCancel({ lease: this.lease })).status);
-          metrics.count('TasksCancelled');
-          break;
-        case 'release':
-          record('ok', (await store.release({ lease: this.lease })).status);
-          metrics.count('TasksReleased');
-          break;
-      }
-    } catch (error) {
-      if (error instanceof LeaseLostError) {
-        record('refused');
-        metrics.count('LateCompletionsRejected');
-        this.logger.warn('outcome refused: the lease is no longer held', { outcome: outcome.write, current: error.current?.status });
-      } else if (error instanceof Error && error.name === 'ValidationError') {
-        // e.g. a result over the size limit: record the attempt as failed rather than losing it.
-        await this.write({ write: 'fail', error: describeError(error), retryable: false });
-      } else {
-        record('error');
-        // Unknown (deadline, throttling): the lease runs out and recovery decides.
-        this.logger.error('outcome write failed; recovery will handle the task', { error: describeError(error) });
-      }
+  private send(outcome: OutcomeWrite, lease: KeptLease['lease'], progress: KeptLease['progress']): Promise<Task> {
+    const { store } = this.deps;
+    switch (outcome.write) {
+      case 'complete':
+        return store.complete({ lease, result: outcome.result ?? null });
+      case 'fail':
+        return store.fail({ lease, error: outcome.error, retryable: outcome.retryable, ...(this.deps.definition?.backoff ? { backoff: this.deps.definition.backoff } : {}), ...(progress ? { progress } : {}) });
+      case 'finish-cancel':
+        return store.finishCancel({ lease });
+      case 'release':
+        return store.release({ lease, ...(progress ? { progress } : {}) });
     }
   }
 
   /** A handler that ignored its signal may still finish; its completion is tried, and the token refuses it. */
-  private async afterAbandon(handlerRun: Promise<HandlerEnd>): Promise<void> {
+  private async afterAbandon(handlerRun: Promise<HandlerEnd>, started: number): Promise<void> {
     const late = await handlerRun;
     if (late.kind !== 'resolved') return;
     this.logger.warn('abandoned handler finished late; trying its completion under the old token');
-    await this.write({ write: 'complete', result: late.result });
+    await this.write({ write: 'complete', result: late.result }, started);
   }
+}
+
+/** Where the outcome write left the task, as the 'task:finished' event names it. */
+function finishedStatus(write: OutcomeWriteKind, status: string): FinishedStatus {
+  if (write === 'release' && status === TaskStatus.QUEUED) return 'RELEASED';
+  if (status === TaskStatus.QUEUED) return 'RETRYING';
+  if (status === TaskStatus.SUCCESS || status === TaskStatus.FAILED || status === TaskStatus.CANCELLED) return status;
+  return 'RELEASED';
 }

@@ -1,6 +1,17 @@
 /** What the worker writes when a handler settles: a pure decision from how it ended and why it was aborted. */
+import { describeError, LeaseholdError } from '../errors.js';
 
+/** Why a handler's signal aborted. */
 export type AbortReason = 'lease-lost' | 'cancel-requested' | 'timeout' | 'shutdown';
+
+/** The reason a handler's signal carries (`signal.reason`), and what `ctx.sleep()` throws when it aborts. */
+export class TaskAbortedError extends LeaseholdError {
+  override name = 'TaskAbortedError';
+  override readonly code = 'TASK_ABORTED';
+  constructor(readonly reason: AbortReason) {
+    super(`task aborted: ${reason}`);
+  }
+}
 
 export type HandlerEnd =
   | { kind: 'resolved'; result: unknown }
@@ -30,9 +41,4 @@ export function decideOutcome(end: HandlerEnd, abortReason: AbortReason | undefi
       if (end.kind === 'abandoned') return { write: 'release' };
       return { write: 'fail', error: describeError(end.error), retryable: end.retryable };
   }
-}
-
-export function describeError(error: unknown): string {
-  if (error instanceof Error) return `${error.name}: ${error.message}`;
-  return typeof error === 'string' ? error : JSON.stringify(error) ?? String(error);
 }

@@ -2,7 +2,7 @@
  * What a handler reports through `ctx.progress()`, made fit to store. Reports ride on the worker's
  * renewal round, which carries every lease of the worker at once: one NaN (`done / total` with
  * `total = 0`) once failed the whole round's validation, so no lease of that worker was renewed and
- * innocent tasks ran twice (review finding 2). So every report is made to fit here, at its source,
+ * innocent tasks ran twice. So every report is made to fit here, at its source,
  * and one that cannot be is refused to the handler that sent it.
  */
 import { ValidationError } from '../errors.js';

@@ -5,7 +5,7 @@
  *
  * Node fires a timer whose delay exceeds 2^31-1 ms (about 24.8 days) after 1 ms instead, with only a
  * warning. A retry promotion due in 34 days then fired at once, found the task not due, re-armed and
- * fired again: a loop of writes (review finding 13). So a long delay is waited out in steps of at
+ * fired again: a loop of writes. So a long delay is waited out in steps of at
  * most MAX_TIMER_DELAY_MS, and the callback runs once, after the whole delay.
  */
 

@@ -1,8 +1,9 @@
 /**
- * Checks the invariants of ../shared/DESIGN.md from the workers' histories and a final scan of the
+ * Checks the protocol's invariants (docs/architecture.md, 'Invariants and how they are kept'; the
+ * list in docs/verification.md, 'What it checks') from the workers' histories and a final scan of the
  * table alone. Pure: it takes the records and returns the violations and the figures.
  */
-import type { HistoryEvent } from '../../shared/worker/history.js';
+import type { HistoryEvent } from './history.js';
 
 export type Recorded = HistoryEvent & { t: number; w: string; off: number };
 

@@ -1,6 +1,6 @@
 /**
  * The fault proxy's record of applied status writes: a write whose answer it dropped still applied, and
- * the record says so. (The chaos flake of issue 13: a recovery fix applied, its answer was dropped, the
+ * the record says so. (A chaos run once flaked this way: a recovery fix applied, its answer was dropped, the
  * SDK resent it by itself, the resend failed its own condition, and the fix was reported as skipped.)
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';

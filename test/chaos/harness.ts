@@ -127,13 +127,15 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosSummary> {
         ...LEASES,
         LEASEHOLD_DYNAMODB_ENDPOINT: proxy.endpoint,
         LEASEHOLD_TABLE: 'chaos',
-        LEASEHOLD_HISTORY_FILE: join(dir, `history-${n}.jsonl`),
-        LEASEHOLD_CLOCK_OFFSET_MS: String(offsetMs),
+        CHAOS_HISTORY_FILE: join(dir, `history-${n}.jsonl`),
+        CHAOS_CLOCK_OFFSET_MS: String(offsetMs),
         LEASEHOLD_WORKER_ID: `${role.slice(2)}-${n}`,
         POWERTOOLS_LOG_LEVEL: 'ERROR',
       },
       // Starting one takes seconds (tsx compiles the stack); on a loaded machine, many more.
       120_000,
+      // The harness's own entry point wires the clock offset and the history in (test/chaos/node.ts).
+      ['test/chaos/node.ts'],
     );
     const id = role === '--worker' ? `worker-${n}` : `recovery-${n}`;
     const proc = { child, id, exited };

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { api, functionDenials, sim, simState } from './support/sim-client.js';
 
-describe('API Gateway answers these itself, never the function (review finding 14)', () => {
+describe('API Gateway answers these itself, never the function', () => {
   it('an unsigned request is 403 {"message":"Forbidden"}, also for /health', async () => {
     expect(await api('GET', '/health', undefined, null)).toMatchObject({ status: 403, body: { message: 'Forbidden' } });
     expect(await api('POST', '/tasks', { type: 'demo.echo' }, null)).toMatchObject({ status: 403, body: { message: 'Forbidden' } });
@@ -37,7 +37,7 @@ describe('API Gateway answers these itself, never the function (review finding 1
     const id = created.body.task.id as string;
     expect((await api('GET', `/tasks/${id}`, undefined, 'producer')).status).toBe(200);
     expect((await api('GET', `/tasks/${id}`, undefined, 'other')).status).toBe(404);
-    // Every session of a role is one owner (review finding 15: stable across session names, and coarse).
+    // Every session of a role is one owner (stable across session names, and coarse).
     expect((await api('GET', `/tasks/${id}`, undefined, 'producer-session-2')).status).toBe(200);
     const bad = await api('POST', '/tasks', { type: 'demo.sleep', payload: { ms: 'soon' } }, 'producer');
     expect(bad.status).toBe(400);
@@ -45,7 +45,7 @@ describe('API Gateway answers these itself, never the function (review finding 1
     expect(bad.body.errors[0]).toMatchObject({ field: 'payload.ms' });
   });
 
-  it('a list page stays under Lambda 6 MB response limit with 256 KB payloads, and the cursor continues where it stopped (review finding 6)', async () => {
+  it('a list page stays under Lambda 6 MB response limit with 256 KB payloads, and the cursor continues where it stopped', async () => {
     const big = 'y'.repeat(250 * 1024);
     const ids = new Set<string>();
     for (let i = 0; i < 30; i++) {

@@ -1,6 +1,6 @@
 /**
  * A task type with its own long timeout (demo.report: 4 minutes) is claimed by a worker invocation well
- * into its life, not only in its first seconds (review finding 1: with the old sizing, 320 s, an
+ * into its life, not only in its first seconds (with the old sizing, 320 s, an
  * invocation could claim it only in its first minute; with 380 s, for its first two).
  */
 import { describe, expect, it } from 'vitest';

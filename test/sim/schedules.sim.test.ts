@@ -1,4 +1,4 @@
-/** User schedules in the deployed shape: PUT goes through EventBridge Scheduler's API, ticks invoke the fire function (review findings 12, 13). */
+/** User schedules in the deployed shape: PUT goes through EventBridge Scheduler's API, ticks invoke the fire function. */
 import { describe, expect, it } from 'vitest';
 import { api, fn, functionDenials, simState, waitFor } from './support/sim-client.js';
 

@@ -1,4 +1,4 @@
-/** The worker Lambda with the settings `cdk deploy` uses by default, started by the Scheduler's one-minute ticks (review finding 1). */
+/** The worker Lambda with the settings `cdk deploy` uses by default, started by the Scheduler's one-minute ticks. */
 import { describe, expect, it } from 'vitest';
 import { api, fn, functionDenials, simState, sleep, waitFor } from './support/sim-client.js';
 

@@ -19,8 +19,9 @@ export interface StackProcess extends NodeProcess {
   url: string | undefined;
 }
 
-export async function startStackProcess(args: string[], env: Record<string, string>, timeoutMs = 20_000): Promise<StackProcess> {
-  const stack = await startNodeProcess(['--import', 'tsx', 'shared/cli/leasehold.ts', 'serve', ...args], {
+/** `entry`: what runs the stack (the user's `leasehold serve`, or a harness's own entry point). */
+export async function startStackProcess(args: string[], env: Record<string, string>, timeoutMs = 20_000, entry = ['shared/cli/leasehold.ts', 'serve']): Promise<StackProcess> {
+  const stack = await startNodeProcess(['--import', 'tsx', ...entry, ...args], {
     env: { ...process.env, ...FAST_STACK_ENV, ...env },
     ready: /^Ctrl-C stops it/m,
     what: 'the stack',

@@ -4,9 +4,9 @@ import { systemClock } from '../../shared/clock.js';
 import type { ConfigInput } from '../../shared/config.js';
 import type { TaskDefinition } from '../../shared/tasks/define.js';
 import { TaskRegistry } from '../../shared/tasks/registry.js';
-import { TaskQueue } from '../../shared/tasks/task-queue.js';
+import { TaskSubmitter } from '../../shared/tasks/task-submitter.js';
 import type { TaskStore } from '../../shared/store/task-store.js';
-import { RecordingMetrics } from '../../shared/worker/metrics.js';
+import { RecordingMetrics } from '../../shared/metrics.js';
 import { Worker } from '../../shared/worker/worker.js';
 import { createTestStore, type TestStore } from './test-store.js';
 import { ScheduleService } from '../../shared/schedules/schedule-service.js';
@@ -32,7 +32,7 @@ export const silentLogger = () => new Logger({ serviceName: 'test', logLevel: 'S
 
 export interface WorkerWorld extends TestStore {
   registry: TaskRegistry;
-  queue: TaskQueue;
+  submitter: TaskSubmitter;
   schedules: ScheduleService;
   worker(id: string, options?: { store?: TaskStore; metrics?: RecordingMetrics }): Worker & { recorded: RecordingMetrics };
 }
@@ -40,15 +40,16 @@ export interface WorkerWorld extends TestStore {
 export async function createWorkerWorld(endpoint: string, definitions: TaskDefinition[], overrides: ConfigInput = {}, sync: SchedulerSync = localSync): Promise<WorkerWorld> {
   const t = await createTestStore(endpoint, { ...FAST_LEASES, ...overrides }, { clock: systemClock(), random: Math.random });
   const registry = new TaskRegistry(definitions, t.config);
-  const queue = new TaskQueue(t.store, registry, t.config);
+  const submitter = new TaskSubmitter(t.store, registry, t.config);
   return {
     ...t,
     registry,
-    queue,
-    schedules: new ScheduleService(new ScheduleStore(t.store.ctx), sync, queue, t.storeClock),
+    submitter,
+    schedules: new ScheduleService(new ScheduleStore(t.store.ctx), sync, submitter, t.storeClock),
     worker: (id, options = {}) => {
       const recorded = options.metrics ?? new RecordingMetrics();
-      const worker = new Worker({ store: options.store ?? t.peer(), registry, config: t.config, workerId: id, logger: silentLogger(), metrics: recorded });
+      const store = options.store ?? t.peer();
+      const worker = new Worker({ store, registry, config: t.config, events: store.events, workerId: id, logger: silentLogger(), metrics: recorded });
       return Object.assign(worker, { recorded });
     },
   };
@@ -71,7 +72,7 @@ export const untilAborted = (signal: AbortSignal) =>
 export function partitionedAfterFirstClaim(store: TaskStore): TaskStore {
   let cut = false;
   const claim = store.claim.bind(store);
-  store.claim = async (input) => (cut ? { claimed: [], lostRaces: 0, queries: 0, recovered: [] } : claim(input).then((r) => ((cut = r.claimed.length > 0), r)));
+  store.claim = async (input, memory) => (cut ? { claimed: [], lostRaces: 0 } : claim(input, memory).then((r) => ((cut = r.claimed.length > 0), r)));
   store.renew = async ({ leases }) => leases.map((l) => ({ taskId: l.taskId, outcome: 'error' as const, error: new Error('network partition') }));
   return store;
 }

@@ -5,14 +5,18 @@
  * Quartz weekday numbering 1 = Sunday, as EventBridge uses); only the EventBridge rules on top are here.
  */
 import { Cron } from 'croner';
+import { LeaseholdError } from '../errors.js';
 
 export type ScheduleExpression =
   | { kind: 'rate'; everyMs: number }
   | { kind: 'cron'; cron: Cron }
   | { kind: 'at'; at: number };
 
-export class ExpressionError extends Error {
+/** A schedule expression (or its time zone) that cannot be evaluated; the message says what to write instead. */
+export class ExpressionError extends LeaseholdError {
   override name = 'ExpressionError';
+  override readonly code = 'SCHEDULE_EXPRESSION_INVALID';
+  override readonly status = 400;
 }
 
 const RATE_UNITS: Record<string, number> = { minute: 60_000, hour: 3_600_000, day: 86_400_000 };

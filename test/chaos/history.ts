@@ -4,6 +4,7 @@
  * harness checks the protocol's invariants from these histories and a final scan, nothing else.
  */
 import { appendFileSync } from 'node:fs';
+import type { LeaseEvents } from '../../shared/events.js';
 
 export type HistoryEvent =
   | { ev: 'claim'; task: string; token: number; leaseUntil: number }
@@ -17,6 +18,22 @@ export type HistoryEvent =
 
 export interface HistorySink {
   record(event: HistoryEvent): void;
+}
+
+/** Writes the lease-path steps of `events` to `sink` as history lines; returns the unsubscribe function. */
+export function recordHistory(events: LeaseEvents, sink: HistorySink): () => void {
+  const off = [
+    events.on('claim:intent', ({ taskId }) => sink.record({ ev: 'intent', task: taskId, op: 'claim' })),
+    events.on('recover:intent', ({ taskId }) => sink.record({ ev: 'intent', task: taskId, op: 'recover' })),
+    events.on('claim:won', ({ taskId, token, leaseUntil }) => sink.record({ ev: 'claim', task: taskId, token, leaseUntil })),
+    events.on('recover:fix', ({ taskId, token, leaseUntil, action }) => sink.record({ ev: 'recover', task: taskId, token, leaseUntil, action })),
+    events.on('renew', ({ taskId, token, outcome, leaseUntil }) => sink.record({ ev: 'renew', task: taskId, token, outcome, ...(leaseUntil === undefined ? {} : { leaseUntil }) })),
+    events.on('handler:start', ({ taskId, token }) => sink.record({ ev: 'start', task: taskId, token })),
+    events.on('handler:end', ({ taskId, token }) => sink.record({ ev: 'end', task: taskId, token })),
+    events.on('write:sent', ({ taskId, token, write }) => sink.record({ ev: 'write', task: taskId, token, write, outcome: 'sent' })),
+    events.on('write:answered', ({ taskId, token, write, outcome, status }) => sink.record({ ev: 'write', task: taskId, token, write, outcome, ...(status ? { status } : {}) })),
+  ];
+  return () => off.forEach((unsubscribe) => unsubscribe());
 }
 
 /** Appends each event to a file with the writer's id and the wall-clock time (not the possibly skewed lease clock). */

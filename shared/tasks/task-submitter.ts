@@ -6,13 +6,13 @@ import type { LeaseholdConfig } from '../config.js';
 import { ValidationError } from '../errors.js';
 import type { EnqueueResult } from '../store/enqueue.js';
 import type { EnqueueInput } from '../store/inputs.js';
-import type { TaskStore } from '../store/task-store.js';
+import type { TaskCommands } from '../store/ports.js';
 import type { TaskRegistry } from './registry.js';
 import { typeTimeoutMs } from '../invocation-budget.js';
 
-export class TaskQueue {
+export class TaskSubmitter {
   constructor(
-    readonly store: TaskStore,
+    private readonly store: Pick<TaskCommands, 'enqueue'>,
     readonly registry: TaskRegistry,
     private readonly config: Pick<LeaseholdConfig, 'maxExecutionMs'>,
   ) {}

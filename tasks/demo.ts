@@ -1,6 +1,6 @@
 /** Demo task types: small, real handlers to try the queue with (registered in the catalog). */
 import * as z from 'zod';
-import { defineTask } from './define.js';
+import { defineTask } from '../shared/tasks/define.js';
 
 export const demoEcho = defineTask({
   name: 'demo.echo',

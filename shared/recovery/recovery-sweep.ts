@@ -1,22 +1,22 @@
 /** One bounded recovery sweep with its figures recorded: shared by the recovery Lambda and the local stack's timer. */
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { RecoveryReport } from '../store/recovery.js';
-import type { TaskStore } from '../store/task-store.js';
-import type { LeaseholdMetrics } from './metrics.js';
-import type { HistorySink } from './history.js';
+import type { Sweeper } from '../store/ports.js';
+import type { Clock } from '../clock.js';
+import type { LeaseholdMetrics } from '../metrics.js';
 
 /** `types`: the task types whose queue depth is published as a gauge (none: no gauges). */
-export async function runRecoverySweep(store: TaskStore, metrics: LeaseholdMetrics, logger: Logger, types: string[] = [], history?: HistorySink): Promise<RecoveryReport> {
+export async function runRecoverySweep(store: Sweeper, deps: { clock: Clock; metrics: LeaseholdMetrics; logger: Logger }, types: string[] = []): Promise<RecoveryReport> {
+  const { clock, metrics, logger } = deps;
   try {
-    // Each fix goes into the history as it applies, so a slow sweep does not look like slow recovery.
-    const report = await store.recover((fix) => history?.record({ ev: 'recover', task: fix.taskId, token: fix.token, leaseUntil: fix.leaseUntil, action: fix.action }));
+    const report = await store.recover();
     if (types.length > 0) {
       const depth = await store.depth(types);
       metrics.gauge('QueueDepth', depth.ready + depth.delayed);
       metrics.gauge('ReadyTasks', depth.ready);
       metrics.gauge('RunningTasks', depth.leased);
       // 0 when nothing waits, so the alarm on it sees a value every sweep (missing data would hide a stall).
-      metrics.gauge('OldestDueAgeMs', depth.oldestDueAt === undefined ? 0 : Math.max(0, store.ctx.clock.now() - depth.oldestDueAt));
+      metrics.gauge('OldestDueAgeMs', depth.oldestDueAt === undefined ? 0 : Math.max(0, clock.now() - depth.oldestDueAt));
     }
     metrics.count('RecoveredRequeued', report.requeued);
     metrics.count('RecoveredFailed', report.failed);

@@ -1,6 +1,7 @@
 /**
  * A small builder for DynamoDB update and condition expressions. Attribute names and values always go
  * through placeholders, and conditions are added as named parts so each one can carry the race it closes.
+ * Task writes are built from their edge of the state machine (transitions.ts, asUpdate).
  */
 /** One named piece of a write condition, rendered against an expression's placeholders. */
 export type ConditionPart = (e: Expression) => string;

@@ -1,0 +1,97 @@
+/**
+ * Import rules for Leasehold, checked by `npm run lint:deps` (dependency-cruiser).
+ *
+ * - No circular imports in the shipped code, the infrastructure, the bench or the sim.
+ * - The production core (shared/ outside shared/cli and shared/local) never imports development
+ *   tooling (the CLI, the local stack, the sim, tests, the bench) or the user's task content
+ *   (shared/tasks/catalog.ts, shared/tasks/demo.ts): the entry points bring the catalog.
+ * - functions/ are the composition roots: they may import the catalog, but no development tooling.
+ * - infra/ (the CDK app) does not import the CLI or the local stack.
+ *
+ * Imports are followed as TypeScript resolves them with tsconfig.json (NodeNext), so a `./x.js`
+ * specifier counts as an import of `./x.ts`; type-only imports count too.
+ */
+
+/** Development tooling and test code: nothing that ships may import these. */
+const DEV_TOOLING = ['^shared/cli/', '^shared/local/', '^sim/', '^test/', '^bench/'];
+/**
+ * The user's task content; only the composition roots (functions/, infra/, the CLI, the local stack)
+ * bring it. It lives in tasks/ (formerly shared/tasks/catalog.ts and shared/tasks/demo.ts).
+ */
+const TASK_CONTENT = ['^tasks/', '^shared/tasks/catalog[.]ts$', '^shared/tasks/demo[.]ts$'];
+
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      severity: 'error',
+      comment:
+        'This import closes a cycle. Break it by moving the shared piece into its own module or by ' +
+        'passing the dependency in (the composition root wires it).',
+      from: { path: '^(shared|functions|infra|bench|sim)/' },
+      to: { circular: true },
+    },
+    {
+      name: 'core-not-to-dev-tooling',
+      severity: 'error',
+      comment:
+        'The production core (shared/ outside shared/cli and shared/local) must not import the CLI, the ' +
+        'local stack, the sim, tests or the bench: the Lambdas bundle the core.',
+      from: { path: '^shared/', pathNot: ['^shared/cli/', '^shared/local/'] },
+      to: { path: DEV_TOOLING },
+    },
+    {
+      name: 'core-not-to-task-content',
+      severity: 'error',
+      comment:
+        'The production core must not import the task catalog or the demo tasks: the entry points ' +
+        '(functions/*.ts, the local stack, the CLI) bring the task definitions and pass them in.',
+      from: { path: '^shared/', pathNot: ['^shared/cli/', '^shared/local/', ...TASK_CONTENT] },
+      to: { path: TASK_CONTENT },
+    },
+    {
+      name: 'functions-not-to-dev-tooling',
+      severity: 'error',
+      comment:
+        'functions/ are the Lambda entry points: they may bring the task catalog, but not the CLI, the ' +
+        'local stack, the sim, tests or the bench.',
+      from: { path: '^functions/' },
+      to: { path: DEV_TOOLING },
+    },
+    {
+      name: 'infra-not-to-local-or-cli',
+      severity: 'error',
+      comment: 'The CDK app must not import the local stack or the CLI.',
+      from: { path: '^infra/' },
+      to: { path: ['^shared/local/', '^shared/cli/'] },
+    },
+    {
+      name: 'not-to-unresolvable',
+      severity: 'error',
+      comment:
+        'This import does not resolve to a file or an installed package. If it is a relative import, ' +
+        'the rules above cannot see where it goes either.',
+      from: {},
+      to: { couldNotResolve: true },
+    },
+  ],
+  options: {
+    doNotFollow: { path: ['node_modules'] },
+    // Scratch reproductions (tsconfig.json leaves them out too), build output and dot folders such as
+    // .leasehold/ and .tmp/. ('^[.][^./]' leaves unresolved './x.js' imports in, for not-to-unresolvable.)
+    exclude: { path: ['^test/repro/', '^cdk[.]out/', '^coverage/', '^[.][^./]'] },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: {
+      exportsFields: ['exports'],
+      conditionNames: ['import', 'require', 'node', 'default', 'types'],
+      extensions: ['.ts', '.d.ts', '.js', '.mjs', '.cjs', '.mts', '.cts', '.json'],
+      mainFields: ['module', 'main', 'types', 'typings'],
+    },
+    skipAnalysisNotInRules: true,
+    reporterOptions: {
+      text: { highlightFocused: true },
+    },
+  },
+};

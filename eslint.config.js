@@ -1,0 +1,66 @@
+// ESLint (flat config) for Leasehold: `npm run lint`. The recommended rules of ESLint and
+// typescript-eslint (syntax only, no type information, so a full run stays fast), plus a few of our own.
+// Formatting is Prettier's job (`npm run format:check`), not ESLint's.
+import js from '@eslint/js';
+import { defineConfig, globalIgnores } from 'eslint/config';
+import globals from 'globals';
+import tseslint from 'typescript-eslint';
+
+export default defineConfig(
+  globalIgnores([
+    'cdk.out/',
+    'coverage/',
+    'docs/',
+    '.leasehold/',
+    '.leasehold-sim/',
+    '.tmp/',
+    // Scratch reproductions, not part of the project (tsconfig.json leaves them out too).
+    'test/repro/',
+    'test/model/',
+  ]),
+  js.configs.recommended,
+  tseslint.configs.recommended,
+  {
+    languageOptions: {
+      ecmaVersion: 2023,
+      sourceType: 'module',
+      globals: { ...globals.node },
+    },
+    linterOptions: {
+      reportUnusedDisableDirectives: 'error',
+    },
+    rules: {
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        {
+          args: 'after-used',
+          argsIgnorePattern: '^_',
+          varsIgnorePattern: '^_',
+          caughtErrors: 'all',
+          caughtErrorsIgnorePattern: '^_',
+          destructuredArrayIgnorePattern: '^_',
+          ignoreRestSiblings: true,
+        },
+      ],
+      eqeqeq: ['error', 'always'],
+      'no-console': 'error',
+    },
+  },
+  {
+    // Command-line tools, the bench, the sim and the tests talk to a terminal.
+    files: ['shared/cli/**', 'bench/**', 'sim/**', 'test/**'],
+    rules: {
+      'no-console': 'off',
+    },
+  },
+  {
+    // Plain CommonJS (the sim's Lambda runtime client, this repo's .cjs configs).
+    files: ['**/*.cjs'],
+    languageOptions: {
+      sourceType: 'commonjs',
+    },
+    rules: {
+      '@typescript-eslint/no-require-imports': 'off',
+    },
+  },
+);

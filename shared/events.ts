@@ -1,0 +1,71 @@
+/**
+ * One typed stream of lifecycle steps. The store, the worker and recovery emit; metrics, logs, the
+ * chaos history and users subscribe (e.g. `events.on('task:finished', ...)` for "task failed for
+ * good"). Instrumentation used to be called separately at each step and shaped return types
+ * (`ClaimResult.recovered` existed for the chaos history); now a step is emitted once.
+ */
+
+export type OutcomeWriteKind = 'complete' | 'fail' | 'finish-cancel' | 'release';
+export type RecoveryAction = 'requeued' | 'failed' | 'cancelled';
+/** Where an attempt left its task: a final status, back in the queue for another attempt, or given back unspent. */
+export type FinishedStatus = 'SUCCESS' | 'FAILED' | 'CANCELLED' | 'RETRYING' | 'RELEASED';
+
+export interface LeaseEventMap {
+  /** Before a claim write is sent: a writer killed in flight leaves its outcome unknown. */
+  'claim:intent': { taskId: string };
+  'claim:won': { taskId: string; type: string; token: number; leaseUntil: number; attempt: number };
+  /** One claim round's result (lost races are billed writes that did no work). */
+  'claim:round': { claimed: number; lostRaces: number };
+  'renew': { taskId: string; token: number; outcome: 'renewed' | 'cancel-requested' | 'lost' | 'error'; leaseUntil?: number };
+  /** The heartbeat timer fired, this late behind its schedule (a blocked event loop shows here). */
+  'heartbeat': { lagMs: number };
+  'lease:lost': { taskId: string; token: number };
+  'handler:start': { taskId: string; token: number; type: string; queueWaitMs: number };
+  'handler:end': { taskId: string; token: number; durationMs: number };
+  /** Sent before the request, so a holder killed while its write was in flight is still seen. */
+  'write:sent': { taskId: string; token: number; write: OutcomeWriteKind };
+  'write:answered': { taskId: string; token: number; write: OutcomeWriteKind; outcome: 'ok' | 'refused' | 'error'; status?: string };
+  /** Before a recovery fix is sent. */
+  'recover:intent': { taskId: string };
+  /** A recovery fix applied (by the sweep, or by a claimer taking over a dead holder's slot). */
+  'recover:fix': { taskId: string; token: number; leaseUntil: number; action: RecoveryAction };
+  /** A write may have put a task in the ready index: claimers in this process look again at once. */
+  'task:readied': { taskId?: string };
+  /** A delayed retry moved into the ready index by the worker that scheduled it. */
+  'task:promoted': { taskId: string };
+  /** A task reached a final status or went back to wait for another attempt. */
+  'task:finished': { taskId: string; type: string; status: FinishedStatus; by: 'worker' | 'recovery'; error?: string; durationMs?: number };
+}
+
+export type LeaseEventName = keyof LeaseEventMap;
+export type LeaseListener<K extends LeaseEventName> = (event: LeaseEventMap[K]) => void;
+
+/** What a listener that throws is reported to (a listener's bug must never break the lease path). */
+export type ListenerErrorSink = (name: LeaseEventName, error: unknown) => void;
+
+export class LeaseEvents {
+  private readonly listeners = new Map<LeaseEventName, Set<(event: never) => void>>();
+
+  constructor(private readonly onListenerError: ListenerErrorSink = () => undefined) {}
+
+  /** Subscribes; returns the unsubscribe function. */
+  on<K extends LeaseEventName>(name: K, listener: LeaseListener<K>): () => void {
+    let set = this.listeners.get(name);
+    if (!set) this.listeners.set(name, (set = new Set()));
+    set.add(listener as (event: never) => void);
+    return () => set.delete(listener as (event: never) => void);
+  }
+
+  /** Every listener runs synchronously, in subscription order; one that throws does not stop the rest. */
+  emit<K extends LeaseEventName>(name: K, event: LeaseEventMap[K]): void {
+    const set = this.listeners.get(name);
+    if (!set) return;
+    for (const listener of set) {
+      try {
+        (listener as LeaseListener<K>)(event);
+      } catch (error) {
+        this.onListenerError(name, error);
+      }
+    }
+  }
+}

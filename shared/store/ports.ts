@@ -1,0 +1,50 @@
+/**
+ * The narrow interfaces each part of the runtime depends on, in the manner of graphile-worker's
+ * getJob/completeJob and BullMQ's backend contract. `TaskStore` implements them all on DynamoDB; the
+ * worker's tests use an in-memory fake of `LeaseStore` with fake timers.
+ */
+import type { Task } from '../task-model.js';
+import type { ClaimResult } from './claim.js';
+import type { ClaimState } from './claim-state.js';
+import type { EnqueueResult } from './enqueue.js';
+import type { ClaimInput, EnqueueInput, FailInput, Lease, ListInput, RenewInput } from './inputs.js';
+
+export type { FailInput };
+import type { RenewOutcome } from './lease-writes.js';
+import type { QueueDepth } from './queue-depth.js';
+import type { RecoveryReport } from './recovery.js';
+import type { TaskPage } from './task-queries.js';
+
+/** What a worker and its executions do to tasks: the lease path. */
+export interface LeaseStore {
+  /** Claims up to `max` due tasks; `memory` is the claiming worker's, kept between its rounds. */
+  claim(input: ClaimInput, memory: ClaimState): Promise<ClaimResult>;
+  renew(input: RenewInput): Promise<RenewOutcome[]>;
+  complete(input: { lease: Lease; result?: unknown }): Promise<Task>;
+  fail(input: FailInput): Promise<Task>;
+  release(input: { lease: Lease }): Promise<Task>;
+  finishCancel(input: { lease: Lease }): Promise<Task>;
+  /** Moves one delayed task into the ready index if it is due; false if it is not (or no longer) waiting. */
+  promote(input: { id: string }): Promise<boolean>;
+}
+
+/** What the API reads. */
+export interface TaskReads {
+  get(input: { id: string; owner?: string }): Promise<Task>;
+  list(input: ListInput): Promise<TaskPage>;
+  depth(types: string[]): Promise<QueueDepth>;
+}
+
+/** What the API and schedules change. */
+export interface TaskCommands {
+  enqueue(input: EnqueueInput): Promise<EnqueueResult>;
+  requestCancel(input: { id: string; owner?: string }): Promise<Task>;
+  /** Puts a FAILED or CANCELLED task back in the queue with a fresh attempt budget. */
+  retry(input: { id: string; owner?: string }): Promise<Task>;
+}
+
+/** What the recovery function runs: a bounded sweep, and the queue's gauges. */
+export interface Sweeper {
+  recover(): Promise<RecoveryReport>;
+  depth(types: string[]): Promise<QueueDepth>;
+}

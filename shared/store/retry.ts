@@ -1,0 +1,26 @@
+/** The API's retry: a FAILED or CANCELLED task goes back to the queue with a fresh attempt budget. */
+import { TaskNotFoundError, TaskStateConflictError } from '../errors.js';
+import { taskKey } from '../table-layout.js';
+import { TaskStatus, type Task } from '../task-model.js';
+import { writeTargetOf, type StoreContext } from './context.js';
+import { conditionalUpdate } from './conditional-write.js';
+import { parseInput, taskRefInput } from './inputs.js';
+import { readTaskItem } from './task-reads.js';
+import { toTask, type TaskItem } from './task-item.js';
+import { asUpdate, retried } from './transitions.js';
+
+const RETRYABLE: readonly TaskStatus[] = [TaskStatus.FAILED, TaskStatus.CANCELLED];
+
+export async function retryTask(ctx: StoreContext, rawInput: { id: string; owner?: string }): Promise<Task> {
+  const { id, owner } = parseInput(taskRefInput, 'retry', rawInput);
+  const item = await readTaskItem(ctx, id);
+  if (!item || (owner !== undefined && item.owner !== owner)) throw new TaskNotFoundError(id);
+  const refuse = (current: TaskItem) =>
+    new TaskStateConflictError(`Task ${id} is ${current.status}; only FAILED or CANCELLED tasks can be retried.`, toTask(current));
+  if (!RETRYABLE.includes(item.status)) throw refuse(item);
+  // Conditioned on the status as read: a second retry, or anything that moved the task since, is refused.
+  const written = await conditionalUpdate<TaskItem>(writeTargetOf(ctx, 'request'), taskKey(id), asUpdate(retried(item, ctx.clock.now())), { needCurrent: true });
+  if (written.applied) return toTask(written.item);
+  if (!written.current) throw new TaskNotFoundError(id);
+  throw refuse(written.current);
+}

@@ -1,0 +1,289 @@
+/**
+ * Every edge of the task state machine, as data: the attributes a write assigns (status, index
+ * membership, lease fields, finish time and TTL) and the named condition parts (conditions.ts) it
+ * needs. Pure, in the spirit of lease-rules.ts: no I/O and no clock reads, every edge takes `now`
+ * from its caller. A store operation reads its inputs, asks lease-rules.ts what to do, takes the edge
+ * here and sends it with conditionalUpdate / conditionalPut (conditional-write.ts).
+ *
+ * Index invariant (each edge keeps it; test/transitions.test.ts checks it on arbitrary states):
+ * - A QUEUED task is in exactly one of two places, and has no lease fields (leaseOwner, leaseUntil):
+ *   - the ready index: `readyPk` = readyPartition(type, shard, priority),
+ *     `readySk` = readySortKey(priority, availableAt, createdAt, id);
+ *   - the delay sweep: `sweepPk` = `DELAY#<shard>`, `sweepAt` = availableAt, carrying the ready keys
+ *     it takes when promoted (`dueReadyPk`, `dueReadySk`, the same values).
+ *   A write that queues a task files it in the ready index when it is due at that write's `now`
+ *   (availableAt <= now), else in the delay sweep; a delayed task stays there past its due time
+ *   until a promotion (by key, or by recovery's sweep) moves it to the ready index.
+ * - A leased task (RUNNING, CANCEL_REQUESTED) is in the lease sweep only: `sweepPk` = `LEASE#<shard>`,
+ *   leaseUntil <= `sweepAt` <= leaseUntil + sweepSlackMs (lease-rules.ts), with leaseOwner and leaseUntil.
+ * - A terminal task (SUCCESS, FAILED, CANCELLED) is in neither index, has no lease fields, and has
+ *   finishedAt and its TTL (`expiresAt`, epoch seconds, from finishedFields).
+ * - Every task is in the owner index (`ownerPk`, `ownerSk`); its keys are written once, at enqueue.
+ */
+import type { LeaseholdConfig } from '../config.js';
+import { sweepKeyFor } from '../lease-rules.js';
+import { delaySweepPartition, INDEX, leaseSweepPartition, ownerSortKey, priorityOfReadySortKey, readyPartition, readySortKey, TTL_ATTRIBUTE } from '../table-layout.js';
+import { TaskStatus } from '../task-model.js';
+import type { Candidate } from './claim-state.js';
+import { hasAttemptsLeft, hasStatus, holdsLease, itemIsNew, leaseAsObserved, stillDelayedAndDue, stillQueuedAt, unchangedSince } from './conditions.js';
+import type { Lease, ProgressReport } from './inputs.js';
+import { finishedFields, type TaskItem } from './task-item.js';
+import { Expression, type ConditionPart } from './update-expression.js';
+
+/** One edge: what the write does to the item, and what must hold for it to apply. */
+export interface Transition {
+  /** SET each defined entry, REMOVE each undefined one. */
+  assign: Record<string, unknown>;
+  /** SET target = source, copied inside DynamoDB without a read (promotion). */
+  copy?: Record<string, string>;
+  /** ADD: counters moved inside DynamoDB (the fencing token, attempts). */
+  add?: Record<string, number>;
+  /** The named condition parts, all of which must hold. Under a lease the fence (holdsLease) is always last. */
+  require: ConditionPart[];
+}
+
+/** The ready keys a delayed task carries until it is promoted (copied into readyPk/readySk without a read). */
+export const DUE_READY = { partition: 'dueReadyPk', sort: 'dueReadySk' } as const;
+
+type Place = Pick<TaskItem, 'id' | 'type' | 'shard' | 'priority' | 'createdAt'>;
+/** What a lease carries to place its task without a read, and its fence. */
+export type LeaseRef = Pick<Lease, 'taskId' | 'type' | 'shard' | 'priority' | 'createdAt' | 'availableAt' | 'owner' | 'token'>;
+/** A leased task as recovery read it back. */
+export type ObservedLease = Place & Pick<TaskItem, 'availableAt' | 'status' | 'leaseToken' | 'leaseUntil' | 'leaseOwner' | 'attempts' | 'maxAttempts'>;
+
+// --- the edges, in the order a task meets them ---
+
+/** A new task (or one replacing an expired record of the same idempotent id, read a moment ago): QUEUED, ready when due, else delayed. */
+export function enqueued(task: Place & Pick<TaskItem, 'availableAt' | 'owner'>, now: number, replacing?: Pick<TaskItem, 'writeId'>): Transition {
+  return {
+    assign: { status: TaskStatus.QUEUED, [INDEX.owner.partition]: task.owner, [INDEX.owner.sort]: ownerSortKey(task.createdAt, task.id), ...queuedAt(task, task.availableAt, now) },
+    require: [replacing ? unchangedSince(replacing.writeId) : itemIsNew],
+  };
+}
+
+/** A claim of the head a worker read: RUNNING under a fresh token, out of the ready index, into the lease sweep. */
+export function claimed(c: Candidate, workerId: string, now: number, leaseUntil: number, config: Pick<LeaseholdConfig, 'leaseTimeoutMs' | 'heartbeatIntervalMs' | 'clockSkewMs'>): Transition {
+  return {
+    assign: {
+      status: TaskStatus.RUNNING,
+      leaseOwner: workerId,
+      leaseUntil,
+      startedAt: now,
+      updatedAt: now,
+      [INDEX.sweep.partition]: leaseSweepPartition(c.shard),
+      [INDEX.sweep.sort]: sweepKeyFor(leaseUntil, config),
+      [INDEX.ready.partition]: undefined,
+      [INDEX.ready.sort]: undefined,
+    },
+    add: { leaseToken: 1, attempts: 1 },
+    require: [stillQueuedAt(c.readySk), hasAttemptsLeft],
+  };
+}
+
+/** Reverts a claim whose outcome was never learned, if that very write applied: QUEUED at its old head, attempt given back. */
+export function claimUndone(c: Candidate, writeId: string): Transition {
+  return {
+    assign: { ...LEASE_LEFT, status: TaskStatus.QUEUED, [INDEX.ready.partition]: readyPartition(c.type, c.shard, priorityOfReadySortKey(c.readySk)), [INDEX.ready.sort]: c.readySk },
+    add: { attempts: -1 },
+    require: [unchangedSince(writeId)],
+  };
+}
+
+/** A heartbeat: the lease moves; the sweep key only when the new lease outruns it (`sweepAt` from sweepKeyAfterRenewal). */
+export function renewed(lease: LeaseRef, leaseUntil: number, sweepAt: number | undefined, progress?: ProgressReport): Transition {
+  return {
+    assign: { leaseUntil, ...(sweepAt === undefined ? {} : { [INDEX.sweep.sort]: sweepAt }), ...progressFields(progress) },
+    require: [fence(lease)],
+  };
+}
+
+/** Success, recorded by the holder (also while a cancel is pending: the work is done). `result` is the stored JSON text. */
+export function completed(lease: LeaseRef, now: number, result: string, config: Pick<LeaseholdConfig, 'retentionDays'>): Transition {
+  return {
+    assign: { ...LEASE_LEFT, status: TaskStatus.SUCCESS, result, updatedAt: now, ...finishedFields(now, config) },
+    require: [fence(lease)],
+  };
+}
+
+/** A failed attempt with attempts left: back to the queue at `availableAt` (after the backoff decideFailure chose). */
+export function failedRetry(lease: LeaseRef, now: number, availableAt: number, error: string, progress?: ProgressReport): Transition {
+  return {
+    assign: { ...LEASE_LEFT, ...progressFields(progress), error, updatedAt: now, status: TaskStatus.QUEUED, availableAt, ...queuedAt(placeOf(lease), availableAt, now) },
+    require: [hasStatus(TaskStatus.RUNNING), fence(lease)],
+  };
+}
+
+/** A failed last attempt, or a failure that must not be retried: FAILED. */
+export function failedFinal(lease: LeaseRef, now: number, error: string, config: Pick<LeaseholdConfig, 'retentionDays'>, progress?: ProgressReport): Transition {
+  return {
+    assign: { ...LEASE_LEFT, ...progressFields(progress), error, updatedAt: now, status: TaskStatus.FAILED, ...finishedFields(now, config) },
+    require: [hasStatus(TaskStatus.RUNNING), fence(lease)],
+  };
+}
+
+/** Given back by its holder without spending an attempt (a worker shutting down), at its old place in the queue. */
+export function released(lease: LeaseRef, now: number, progress?: ProgressReport): Transition {
+  return {
+    assign: { ...LEASE_LEFT, ...progressFields(progress), status: TaskStatus.QUEUED, updatedAt: now, ...queuedAt(placeOf(lease), lease.availableAt, now) },
+    add: { attempts: -1 },
+    require: [hasStatus(TaskStatus.RUNNING), fence(lease)],
+  };
+}
+
+/** A user's cancel of a RUNNING task: its holder keeps the lease until it finishes the cancel. */
+export function cancelRequested(now: number): Transition {
+  return { assign: { updatedAt: now, status: TaskStatus.CANCEL_REQUESTED }, require: [hasStatus(TaskStatus.RUNNING)] };
+}
+
+/** A user's cancel of a QUEUED task (due or delayed): CANCELLED at once, out of both indexes. */
+export function cancelledQueued(now: number, config: Pick<LeaseholdConfig, 'retentionDays'>): Transition {
+  return {
+    assign: {
+      updatedAt: now,
+      status: TaskStatus.CANCELLED,
+      ...finishedFields(now, config),
+      [INDEX.ready.partition]: undefined,
+      [INDEX.ready.sort]: undefined,
+      [INDEX.sweep.partition]: undefined,
+      [INDEX.sweep.sort]: undefined,
+      [DUE_READY.partition]: undefined,
+      [DUE_READY.sort]: undefined,
+    },
+    require: [hasStatus(TaskStatus.QUEUED)],
+  };
+}
+
+/** The holder's answer to a cancel request (finishCancel): CANCELLED. */
+export function cancelledRunning(lease: LeaseRef, now: number, config: Pick<LeaseholdConfig, 'retentionDays'>): Transition {
+  return {
+    assign: { ...LEASE_LEFT, status: TaskStatus.CANCELLED, updatedAt: now, ...finishedFields(now, config) },
+    require: [hasStatus(TaskStatus.CANCEL_REQUESTED), fence(lease)],
+  };
+}
+
+/** Recovery of an expired lease with attempts left: back at its old place in the queue, due now (the attempt that died is counted). */
+export function recoveredRequeue(task: ObservedLease, now: number): Transition {
+  return {
+    assign: {
+      ...LEASE_LEFT,
+      updatedAt: now,
+      status: TaskStatus.QUEUED,
+      error: `lease expired (holder ${task.leaseOwner ?? 'unknown'}) on attempt ${task.attempts} of ${task.maxAttempts}`,
+      ...readyKeys(task, task.availableAt),
+    },
+    require: [observed(task)],
+  };
+}
+
+/** Recovery of an expired lease on its last attempt: FAILED with decideRecovery's error. */
+export function recoveredFail(task: ObservedLease, now: number, error: string, config: Pick<LeaseholdConfig, 'retentionDays'>): Transition {
+  return { assign: { ...LEASE_LEFT, updatedAt: now, ...finishedFields(now, config), status: TaskStatus.FAILED, error }, require: [observed(task)] };
+}
+
+/** Recovery of an expired lease whose cancel was requested: CANCELLED. */
+export function recoveredCancel(task: ObservedLease, now: number, config: Pick<LeaseholdConfig, 'retentionDays'>): Transition {
+  return { assign: { ...LEASE_LEFT, updatedAt: now, ...finishedFields(now, config), status: TaskStatus.CANCELLED }, require: [observed(task)] };
+}
+
+/** A due delayed task into the ready index, by key, without a read: its ready keys are copied inside DynamoDB. */
+export function promoted(delayPartition: string, now: number): Transition {
+  return {
+    copy: { [INDEX.ready.partition]: DUE_READY.partition, [INDEX.ready.sort]: DUE_READY.sort },
+    assign: { updatedAt: now, [INDEX.sweep.partition]: undefined, [INDEX.sweep.sort]: undefined, [DUE_READY.partition]: undefined, [DUE_READY.sort]: undefined },
+    require: [stillDelayedAndDue(delayPartition, now)],
+  };
+}
+
+/** The API's retry of a FAILED or CANCELLED task (read as `task.status`): QUEUED and due now, with a fresh attempt budget. */
+export function retried(task: Place & Pick<TaskItem, 'status'>, now: number): Transition {
+  return {
+    assign: {
+      status: TaskStatus.QUEUED,
+      attempts: 0,
+      availableAt: now,
+      updatedAt: now,
+      ...readyKeys(task, now),
+      finishedAt: undefined,
+      [TTL_ATTRIBUTE]: undefined,
+      result: undefined,
+      error: undefined,
+      progress: undefined,
+      progressNote: undefined,
+    },
+    // A second retry, or anything else that moved the task since the read, makes this fail.
+    require: [hasStatus(task.status)],
+  };
+}
+
+// --- carrying an edge out ---
+
+/** The UpdateItem expression for an edge (conditions, copies, assignments, counters). */
+export function asUpdate(t: Transition): Expression {
+  const e = new Expression();
+  for (const part of t.require) e.require(part);
+  for (const [target, source] of Object.entries(t.copy ?? {})) e.copy(target, source);
+  e.assign(t.assign);
+  for (const [attribute, n] of Object.entries(t.add ?? {})) e.add(attribute, n);
+  return e;
+}
+
+/** The condition alone, for a PutItem of `applyTransition(record, t)`. */
+export function conditionOf(t: Transition): Expression {
+  const e = new Expression();
+  for (const part of t.require) e.require(part);
+  return e;
+}
+
+/**
+ * The item after the edge, computed in memory as DynamoDB applies an update: every operand is read
+ * from the item before it; a missing counter starts at 0. Conditions are not evaluated. Enqueue builds
+ * its new item with it; tests and cost estimates (bench/write-cost.ts) use it to follow a task.
+ */
+export function applyTransition<T extends object>(item: T, t: Transition): T {
+  const before = item as Record<string, unknown>;
+  const after: Record<string, unknown> = { ...before };
+  for (const [target, source] of Object.entries(t.copy ?? {})) {
+    if (before[source] === undefined) delete after[target];
+    else after[target] = before[source];
+  }
+  for (const [attribute, value] of Object.entries(t.assign)) {
+    if (value === undefined) delete after[attribute];
+    else after[attribute] = value;
+  }
+  for (const [attribute, n] of Object.entries(t.add ?? {})) after[attribute] = (typeof before[attribute] === 'number' ? (before[attribute] as number) : 0) + n;
+  return after as T;
+}
+
+// --- the pieces the edges share ---
+
+/** Removed whenever a task leaves its lease (terminal, requeued or released): the lease and its sweep entry. */
+const LEASE_LEFT = { leaseOwner: undefined, leaseUntil: undefined, [INDEX.sweep.partition]: undefined, [INDEX.sweep.sort]: undefined } as const;
+
+/** Every write under a lease: the writer holds this very claim (see holdsLease). Always the last part. */
+const fence = (lease: LeaseRef): ConditionPart => holdsLease(lease.owner, lease.token);
+
+/** Recovery: the lease is exactly as it was read back. */
+const observed = (task: ObservedLease): ConditionPart => leaseAsObserved(task.leaseToken, task.status, task.leaseUntil!);
+
+const placeOf = (lease: LeaseRef): Place => ({ id: lease.taskId, type: lease.type, shard: lease.shard, priority: lease.priority, createdAt: lease.createdAt });
+
+function readyKeys(task: Place, availableAt: number): Record<string, string> {
+  return { [INDEX.ready.partition]: readyPartition(task.type, task.shard, task.priority), [INDEX.ready.sort]: readySortKey(task.priority, availableAt, task.createdAt, task.id) };
+}
+
+/** Where a task queued at `now` goes: the ready index when due, else the delay sweep (with the ready keys it will take). */
+function queuedAt(task: Place, availableAt: number, now: number): Record<string, unknown> {
+  const ready = readyKeys(task, availableAt);
+  if (availableAt <= now) return ready;
+  return {
+    [INDEX.sweep.partition]: delaySweepPartition(task.shard),
+    [INDEX.sweep.sort]: availableAt,
+    [DUE_READY.partition]: ready[INDEX.ready.partition],
+    [DUE_READY.sort]: ready[INDEX.ready.sort],
+  };
+}
+
+/** A progress report as stored: the next attempt reads it back as the previous attempt's checkpoint. */
+function progressFields(progress: ProgressReport | undefined): Record<string, unknown> {
+  return progress ? { progress: progress.fraction, progressNote: progress.note } : {};
+}

@@ -1,0 +1,24 @@
+/** What a running sim tells its callers (the admin endpoint serves it; the CLI prints it). */
+export interface SimCaller {
+  name: string;
+  arn: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+  sessionToken?: string;
+}
+
+export interface SimInfo {
+  apiUrl: string;
+  adminUrl: string;
+  region: string;
+  accountId: string;
+  stackName: string;
+  dynamodb: { backend: string; version: string; endpoint: string; gatedEndpoint: string; tables: string[] };
+  schedulerEndpoint: string;
+  functions: { logicalId: string; name: string; arn: string; node: string; logFile: string }[];
+  callers: SimCaller[];
+  queues: { name: string; arn: string; file: string }[];
+  notices: string[];
+  startedAt: string;
+  startupMs: number;
+}

@@ -1,0 +1,59 @@
+/** A worker's claim memory on its own (pure: times and randomness are given). */
+import { describe, expect, it } from 'vitest';
+import { ClaimState, type Candidate } from '../shared/store/claim-state.js';
+
+const head = (id: string, type = 't'): Candidate => ({ id, type, shard: 0, readySk: `0#${id}` });
+
+describe('claim memory', () => {
+  it('is unsure for its first 8 rounds, calm after, contended for 8 rounds after a lost race', () => {
+    const s = new ClaimState();
+    const randomized: boolean[] = [];
+    for (let i = 0; i < 9; i++) {
+      randomized.push(s.randomized);
+      s.noteRound(0, () => 0.5);
+    }
+    expect(randomized).toEqual([true, true, true, true, true, true, true, true, false]);
+    s.noteRound(1, () => 0.25);
+    expect([s.contended, s.randomized]).toEqual([true, true]);
+    for (let i = 0; i < 7; i++) s.noteRound(0, () => 0.5);
+    expect(s.contended).toBe(true);
+    s.noteRound(0, () => 0.5);
+    expect(s.contended).toBe(false);
+  });
+
+  it('starts at its own partition, moves on by one each round, and jumps after a lost race', () => {
+    const s = new ClaimState();
+    const first = s.startPartition('worker-a', 16);
+    s.noteRound(0, () => 0.5);
+    expect(s.startPartition('worker-a', 16)).toBe((first + 1) % 16);
+    s.noteRound(1, () => 0.999);
+    expect(s.startPartition('worker-a', 16)).toBe((Math.floor(0.999 * 2 ** 31) + 2) % 16);
+  });
+
+  it('hands out spare heads of the wanted types while they are fresh, and none once stale', () => {
+    const s = new ClaimState();
+    s.keepSpare([head('a'), head('b', 'other'), head('c')], 1_000);
+    expect(s.takeSpare(['t'], 1_500, 1_000, 1).map((c) => c.id)).toEqual(['a']);
+    expect(s.takeSpare(['t'], 1_900, 1_000, 5).map((c) => c.id)).toEqual(['c']);
+    expect(s.takeSpare(['other'], 2_001, 1_000, 5)).toEqual([]);
+  });
+
+  it('skips a drained partition for one poll, and forgets it at once when a task is readied', () => {
+    const s = new ClaimState();
+    s.noteDrained('t#3', 1_000);
+    expect(s.isDrained('t#3', 1_900, 1_000)).toBe(true);
+    expect(s.isDrained('t#3', 2_001, 1_000)).toBe(false);
+    s.noteDrained('t#4', 5_000);
+    s.noteLane('t', { readAt: 5_000, waiting: false, below: false });
+    s.forgetDrained();
+    expect(s.isDrained('t#4', 5_001, 1_000)).toBe(false);
+    expect(s.lastLaneRead('t')).toBeUndefined();
+  });
+
+  it('keeps claims of unknown outcome until they are taken for another undo', () => {
+    const s = new ClaimState();
+    s.noteUnknownClaim({ candidate: head('x'), writeId: 'w1', leaseUntil: 9 });
+    expect(s.takeUnknownClaims().map((u) => u.writeId)).toEqual(['w1']);
+    expect(s.takeUnknownClaims()).toEqual([]);
+  });
+});
