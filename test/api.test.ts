@@ -4,7 +4,7 @@ import { ensureTable } from '../shared/store/table-setup.js';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
-import { ALICE, BOB, apiEvent, type EventSpec } from './support/api-events.js';
+import { BOB, apiEvent, type EventSpec } from './support/api-events.js';
 
 let server: TestDynamo;
 let handler: (typeof import('../functions/api.js'))['handler'];

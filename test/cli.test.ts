@@ -81,7 +81,7 @@ describe('the leasehold CLI against the HTTP API', () => {
       'http://x',
     );
     expect(screen).toContain('QUEUED 1   RUNNING 1');
-    expect(screen).toMatch(/a +demo\.sleep +\[##########\.{10}\]  50% +42\.0 s +w1/);
+    expect(screen).toMatch(/a +demo\.sleep +\[##########\.{10}\] {2}50% +42\.0 s +w1/);
     expect(progressBar(1, 4)).toBe('[####] 100%');
     expect(computeStats([], now)).toEqual({ byType: {}, byStatus: {}, runningLeases: 0, oldestQueuedAgeMs: undefined, total: 0 });
     const run = await cli('watch', '--count', '2', '--interval', '10');

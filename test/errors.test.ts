@@ -30,7 +30,16 @@ import * as scheduleErrors from '../shared/schedules/schedule-errors.js';
 import { ScheduleConflictError, ScheduleNameTakenError, ScheduleNotFoundError, ScheduleRejectedError, ScheduleSyncError } from '../shared/schedules/schedule-errors.js';
 import * as timeZones from '../shared/schedules/time-zones.js';
 import { TimeZoneError } from '../shared/schedules/time-zones.js';
+import * as conditionalWrite from '../shared/store/conditional-write.js';
 import { WriteOutcomeUnknownError } from '../shared/store/conditional-write.js';
+import * as enqueue from '../shared/store/enqueue.js';
+import { EnqueueRaceError } from '../shared/store/enqueue.js';
+import * as cancel from '../shared/store/cancel.js';
+import { CancelContendedError } from '../shared/store/cancel.js';
+import * as renewalRound from '../shared/worker/renewal-round.js';
+import { MissingRenewalError } from '../shared/worker/renewal-round.js';
+import * as outcome from '../shared/worker/outcome.js';
+import { TaskAbortedError } from '../shared/worker/outcome.js';
 import * as tableSetup from '../shared/store/table-setup.js';
 import { TableNotActiveError } from '../shared/store/table-setup.js';
 import * as taskReads from '../shared/store/task-reads.js';
@@ -63,6 +72,11 @@ const samples: LeaseholdError[] = [
   new LockLostError('nightly-report', 'expired'),
   new ReadIncompleteError(3, 9),
   new TableNotActiveError('tasks', 30_000),
+  new WriteOutcomeUnknownError({ pk: 'TASK#task-1' }, 'write-1', { cause }),
+  new EnqueueRaceError('task-1'),
+  new CancelContendedError('task-1'),
+  new MissingRenewalError('task-1'),
+  new TaskAbortedError('cancel-requested'),
 ];
 
 /** Every LeaseholdError class a module exports. */
@@ -90,7 +104,7 @@ async function answerTo(error: unknown) {
 
 describe('the error classes', () => {
   it('a sample of every exported error class is checked here', () => {
-    const modules = { errors, scheduleErrors, expression, timeZones, lockClient, taskReads, tableSetup };
+    const modules = { errors, scheduleErrors, expression, timeZones, lockClient, taskReads, tableSetup, conditionalWrite, enqueue, cancel, renewalRound, outcome };
     for (const [name, module] of Object.entries(modules)) {
       for (const cls of errorClasses(module)) expect(samples.some((s) => s.constructor === cls), `${name}.${cls.name} has a sample`).toBe(true);
     }

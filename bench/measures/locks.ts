@@ -5,7 +5,7 @@
  */
 import { startNodeProcess } from '../../test/support/node-process.js';
 import { benchTable, sum } from '../bench-runtime.js';
-import { measure, round, sleep, type BenchContext, type Measure } from '../measure.js';
+import { measure, round, type BenchContext, type Measure } from '../measure.js';
 
 export type LockScenario = 'distinct' | 'shared';
 

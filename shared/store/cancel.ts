@@ -32,6 +32,8 @@ export async function requestCancel(ctx: StoreContext, rawInput: { id: string; o
 export class CancelContendedError extends LeaseholdError {
   override name = 'CancelContendedError';
   override readonly code = 'CANCEL_CONTENDED';
+  /** A race with a concurrent request: sent again, it settles. */
+  override readonly status = 409;
   constructor(readonly taskId: string) {
     super(`Task ${taskId} kept changing status while being cancelled; send the request again.`);
   }

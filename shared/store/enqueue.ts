@@ -89,6 +89,8 @@ async function replaceExpired(ctx: StoreContext, key: Record<string, string>, it
 export class EnqueueRaceError extends LeaseholdError {
   override name = 'EnqueueRaceError';
   override readonly code = 'ENQUEUE_RACE';
+  /** A race with a concurrent request: sent again, it settles. */
+  override readonly status = 409;
   constructor(readonly taskId: string) {
     super(`Task ${taskId} changed while it was being enqueued; send the request again.`);
   }
