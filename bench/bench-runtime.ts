@@ -22,14 +22,24 @@ import { RequestMeter } from '../test/support/request-meter.js';
 /** Handlers that do nothing (the queue's own cost is what is measured), or wait for `ms`. */
 export const BENCH_TASKS = [
   defineTask({ name: 'bench.noop', schema: z.unknown(), handler: () => null }),
-  defineTask({ name: 'bench.wait', schema: z.object({ ms: z.number().int().min(0) }), handler: ({ ms }, ctx) => new Promise((r) => setTimeout(r, ms)).then(() => ctx.signal.aborted) }),
+  defineTask({
+    name: 'bench.wait',
+    schema: z.object({ ms: z.number().int().min(0) }),
+    handler: ({ ms }, ctx) => new Promise((r) => setTimeout(r, ms)).then(() => ctx.signal.aborted),
+  }),
 ];
 
 /**
  * Leases of seconds, so a task whose claim answer was cut off by the deadline (32 runtimes on one
  * event loop queue their requests) is recovered within the run instead of minutes later.
  */
-export const BENCH_CONFIG: ConfigInput = { pollIntervalMs: 1_000, leaseTimeoutMs: 10_000, heartbeatIntervalMs: 2_000, clockSkewMs: 1_000, requestDeadlineMs: 1_500 };
+export const BENCH_CONFIG: ConfigInput = {
+  pollIntervalMs: 1_000,
+  leaseTimeoutMs: 10_000,
+  heartbeatIntervalMs: 2_000,
+  clockSkewMs: 1_000,
+  requestDeadlineMs: 1_500,
+};
 
 export const quietLogger = () => new Logger({ serviceName: 'leasehold-bench', logLevel: 'ERROR' });
 
@@ -45,8 +55,17 @@ export interface BenchRuntime {
 }
 
 /** A new table on the endpoint; returns a factory of runtimes on it. */
-export async function benchTable(endpoint: string, name: string, overrides: ConfigInput = {}): Promise<{ config: LeaseholdConfig; runtime: () => BenchRuntime }> {
-  const config = defineConfig({ ...BENCH_CONFIG, ...overrides, tableName: `bench-${name}-${++tables}-${Date.now()}`, dynamodbEndpoint: endpoint });
+export async function benchTable(
+  endpoint: string,
+  name: string,
+  overrides: ConfigInput = {},
+): Promise<{ config: LeaseholdConfig; runtime: () => BenchRuntime }> {
+  const config = defineConfig({
+    ...BENCH_CONFIG,
+    ...overrides,
+    tableName: `bench-${name}-${++tables}-${Date.now()}`,
+    dynamodbEndpoint: endpoint,
+  });
   const setup = createDynamoClient(config);
   await ensureTable(setup, config.tableName);
   setup.destroy();
@@ -64,7 +83,12 @@ export async function benchTable(endpoint: string, name: string, overrides: Conf
 }
 
 /** Enqueues `count` tasks from `lanes` parallel lanes; returns the elapsed milliseconds. */
-export async function enqueueMany(store: TaskStore, count: number, lanes: number, input: { type: string; payload?: unknown } = { type: 'bench.noop' }): Promise<number> {
+export async function enqueueMany(
+  store: TaskStore,
+  count: number,
+  lanes: number,
+  input: { type: string; payload?: unknown } = { type: 'bench.noop' },
+): Promise<number> {
   const started = performance.now();
   let next = 0;
   await Promise.all(
@@ -101,7 +125,11 @@ export interface DrainResult {
  * Runs one worker per runtime until `total` tasks succeeded, then stops them (they drain and return).
  * `types`: what the workers serve (default the one type the drained tasks have, bench.noop).
  */
-export async function drain(runtimes: BenchRuntime[], total: number, options: { concurrency?: number; timeoutMs?: number; types?: string[] } = {}): Promise<DrainResult> {
+export async function drain(
+  runtimes: BenchRuntime[],
+  total: number,
+  options: { concurrency?: number; timeoutMs?: number; types?: string[] } = {},
+): Promise<DrainResult> {
   const stop = new AbortController();
   let succeeded = 0;
   let finishedAt = 0;
@@ -119,12 +147,23 @@ export async function drain(runtimes: BenchRuntime[], total: number, options: { 
   // As deployed, recovery runs beside the workers: a claim whose answer never came is fixed once its lease runs out.
   // Its requests go through a client of its own, outside the runtimes' meters.
   const recoveryClient = createDynamoClient(runtimes[0]!.config);
-  const recoveryStore = new TaskStore({ doc: documentClientFor(recoveryClient), config: runtimes[0]!.config });
+  const recoveryStore = new TaskStore({
+    doc: documentClientFor(recoveryClient),
+    config: runtimes[0]!.config,
+  });
   const recovery = setInterval(() => void recoveryStore.recover().catch(() => undefined), 1_000);
   const summaries = await Promise.all(
     runtimes.map((r, i) => {
       const config = options.concurrency ? { ...r.config, workerConcurrency: options.concurrency } : r.config;
-      const worker = new Worker({ store: r.store, registry: r.registry, config, workerId: `bench-worker-${i}`, types: options.types ?? ['bench.noop'], logger: quietLogger(), metrics: new ProgressMetrics(onCount) });
+      const worker = new Worker({
+        store: r.store,
+        registry: r.registry,
+        config,
+        workerId: `bench-worker-${i}`,
+        types: options.types ?? ['bench.noop'],
+        logger: quietLogger(),
+        metrics: new ProgressMetrics(onCount),
+      });
       return worker.run({ stop: stop.signal, idleStopMs: Number.POSITIVE_INFINITY });
     }),
   );
@@ -132,7 +171,12 @@ export async function drain(runtimes: BenchRuntime[], total: number, options: { 
   clearInterval(recovery);
   recoveryClient.destroy();
   if (finishedAt === 0) throw new Error(`the drain did not finish: ${succeeded} of ${total} tasks succeeded`);
-  return { elapsedMs: finishedAt - started, claimed: sum(summaries.map((s) => s.claimed)), lostRaces: sum(summaries.map((s) => s.lostRaces)), summaries };
+  return {
+    elapsedMs: finishedAt - started,
+    claimed: sum(summaries.map((s) => s.claimed)),
+    lostRaces: sum(summaries.map((s) => s.lostRaces)),
+    summaries,
+  };
 }
 
 export const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);

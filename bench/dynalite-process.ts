@@ -9,7 +9,10 @@ export interface DynaliteProcess {
 const LISTENING = /dynalite listening on (http:\/\/\S+)/;
 
 export async function startDynaliteProcess(): Promise<DynaliteProcess> {
-  const server = await startNodeProcess(['--import', 'tsx', 'shared/cli/leasehold.ts', 'dynamodb', '--port', '0'], { env: process.env, ready: LISTENING, what: 'dynalite' });
+  const server = await startNodeProcess(
+    ['--import', 'tsx', 'shared/cli/leasehold.ts', 'dynamodb', '--port', '0'],
+    { env: process.env, ready: LISTENING, what: 'dynalite' },
+  );
   return {
     endpoint: LISTENING.exec(server.output())![1]!,
     close: async () => {

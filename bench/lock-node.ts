@@ -16,7 +16,13 @@ import type { LockNodeSummary } from './measures/locks.js';
 const [endpoint, tableName, scenario, loopsArg, durationArg] = process.argv.slice(2);
 const loops = Number(loopsArg);
 const durationMs = Number(durationArg);
-if (!endpoint || !tableName || (scenario !== 'distinct' && scenario !== 'shared') || !(loops > 0) || !(durationMs > 0)) {
+if (
+  !endpoint ||
+  !tableName ||
+  (scenario !== 'distinct' && scenario !== 'shared') ||
+  !(loops > 0) ||
+  !(durationMs > 0)
+) {
   console.error('usage: lock-node.ts <endpoint> <tableName> <distinct|shared> <loops> <durationMs>');
   process.exit(2);
 }
@@ -43,7 +49,14 @@ for await (const line of stdin) {
 stdin.close();
 if (!started) process.exit(1);
 
-const counts: LockNodeSummary = { attempts: 0, acquired: 0, conflicts: 0, lostReleases: 0, errors: 0, elapsedMs: 0 };
+const counts: LockNodeSummary = {
+  attempts: 0,
+  acquired: 0,
+  conflicts: 0,
+  lostReleases: 0,
+  errors: 0,
+  elapsedMs: 0,
+};
 const begin = performance.now();
 const until = begin + durationMs;
 await Promise.all(

@@ -38,6 +38,10 @@ export function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 }
 
-export const median = (values: number[]) => percentile([...values].sort((a, b) => a - b), 50);
+export const median = (values: number[]) =>
+  percentile(
+    [...values].sort((a, b) => a - b),
+    50,
+  );
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -22,7 +22,8 @@ async function main(): Promise<void> {
   const [endpoint, count] = process.argv.slice(2);
   const tasks = Number(count);
   const gc = globalThis.gc;
-  if (!endpoint || !Number.isInteger(tasks) || tasks <= 0) throw new Error('usage: memory-worker <endpoint> <tasks>');
+  if (!endpoint || !Number.isInteger(tasks) || tasks <= 0)
+    throw new Error('usage: memory-worker <endpoint> <tasks>');
   if (!gc) throw new Error('run with node --expose-gc');
   const table = await benchTable(endpoint, 'memory');
   const runtime = table.runtime();
@@ -40,7 +41,13 @@ async function main(): Promise<void> {
     heapAfter.push(process.memoryUsage().heapUsed);
   }
   runtime.client.destroy();
-  const report: MemoryReport = { tasks, maxRssKb: process.resourceUsage().maxRSS, heapAfterFirstBytes: heapAfter[0]!, heapAfterSecondBytes: heapAfter[1]!, drainMs };
+  const report: MemoryReport = {
+    tasks,
+    maxRssKb: process.resourceUsage().maxRSS,
+    heapAfterFirstBytes: heapAfter[0]!,
+    heapAfterSecondBytes: heapAfter[1]!,
+    drainMs,
+  };
   process.stdout.write(`${JSON.stringify(report)}\n`);
 }
 

@@ -27,7 +27,9 @@ try {
   for (const m of MEASURES.filter((m) => !only || m.name === only)) {
     const t = Date.now();
     console.log(`measuring ${m.name}...`);
-    results.push(...(await m.run({ endpoint: dynalite.endpoint, quick, log: (line) => console.log(`  ${line}`) })));
+    results.push(
+      ...(await m.run({ endpoint: dynalite.endpoint, quick, log: (line) => console.log(`  ${line}`) })),
+    );
     console.log(`  (${((Date.now() - t) / 1000).toFixed(1)} s)`);
   }
 } finally {
@@ -37,10 +39,18 @@ try {
 const report = {
   date: new Date(started).toISOString(),
   command: `npm run bench${args.length ? ` -- ${args.join(' ')}` : ''}`,
-  machine: { cores: os.cpus().length, cpu: os.cpus()[0]?.model, memoryGb: Math.round(os.totalmem() / 2 ** 30), node: process.version, platform: `${os.platform()} ${os.arch()}` },
+  machine: {
+    cores: os.cpus().length,
+    cpu: os.cpus()[0]?.model,
+    memoryGb: Math.round(os.totalmem() / 2 ** 30),
+    node: process.version,
+    platform: `${os.platform()} ${os.arch()}`,
+  },
   durationS: Math.round((Date.now() - started) / 100) / 10,
   measures: results,
 };
 const out = new URL(quick || only ? './results-quick.json' : './results.json', import.meta.url);
 await writeFile(out, `${JSON.stringify(report, null, 2)}\n`);
-console.log(`\n${formatTable(results)}\n\n${results.filter((r) => r.met === false).length} of ${results.filter((r) => r.met !== undefined).length} targets missed; ${report.durationS} s; written to ${out.pathname}`);
+console.log(
+  `\n${formatTable(results)}\n\n${results.filter((r) => r.met === false).length} of ${results.filter((r) => r.met !== undefined).length} targets missed; ${report.durationS} s; written to ${out.pathname}`,
+);

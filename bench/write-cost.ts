@@ -23,7 +23,8 @@ export function itemSizeBytes(item: object): number {
 
 function valueSize(value: unknown): number {
   if (typeof value === 'string') return Buffer.byteLength(value, 'utf8');
-  if (typeof value === 'number') return Math.ceil(String(Math.abs(value)).replace(/[.-]/g, '').length / 2) + 1;
+  if (typeof value === 'number')
+    return Math.ceil(String(Math.abs(value)).replace(/[.-]/g, '').length / 2) + 1;
   if (typeof value === 'boolean' || value === null) return 1;
   if (Array.isArray(value)) return 3 + value.reduce((sum: number, v) => sum + 1 + valueSize(v), 0);
   if (typeof value === 'object') return 3 + itemSizeBytes(value as Item) + Object.keys(value as Item).length;
@@ -42,14 +43,26 @@ export function writeCost(before: object | undefined, after: object | undefined)
   const table = units(Math.max(before ? itemSizeBytes(before) : 0, after ? itemSizeBytes(after) : 0));
   const indexes: Record<string, number> = {};
   for (const index of Object.values(INDEX)) {
-    const projected = [KEY.partition, KEY.sort, index.partition, index.sort, ...('include' in index ? index.include : [])];
+    const projected = [
+      KEY.partition,
+      KEY.sort,
+      index.partition,
+      index.sort,
+      ...('include' in index ? index.include : []),
+    ];
     const entry = (item: Item | undefined) =>
-      item && item[index.partition] !== undefined && item[index.sort] !== undefined ? Object.fromEntries(projected.map((a) => [a, item[a]])) : undefined;
+      item && item[index.partition] !== undefined && item[index.sort] !== undefined
+        ? Object.fromEntries(projected.map((a) => [a, item[a]]))
+        : undefined;
     const [old, now] = [entry(before as Item | undefined), entry(after as Item | undefined)];
     let cost = 0;
     if (old && now) {
       const keyChanged = old[index.partition] !== now[index.partition] || old[index.sort] !== now[index.sort];
-      cost = keyChanged ? units(itemSizeBytes(old)) + units(itemSizeBytes(now)) : JSON.stringify(old) === JSON.stringify(now) ? 0 : units(itemSizeBytes(now));
+      cost = keyChanged
+        ? units(itemSizeBytes(old)) + units(itemSizeBytes(now))
+        : JSON.stringify(old) === JSON.stringify(now)
+          ? 0
+          : units(itemSizeBytes(now));
     } else if (old || now) {
       cost = units(itemSizeBytes((old ?? now)!));
     }

@@ -10,4 +10,5 @@ import { taskDefinitions } from '../tasks/catalog.js';
 const app = createLeasehold(loadConfig(process.env), taskDefinitions);
 const logger = new Logger({ serviceName: 'leasehold-api' });
 
-export const handler = (event: APIGatewayProxyEventV2WithIAMAuthorizer) => handleApiEvent(event, { ...app, logger });
+export const handler = (event: APIGatewayProxyEventV2WithIAMAuthorizer) =>
+  handleApiEvent(event, { ...app, logger });

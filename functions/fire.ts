@@ -10,16 +10,25 @@ const app = createLeasehold(loadConfig(process.env), taskDefinitions);
 const logger = new Logger({ serviceName: 'leasehold-fire' });
 
 /** The input each schedule's target carries (see shared/schedules/scheduler-sync.ts). */
-const fireEvent = z.object({ scheduleName: z.string().min(1), scheduledTime: z.iso.datetime({ offset: true }) });
+const fireEvent = z.object({
+  scheduleName: z.string().min(1),
+  scheduledTime: z.iso.datetime({ offset: true }),
+});
 
 export const handler = async (event: unknown) => {
   const parsed = fireEvent.safeParse(event);
   if (!parsed.success) {
     // Retrying cannot fix a malformed event: log it and let it go (it is not a task to lose).
-    logger.error('malformed fire event', { issues: parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`) });
+    logger.error('malformed fire event', {
+      issues: parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`),
+    });
     return { fired: false, reason: 'malformed-event' };
   }
   const outcome = await app.schedules.fire(parsed.data.scheduleName, Date.parse(parsed.data.scheduledTime));
-  logger.info('schedule fired', { schedule: parsed.data.scheduleName, scheduledTime: parsed.data.scheduledTime, ...outcome });
+  logger.info('schedule fired', {
+    schedule: parsed.data.scheduleName,
+    scheduledTime: parsed.data.scheduledTime,
+    ...outcome,
+  });
   return outcome;
 };

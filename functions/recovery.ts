@@ -10,4 +10,5 @@ const app = createTaskRuntime(loadConfig(process.env), taskDefinitions);
 const logger = new Logger({ serviceName: 'leasehold-recovery' });
 const metrics = powertoolsMetrics('leasehold-recovery');
 
-export const handler = async () => runRecoverySweep(app.store, { clock: app.clock, metrics, logger }, app.registry.names());
+export const handler = async () =>
+  runRecoverySweep(app.store, { clock: app.clock, metrics, logger }, app.registry.names());

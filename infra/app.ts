@@ -13,7 +13,9 @@ process.stderr.write(`${describeSettings(deployment, Object.keys(process.env))}\
 const stack = new LeaseholdStack(app, deployment.stackName, {
   env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION },
   config: deployment.config,
-  ...(deployment.workerReservedConcurrency === undefined ? {} : { workerReservedConcurrency: deployment.workerReservedConcurrency }),
+  ...(deployment.workerReservedConcurrency === undefined
+    ? {}
+    : { workerReservedConcurrency: deployment.workerReservedConcurrency }),
 });
 Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
 acknowledgeFindings(stack);

@@ -31,12 +31,17 @@ export function readDeploymentSettings(context: ContextReader, contextKeys: stri
   const allowed = new Set<string>([...deployableSettings(), ...DEPLOYMENT_KEYS]);
   for (const key of contextKeys.filter((k) => k.startsWith(CONTEXT_PREFIX))) {
     const name = key.slice(CONTEXT_PREFIX.length);
-    if (!allowed.has(name)) problems.push({ path: key, message: `is not a deployment setting; use one of ${[...allowed].map((k) => CONTEXT_PREFIX + k).join(', ')}` });
+    if (!allowed.has(name))
+      problems.push({
+        path: key,
+        message: `is not a deployment setting; use one of ${[...allowed].map((k) => CONTEXT_PREFIX + k).join(', ')}`,
+      });
   }
   const values: ConfigInput = {};
   for (const key of deployableSettings()) {
     const value = context(CONTEXT_PREFIX + key);
-    if (value !== undefined) (values as Record<string, unknown>)[key] = typeof value === 'number' ? String(value) : value;
+    if (value !== undefined)
+      (values as Record<string, unknown>)[key] = typeof value === 'number' ? String(value) : value;
   }
   let config: LeaseholdConfig | undefined;
   try {
@@ -48,10 +53,17 @@ export function readDeploymentSettings(context: ContextReader, contextKeys: stri
   const reserved = context(`${CONTEXT_PREFIX}workerReservedConcurrency`);
   const reservedCount = reserved === undefined ? undefined : Number(reserved);
   if (reservedCount !== undefined && !(Number.isInteger(reservedCount) && reservedCount >= 1)) {
-    problems.push({ path: `${CONTEXT_PREFIX}workerReservedConcurrency`, message: `must be a whole number of at least 1 (got ${JSON.stringify(reserved)})` });
+    problems.push({
+      path: `${CONTEXT_PREFIX}workerReservedConcurrency`,
+      message: `must be a whole number of at least 1 (got ${JSON.stringify(reserved)})`,
+    });
   }
   const stackName = String(context(`${CONTEXT_PREFIX}stackName`) ?? 'Leasehold');
-  if (!/^[A-Za-z][A-Za-z0-9-]{0,127}$/.test(stackName)) problems.push({ path: `${CONTEXT_PREFIX}stackName`, message: 'must start with a letter and hold only letters, digits and hyphens (at most 128)' });
+  if (!/^[A-Za-z][A-Za-z0-9-]{0,127}$/.test(stackName))
+    problems.push({
+      path: `${CONTEXT_PREFIX}stackName`,
+      message: 'must start with a letter and hold only letters, digits and hyphens (at most 128)',
+    });
   if (problems.length > 0 || !config) throw new ConfigError(problems);
   return { config, stackName, workerReservedConcurrency: reservedCount };
 }
@@ -64,17 +76,25 @@ function contextKeyFor(envName: string): string {
 
 /** What `cdk synth` prints: every setting the functions get, marking the ones that differ from the default. */
 export function describeSettings(deployment: DeploymentSettings, shellVariables: string[]): string {
-  const lines = [`Leasehold settings for stack ${deployment.stackName} (CDK context ${CONTEXT_PREFIX}<name>):`];
+  const lines = [
+    `Leasehold settings for stack ${deployment.stackName} (CDK context ${CONTEXT_PREFIX}<name>):`,
+  ];
   for (const key of deployableSettings()) {
     const value = deployment.config[key];
     if (value === undefined) continue;
     const shown = typeof value === 'object' ? JSON.stringify(value) : String(value);
     const fallback = settings[key].default;
-    const isDefault = fallback === undefined ? false : String(fallback) === shown || (key === 'typeConcurrency' && shown === '{}');
+    const isDefault =
+      fallback === undefined
+        ? false
+        : String(fallback) === shown || (key === 'typeConcurrency' && shown === '{}');
     lines.push(`  ${key.padEnd(22)} ${shown}${isDefault ? '' : '   (set)'}`);
   }
-  lines.push(`  ${'workerReservedConcurrency'.padEnd(22)} ${deployment.workerReservedConcurrency ?? 'none (opt-in)'}`);
+  lines.push(
+    `  ${'workerReservedConcurrency'.padEnd(22)} ${deployment.workerReservedConcurrency ?? 'none (opt-in)'}`,
+  );
   const ignored = shellVariables.filter((k) => k.startsWith('LEASEHOLD_'));
-  if (ignored.length > 0) lines.push(`  ignored from your shell (set them as context instead): ${ignored.sort().join(', ')}`);
+  if (ignored.length > 0)
+    lines.push(`  ignored from your shell (set them as context instead): ${ignored.sort().join(', ')}`);
   return lines.join('\n');
 }

@@ -5,15 +5,24 @@
  * role's construct name as it appears in its physical name (WorkerRole, ApiRole, ...) or `*` for every role.
  */
 export const GRANTS_WITHOUT_ROUTINE_USE: Record<string, string> = {
-  '*:logs:CreateLogStream': "Lambda writes each function's logs with the function's role (the sim keeps logs in files)",
-  '*:logs:PutLogEvents': "Lambda writes each function's logs with the function's role (the sim keeps logs in files)",
-  '*:kms:DescribeKey': 'what CDK grants users of a table encrypted with a customer-managed key; DynamoDB itself uses only kms:Decrypt as the caller (checked by the sim), kept so a real-AWS call path the sim cannot see does not fail',
-  '*:kms:Encrypt': 'as kms:DescribeKey: CDK grants it to writers of a customer-managed-key table; AWS documents only kms:Decrypt for data-plane calls',
-  '*:kms:GenerateDataKey': 'as kms:DescribeKey: CDK grants it to writers of a customer-managed-key table; AWS documents only kms:Decrypt for data-plane calls',
-  '*:sqs:SendMessage': 'dead letters: Scheduler sends a tick it could not deliver, Lambda a fire it gave up on; used only when something fails',
-  '*:sqs:GetQueueAttributes': "CDK's grant for a Lambda on-failure destination; Lambda checks the queue with it when the destination is configured",
-  '*:sqs:GetQueueUrl': "CDK's grant for a Lambda on-failure destination; Lambda checks the queue with it when the destination is configured",
-  'WorkerRole:dynamodb:GetItem': "the consistent read-back after a write whose answer was lost, and reading a dead holder's task when taking over its concurrency slot: used only under faults (the chaos harness exercises both)",
+  '*:logs:CreateLogStream':
+    "Lambda writes each function's logs with the function's role (the sim keeps logs in files)",
+  '*:logs:PutLogEvents':
+    "Lambda writes each function's logs with the function's role (the sim keeps logs in files)",
+  '*:kms:DescribeKey':
+    'what CDK grants users of a table encrypted with a customer-managed key; DynamoDB itself uses only kms:Decrypt as the caller (checked by the sim), kept so a real-AWS call path the sim cannot see does not fail',
+  '*:kms:Encrypt':
+    'as kms:DescribeKey: CDK grants it to writers of a customer-managed-key table; AWS documents only kms:Decrypt for data-plane calls',
+  '*:kms:GenerateDataKey':
+    'as kms:DescribeKey: CDK grants it to writers of a customer-managed-key table; AWS documents only kms:Decrypt for data-plane calls',
+  '*:sqs:SendMessage':
+    'dead letters: Scheduler sends a tick it could not deliver, Lambda a fire it gave up on; used only when something fails',
+  '*:sqs:GetQueueAttributes':
+    "CDK's grant for a Lambda on-failure destination; Lambda checks the queue with it when the destination is configured",
+  '*:sqs:GetQueueUrl':
+    "CDK's grant for a Lambda on-failure destination; Lambda checks the queue with it when the destination is configured",
+  'WorkerRole:dynamodb:GetItem':
+    "the consistent read-back after a write whose answer was lost, and reading a dead holder's task when taking over its concurrency slot: used only under faults (the chaos harness exercises both)",
 };
 
 /** Whether a grant of `action` to the role named `roleName` has a reason written here. */

@@ -22,7 +22,10 @@ export class LeaseholdHttpApi extends Construct {
 
   constructor(scope: Construct, id: string, props: LeaseholdHttpApiProps) {
     super(scope, id);
-    this.accessLogs = new LogGroup(this, 'AccessLogs', { retention: props.logRetention, removalPolicy: RemovalPolicy.DESTROY });
+    this.accessLogs = new LogGroup(this, 'AccessLogs', {
+      retention: props.logRetention,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
     this.api = new HttpApi(this, 'Api', {
       description: 'Leasehold task queue',
       defaultAuthorizer: new HttpIamAuthorizer(),

@@ -12,7 +12,12 @@ export function lambdaEnvironment(config: LeaseholdConfig): Record<string, strin
   for (const key of settingsFor('protocol', 'worker')) {
     const value = config[key];
     if (value === undefined) continue;
-    env[settings[key].env] = key === 'typeConcurrency' ? Object.entries(value as Record<string, number>).map(([t, n]) => `${t}=${n}`).join(',') : String(value);
+    env[settings[key].env] =
+      key === 'typeConcurrency'
+        ? Object.entries(value as Record<string, number>)
+            .map(([t, n]) => `${t}=${n}`)
+            .join(',')
+        : String(value);
   }
   // An empty list would read back as "no limits" anyway; leave it out.
   if (env.LEASEHOLD_TYPE_CONCURRENCY === '') delete env.LEASEHOLD_TYPE_CONCURRENCY;

@@ -49,16 +49,33 @@ export class LeaseholdFunction extends Construct {
 
   constructor(scope: Construct, id: string, props: LeaseholdFunctionProps) {
     super(scope, id);
-    this.logGroup = new LogGroup(this, 'Logs', { retention: props.logRetention, removalPolicy: RemovalPolicy.DESTROY });
+    this.logGroup = new LogGroup(this, 'Logs', {
+      retention: props.logRetention,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
     const { taskTable, access } = props;
     const statements = [
       // Lambda writes the function's logs with this role (see GRANTS_WITHOUT_ROUTINE_USE).
-      new PolicyStatement({ sid: 'WriteOwnLogs', actions: ['logs:CreateLogStream', 'logs:PutLogEvents'], resources: [this.logGroup.logGroupArn] }),
+      new PolicyStatement({
+        sid: 'WriteOwnLogs',
+        actions: ['logs:CreateLogStream', 'logs:PutLogEvents'],
+        resources: [this.logGroup.logGroupArn],
+      }),
       new PolicyStatement({ sid: 'TaskItems', actions: access.table, resources: [taskTable.table.tableArn] }),
       ...Object.entries(access.indexes).map(
-        ([index, actions]) => new PolicyStatement({ sid: `Index${index[0]!.toUpperCase()}${index.slice(1)}`, actions, resources: [taskTable.indexArn(index)] }),
+        ([index, actions]) =>
+          new PolicyStatement({
+            sid: `Index${index[0]!.toUpperCase()}${index.slice(1)}`,
+            actions,
+            resources: [taskTable.indexArn(index)],
+          }),
       ),
-      new PolicyStatement({ sid: 'TableKey', effect: Effect.ALLOW, actions: TABLE_KEY_ACTIONS, resources: [taskTable.key.keyArn] }),
+      new PolicyStatement({
+        sid: 'TableKey',
+        effect: Effect.ALLOW,
+        actions: TABLE_KEY_ACTIONS,
+        resources: [taskTable.key.keyArn],
+      }),
     ];
     const role = new Role(this, 'Role', {
       assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
@@ -83,7 +100,9 @@ export class LeaseholdFunction extends Construct {
         // Stack traces point into the TypeScript sources through the bundled source maps.
         NODE_OPTIONS: '--enable-source-maps',
       },
-      ...(props.reservedConcurrentExecutions === undefined ? {} : { reservedConcurrentExecutions: props.reservedConcurrentExecutions }),
+      ...(props.reservedConcurrentExecutions === undefined
+        ? {}
+        : { reservedConcurrentExecutions: props.reservedConcurrentExecutions }),
       projectRoot,
       depsLockFilePath: join(projectRoot, 'package-lock.json'),
       bundling: { ...LAMBDA_BUNDLING, format: OutputFormat.CJS, mainFields: [...LAMBDA_BUNDLING.mainFields] },

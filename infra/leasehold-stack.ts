@@ -31,13 +31,26 @@ export const FUNCTION_ACCESS: Record<FunctionName, TableAccess> = {
   // enqueue (put, read-back), get, cancel, retry, list (owner index + batch read); schedule
   // definitions and fires (query their partitions, put, update the sync state, delete a definition)
   api: {
-    table: ['dynamodb:BatchGetItem', 'dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:UpdateItem'],
+    table: [
+      'dynamodb:BatchGetItem',
+      'dynamodb:DeleteItem',
+      'dynamodb:GetItem',
+      'dynamodb:PutItem',
+      'dynamodb:Query',
+      'dynamodb:UpdateItem',
+    ],
     indexes: { [INDEX.owner.name]: ['dynamodb:Query'] },
   },
   // claim (ready heads, slot partitions on the table), lease writes, read-backs
-  worker: { table: ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem'], indexes: { [INDEX.ready.name]: ['dynamodb:Query'] } },
+  worker: {
+    table: ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem'],
+    indexes: { [INDEX.ready.name]: ['dynamodb:Query'] },
+  },
   // sweep (sweep index + batch read), fixes and promotions, queue-depth counts (ready index)
-  recovery: { table: ['dynamodb:BatchGetItem', 'dynamodb:UpdateItem'], indexes: { [INDEX.sweep.name]: ['dynamodb:Query'], [INDEX.ready.name]: ['dynamodb:Query'] } },
+  recovery: {
+    table: ['dynamodb:BatchGetItem', 'dynamodb:UpdateItem'],
+    indexes: { [INDEX.sweep.name]: ['dynamodb:Query'], [INDEX.ready.name]: ['dynamodb:Query'] },
+  },
   // a schedule tick: read the definition, enqueue (put, read-back), record the fire, mark a one-time
   // schedule's definition completed (UpdateItem: the sim's IAM gate found it missing)
   fire: { table: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'], indexes: {} },
@@ -58,19 +71,30 @@ export class LeaseholdStack extends Stack {
     const config = props.config ?? defineConfig();
     // A task type the deployment cannot run as declared is refused here, before anything is deployed.
     const { warnings } = new TaskRegistry(taskDefinitions, config);
-    if (warnings.length > 0) throw new ConfigError(warnings.map((message) => ({ path: 'tasks/catalog.ts', message })));
+    if (warnings.length > 0)
+      throw new ConfigError(warnings.map((message) => ({ path: 'tasks/catalog.ts', message })));
     const sizing = sizeFunctions(config);
     const environment = lambdaEnvironment(config);
     const logRetention = props.logRetention ?? RetentionDays.ONE_MONTH;
     this.taskTable = new TaskTable(this, 'Tasks');
 
-    const fn = (name: FunctionName, description: string, timeoutMs: number, memorySize: number, reserved?: number) =>
+    const fn = (
+      name: FunctionName,
+      description: string,
+      timeoutMs: number,
+      memorySize: number,
+      reserved?: number,
+    ) =>
       new LeaseholdFunction(this, `${name[0]!.toUpperCase()}${name.slice(1)}`, {
         entry: name,
         description,
         timeout: Duration.millis(timeoutMs),
         memorySize,
-        environment: { ...environment, LEASEHOLD_REGION: Aws.REGION, POWERTOOLS_SERVICE_NAME: `leasehold-${name}` },
+        environment: {
+          ...environment,
+          LEASEHOLD_REGION: Aws.REGION,
+          POWERTOOLS_SERVICE_NAME: `leasehold-${name}`,
+        },
         taskTable: this.taskTable,
         access: FUNCTION_ACCESS[name],
         logRetention,
@@ -78,21 +102,54 @@ export class LeaseholdStack extends Stack {
       });
     this.functions = {
       api: fn('api', 'Leasehold HTTP API', sizing.apiTimeoutMs, sizing.apiMemoryMb),
-      worker: fn('worker', 'Leasehold worker: claims, runs and renews tasks', sizing.workerTimeoutMs, sizing.workerMemoryMb, props.workerReservedConcurrency),
-      recovery: fn('recovery', 'Leasehold recovery: expired leases and due delayed tasks', sizing.recoveryTimeoutMs, sizing.recoveryMemoryMb),
-      fire: fn('fire', 'Leasehold schedule tick: enqueues the schedule task once per tick', sizing.apiTimeoutMs, sizing.apiMemoryMb),
+      worker: fn(
+        'worker',
+        'Leasehold worker: claims, runs and renews tasks',
+        sizing.workerTimeoutMs,
+        sizing.workerMemoryMb,
+        props.workerReservedConcurrency,
+      ),
+      recovery: fn(
+        'recovery',
+        'Leasehold recovery: expired leases and due delayed tasks',
+        sizing.recoveryTimeoutMs,
+        sizing.recoveryMemoryMb,
+      ),
+      fire: fn(
+        'fire',
+        'Leasehold schedule tick: enqueues the schedule task once per tick',
+        sizing.apiTimeoutMs,
+        sizing.apiMemoryMb,
+      ),
     };
 
-    this.httpApi = new LeaseholdHttpApi(this, 'Http', { handler: this.functions.api.fn, throttle: props.apiThrottle ?? { rateLimit: 100, burstLimit: 200 }, logRetention });
-    this.schedules = new LeaseholdSchedules(this, 'Schedules', { worker: this.functions.worker.fn, recovery: this.functions.recovery.fn, recoveryIntervalMs: config.recoveryIntervalMs });
-    this.userSchedules = new UserSchedules(this, 'UserSchedules', { api: this.functions.api.fn, fire: this.functions.fire.fn, deadLetters: this.schedules.deadLetters });
+    this.httpApi = new LeaseholdHttpApi(this, 'Http', {
+      handler: this.functions.api.fn,
+      throttle: props.apiThrottle ?? { rateLimit: 100, burstLimit: 200 },
+      logRetention,
+    });
+    this.schedules = new LeaseholdSchedules(this, 'Schedules', {
+      worker: this.functions.worker.fn,
+      recovery: this.functions.recovery.fn,
+      recoveryIntervalMs: config.recoveryIntervalMs,
+    });
+    this.userSchedules = new UserSchedules(this, 'UserSchedules', {
+      api: this.functions.api.fn,
+      fire: this.functions.fire.fn,
+      deadLetters: this.schedules.deadLetters,
+    });
     // EventBridge Scheduler invokes Lambda asynchronously, so Lambda's async settings decide what happens
     // to a tick whose function fails or is throttled (its defaults: 2 retries over up to 6 hours).
     // A worker or recovery run is worth nothing late or twice: the next minute's tick does the same work.
-    for (const fn of [this.functions.worker.fn, this.functions.recovery.fn]) fn.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: Duration.minutes(1) });
+    for (const fn of [this.functions.worker.fn, this.functions.recovery.fn])
+      fn.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: Duration.minutes(1) });
     // A user schedule's tick is work someone asked for: retried (a fire is idempotent per tick), then kept
     // in the dead-letter queue with the event and the error, where the ScheduleDeadLetters alarm sees it.
-    this.functions.fire.fn.configureAsyncInvoke({ retryAttempts: 2, maxEventAge: Duration.hours(1), onFailure: new SqsDestination(this.schedules.deadLetters) });
+    this.functions.fire.fn.configureAsyncInvoke({
+      retryAttempts: 2,
+      maxEventAge: Duration.hours(1),
+      onFailure: new SqsDestination(this.schedules.deadLetters),
+    });
     const scheduleEnvironment = {
       LEASEHOLD_SCHEDULE_GROUP: this.userSchedules.group.scheduleGroupName,
       LEASEHOLD_SCHEDULER_ROLE_ARN: this.userSchedules.invokeRole.roleArn,
@@ -109,7 +166,10 @@ export class LeaseholdStack extends Stack {
       deadLetters: this.schedules.deadLetters,
     });
 
-    new CfnOutput(this, 'ApiUrl', { value: this.httpApi.url, description: 'Base URL of the HTTP API (sign requests with SigV4, service execute-api)' });
+    new CfnOutput(this, 'ApiUrl', {
+      value: this.httpApi.url,
+      description: 'Base URL of the HTTP API (sign requests with SigV4, service execute-api)',
+    });
     new CfnOutput(this, 'TableName', { value: this.taskTable.table.tableName });
     new CfnOutput(this, 'DashboardUrl', {
       value: `https://${Aws.REGION}.console.aws.amazon.com/cloudwatch/home?region=${Aws.REGION}#dashboards:name=${this.monitoring.dashboard.dashboardName}`,

@@ -5,7 +5,13 @@
  */
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
-import { ContextAttribute, Schedule, ScheduleExpression, ScheduleGroup, ScheduleTargetInput } from 'aws-cdk-lib/aws-scheduler';
+import {
+  ContextAttribute,
+  Schedule,
+  ScheduleExpression,
+  ScheduleGroup,
+  ScheduleTargetInput,
+} from 'aws-cdk-lib/aws-scheduler';
 import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';

@@ -3,7 +3,11 @@
  * The worker's timeout comes from the same rule its claim loop uses (shared/invocation-budget.ts).
  */
 import type { LeaseholdConfig } from '../shared/config.js';
-import { LAMBDA_MAX_TIMEOUT_MS, workerInvocationTimeoutMs, workerTimeoutProblem } from '../shared/invocation-budget.js';
+import {
+  LAMBDA_MAX_TIMEOUT_MS,
+  workerInvocationTimeoutMs,
+  workerTimeoutProblem,
+} from '../shared/invocation-budget.js';
 
 export { LAMBDA_MAX_TIMEOUT_MS };
 

@@ -33,7 +33,9 @@ export class TaskTable extends Construct {
         indexName: ix.name,
         partitionKey: { name: ix.partition, type: AttributeType.STRING },
         sortKey: { name: ix.sort, type: attributeType(ix.sortType) },
-        ...('include' in ix ? { projectionType: ProjectionType.INCLUDE, nonKeyAttributes: [...ix.include] } : { projectionType: ProjectionType.KEYS_ONLY }),
+        ...('include' in ix
+          ? { projectionType: ProjectionType.INCLUDE, nonKeyAttributes: [...ix.include] }
+          : { projectionType: ProjectionType.KEYS_ONLY }),
       })),
     });
   }

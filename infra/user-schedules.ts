@@ -18,7 +18,11 @@ export interface UserSchedulesProps {
 }
 
 /** What the API calls (scheduler-sync.ts): update, else create; delete. It never reads a schedule back. */
-export const SCHEDULE_MANAGEMENT_ACTIONS = ['scheduler:CreateSchedule', 'scheduler:DeleteSchedule', 'scheduler:UpdateSchedule'];
+export const SCHEDULE_MANAGEMENT_ACTIONS = [
+  'scheduler:CreateSchedule',
+  'scheduler:DeleteSchedule',
+  'scheduler:UpdateSchedule',
+];
 
 export class UserSchedules extends Construct {
   readonly group: ScheduleGroup;
@@ -29,18 +33,28 @@ export class UserSchedules extends Construct {
     this.group = new ScheduleGroup(this, 'Group', { removalPolicy: RemovalPolicy.DESTROY });
     this.invokeRole = new Role(this, 'InvokeRole', {
       // Only schedules of this group may use it (the confused-deputy guard Scheduler documents).
-      assumedBy: new ServicePrincipal('scheduler.amazonaws.com', { conditions: { StringEquals: { 'aws:SourceAccount': Aws.ACCOUNT_ID, 'aws:SourceArn': this.group.scheduleGroupArn } } }),
+      assumedBy: new ServicePrincipal('scheduler.amazonaws.com', {
+        conditions: {
+          StringEquals: { 'aws:SourceAccount': Aws.ACCOUNT_ID, 'aws:SourceArn': this.group.scheduleGroupArn },
+        },
+      }),
       description: 'EventBridge Scheduler: invoke the Leasehold fire function for user schedules',
     });
-    this.invokeRole.addToPolicy(new PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: [props.fire.functionArn] }));
+    this.invokeRole.addToPolicy(
+      new PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: [props.fire.functionArn] }),
+    );
     // Used only when a tick cannot be delivered (see GRANTS_WITHOUT_ROUTINE_USE).
-    this.invokeRole.addToPolicy(new PolicyStatement({ actions: ['sqs:SendMessage'], resources: [props.deadLetters.queueArn] }));
+    this.invokeRole.addToPolicy(
+      new PolicyStatement({ actions: ['sqs:SendMessage'], resources: [props.deadLetters.queueArn] }),
+    );
 
     props.api.addToRolePolicy(
       new PolicyStatement({
         sid: 'ManageUserSchedules',
         actions: SCHEDULE_MANAGEMENT_ACTIONS,
-        resources: [`arn:${Aws.PARTITION}:scheduler:${Aws.REGION}:${Aws.ACCOUNT_ID}:schedule/${this.group.scheduleGroupName}/*`],
+        resources: [
+          `arn:${Aws.PARTITION}:scheduler:${Aws.REGION}:${Aws.ACCOUNT_ID}:schedule/${this.group.scheduleGroupName}/*`,
+        ],
       }),
     );
     props.api.addToRolePolicy(

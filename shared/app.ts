@@ -17,9 +17,18 @@ export interface LeaseholdDeps extends TaskRuntimeDeps {
 }
 
 /** The task runtime plus schedules: for the API, the fire function and the local stack. */
-export function createLeasehold(config: LeaseholdConfig, definitions: TaskDefinition[], deps: LeaseholdDeps = {}): Leasehold {
+export function createLeasehold(
+  config: LeaseholdConfig,
+  definitions: TaskDefinition[],
+  deps: LeaseholdDeps = {},
+): Leasehold {
   const runtime = createTaskRuntime(config, definitions, deps);
-  const schedules = new ScheduleService(new ScheduleStore(runtime.store.ctx), deps.schedulerSync ?? schedulerSyncFor(runtime.config), runtime.submitter, runtime.clock);
+  const schedules = new ScheduleService(
+    new ScheduleStore(runtime.store.ctx),
+    deps.schedulerSync ?? schedulerSyncFor(runtime.config),
+    runtime.submitter,
+    runtime.clock,
+  );
   return { ...runtime, schedules };
 }
 

@@ -12,7 +12,8 @@ export interface Head {
 }
 
 /** Claim order: the head that should start first sorts first, whatever its type or partition. */
-export const byClaimOrder = (a: Head, b: Head): number => (a.readySk < b.readySk ? -1 : a.readySk > b.readySk ? 1 : 0);
+export const byClaimOrder = (a: Head, b: Head): number =>
+  a.readySk < b.readySk ? -1 : a.readySk > b.readySk ? 1 : 0;
 
 export const isAboveDefault = (h: Head): boolean => priorityOfReadySortKey(h.readySk) > DEFAULT_PRIORITY;
 
@@ -28,7 +29,9 @@ export interface LanePage<H extends Head> {
 }
 
 /** The heads, across lanes, that may be taken now (in claim order), and the lane to read further if none may. */
-export function takeableAcrossLanes<H extends Head>(pages: Map<string, LanePage<H>>): { takeable: H[]; readMore: string | undefined } {
+export function takeableAcrossLanes<H extends Head>(
+  pages: Map<string, LanePage<H>>,
+): { takeable: H[]; readMore: string | undefined } {
   let bound: string | undefined;
   let boundLane: string | undefined;
   for (const [lane, page] of pages) {
@@ -48,6 +51,10 @@ export function takeableAcrossLanes<H extends Head>(pages: Map<string, LanePage<
  * query per type per second, not one per round. A task readied by another process is seen within one
  * poll interval, as in the shards.
  */
-export function laneReadDue(last: { readAt: number; waiting: boolean } | undefined, now: number, config: Pick<LeaseholdConfig, 'pollIntervalMs'>): boolean {
+export function laneReadDue(
+  last: { readAt: number; waiting: boolean } | undefined,
+  now: number,
+  config: Pick<LeaseholdConfig, 'pollIntervalMs'>,
+): boolean {
   return last === undefined || last.waiting || now - last.readAt >= config.pollIntervalMs;
 }

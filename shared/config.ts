@@ -9,17 +9,31 @@ import { ConfigError, type InputProblem } from './errors.js';
 export const MAX_DURATION_MS = 7 * 86_400_000;
 const maxDuration = [MAX_DURATION_MS, `must be at most ${MAX_DURATION_MS} ms (7 days)`] as const;
 
-const positiveMs = z.coerce.number().int('must be a whole number of milliseconds').positive('must be greater than 0').max(...maxDuration);
+const positiveMs = z.coerce
+  .number()
+  .int('must be a whole number of milliseconds')
+  .positive('must be greater than 0')
+  .max(...maxDuration);
 const positiveInt = z.coerce.number().int('must be a whole number').positive('must be greater than 0');
-const nonNegativeMs = z.coerce.number().int('must be a whole number of milliseconds').min(0, 'must not be negative').max(...maxDuration);
+const nonNegativeMs = z.coerce
+  .number()
+  .int('must be a whole number of milliseconds')
+  .min(0, 'must not be negative')
+  .max(...maxDuration);
 
 /** `type=3,other.type=5` -> { type: 3, 'other.type': 5 } */
 const typeLimits = z.string().transform((text, ctx) => {
   const limits: Record<string, number> = {};
-  for (const part of text.split(',').map((p) => p.trim()).filter(Boolean)) {
+  for (const part of text
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)) {
     const match = /^([A-Za-z0-9][A-Za-z0-9._:-]*)=(\d+)$/.exec(part);
     if (!match || Number(match[2]) < 1) {
-      ctx.addIssue({ code: 'custom', message: `"${part}" is not of the form type=limit with a limit of at least 1` });
+      ctx.addIssue({
+        code: 'custom',
+        message: `"${part}" is not of the form type=limit with a limit of at least 1`,
+      });
       return z.NEVER;
     }
     limits[match[1]!] = Number(match[2]);
@@ -32,43 +46,186 @@ const typeLimits = z.string().transform((text, ctx) => {
  * so the docs, the Lambda environment and the local stack cannot drift apart.
  */
 export const settings = {
-  tableName: { audience: 'table', env: 'LEASEHOLD_TABLE', schema: z.string().regex(/^[A-Za-z0-9_.-]{3,255}$/, 'must be 3-255 characters of A-Z a-z 0-9 _ . -'), default: 'leasehold-tasks' },
+  tableName: {
+    audience: 'table',
+    env: 'LEASEHOLD_TABLE',
+    schema: z.string().regex(/^[A-Za-z0-9_.-]{3,255}$/, 'must be 3-255 characters of A-Z a-z 0-9 _ . -'),
+    default: 'leasehold-tasks',
+  },
   region: { audience: 'table', env: 'LEASEHOLD_REGION', schema: z.string().min(1), default: 'us-east-1' },
-  dynamodbEndpoint: { audience: 'table', env: 'LEASEHOLD_DYNAMODB_ENDPOINT', schema: z.url('must be a URL such as http://127.0.0.1:4567').optional(), default: undefined },
-  leaseTimeoutMs: { audience: 'protocol', env: 'LEASEHOLD_LEASE_TIMEOUT_MS', schema: positiveMs, default: 60_000 },
-  heartbeatIntervalMs: { audience: 'protocol', env: 'LEASEHOLD_HEARTBEAT_INTERVAL_MS', schema: positiveMs, default: 10_000 },
-  recoveryIntervalMs: { audience: 'protocol', env: 'LEASEHOLD_RECOVERY_INTERVAL_MS', schema: positiveMs, default: 60_000 },
-  maxExecutionMs: { audience: 'protocol', env: 'LEASEHOLD_MAX_EXECUTION_MS', schema: positiveMs, default: 300_000 },
-  recoveryBatchSize: { audience: 'protocol', env: 'LEASEHOLD_RECOVERY_BATCH_SIZE', schema: positiveInt.max(100, 'must be at most 100 (one BatchGetItem)'), default: 100 },
-  recoveryMaxBatches: { audience: 'protocol', env: 'LEASEHOLD_RECOVERY_MAX_BATCHES', schema: positiveInt, default: 10 },
-  clockSkewMs: { audience: 'protocol', env: 'LEASEHOLD_CLOCK_SKEW_MS', schema: nonNegativeMs, default: 5_000 },
-  requestDeadlineMs: { audience: 'protocol', env: 'LEASEHOLD_REQUEST_DEADLINE_MS', schema: positiveMs, default: 5_000 },
-  pollIntervalMs: { audience: 'worker', env: 'LEASEHOLD_POLL_INTERVAL_MS', schema: positiveMs, default: 1_000 },
-  workerConcurrency: { audience: 'worker', env: 'LEASEHOLD_WORKER_CONCURRENCY', schema: positiveInt.max(1000), default: 8 },
-  claimWindow: { audience: 'worker', env: 'LEASEHOLD_CLAIM_WINDOW', schema: positiveInt.max(100), default: 8 },
-  defaultMaxAttempts: { audience: 'protocol', env: 'LEASEHOLD_DEFAULT_MAX_ATTEMPTS', schema: positiveInt.max(100), default: 3 },
-  backoffBaseMs: { audience: 'protocol', env: 'LEASEHOLD_BACKOFF_BASE_MS', schema: nonNegativeMs, default: 1_000 },
-  backoffMaxMs: { audience: 'protocol', env: 'LEASEHOLD_BACKOFF_MAX_MS', schema: nonNegativeMs, default: 300_000 },
-  globalConcurrency: { audience: 'protocol', env: 'LEASEHOLD_GLOBAL_CONCURRENCY', schema: positiveInt.max(10_000).optional(), default: undefined },
-  typeConcurrency: { audience: 'protocol', env: 'LEASEHOLD_TYPE_CONCURRENCY', schema: typeLimits, default: '' },
+  dynamodbEndpoint: {
+    audience: 'table',
+    env: 'LEASEHOLD_DYNAMODB_ENDPOINT',
+    schema: z.url('must be a URL such as http://127.0.0.1:4567').optional(),
+    default: undefined,
+  },
+  leaseTimeoutMs: {
+    audience: 'protocol',
+    env: 'LEASEHOLD_LEASE_TIMEOUT_MS',
+    schema: positiveMs,
+    default: 60_000,
+  },
+  heartbeatIntervalMs: {
+    audience: 'protocol',
+    env: 'LEASEHOLD_HEARTBEAT_INTERVAL_MS',
+    schema: positiveMs,
+    default: 10_000,
+  },
+  recoveryIntervalMs: {
+    audience: 'protocol',
+    env: 'LEASEHOLD_RECOVERY_INTERVAL_MS',
+    schema: positiveMs,
+    default: 60_000,
+  },
+  maxExecutionMs: {
+    audience: 'protocol',
+    env: 'LEASEHOLD_MAX_EXECUTION_MS',
+    schema: positiveMs,
+    default: 300_000,
+  },
+  recoveryBatchSize: {
+    audience: 'protocol',
+    env: 'LEASEHOLD_RECOVERY_BATCH_SIZE',
+    schema: positiveInt.max(100, 'must be at most 100 (one BatchGetItem)'),
+    default: 100,
+  },
+  recoveryMaxBatches: {
+    audience: 'protocol',
+    env: 'LEASEHOLD_RECOVERY_MAX_BATCHES',
+    schema: positiveInt,
+    default: 10,
+  },
+  clockSkewMs: {
+    audience: 'protocol',
+    env: 'LEASEHOLD_CLOCK_SKEW_MS',
+    schema: nonNegativeMs,
+    default: 5_000,
+  },
+  requestDeadlineMs: {
+    audience: 'protocol',
+    env: 'LEASEHOLD_REQUEST_DEADLINE_MS',
+    schema: positiveMs,
+    default: 5_000,
+  },
+  pollIntervalMs: {
+    audience: 'worker',
+    env: 'LEASEHOLD_POLL_INTERVAL_MS',
+    schema: positiveMs,
+    default: 1_000,
+  },
+  workerConcurrency: {
+    audience: 'worker',
+    env: 'LEASEHOLD_WORKER_CONCURRENCY',
+    schema: positiveInt.max(1000),
+    default: 8,
+  },
+  claimWindow: {
+    audience: 'worker',
+    env: 'LEASEHOLD_CLAIM_WINDOW',
+    schema: positiveInt.max(100),
+    default: 8,
+  },
+  defaultMaxAttempts: {
+    audience: 'protocol',
+    env: 'LEASEHOLD_DEFAULT_MAX_ATTEMPTS',
+    schema: positiveInt.max(100),
+    default: 3,
+  },
+  backoffBaseMs: {
+    audience: 'protocol',
+    env: 'LEASEHOLD_BACKOFF_BASE_MS',
+    schema: nonNegativeMs,
+    default: 1_000,
+  },
+  backoffMaxMs: {
+    audience: 'protocol',
+    env: 'LEASEHOLD_BACKOFF_MAX_MS',
+    schema: nonNegativeMs,
+    default: 300_000,
+  },
+  globalConcurrency: {
+    audience: 'protocol',
+    env: 'LEASEHOLD_GLOBAL_CONCURRENCY',
+    schema: positiveInt.max(10_000).optional(),
+    default: undefined,
+  },
+  typeConcurrency: {
+    audience: 'protocol',
+    env: 'LEASEHOLD_TYPE_CONCURRENCY',
+    schema: typeLimits,
+    default: '',
+  },
   workerTypes: {
     audience: 'worker',
     env: 'LEASEHOLD_WORKER_TYPES',
-    schema: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:-]*(,[A-Za-z0-9][A-Za-z0-9._:-]*)*$/, 'must be task type names separated by commas, e.g. email.send,report.build').optional(),
+    schema: z
+      .string()
+      .regex(
+        /^[A-Za-z0-9][A-Za-z0-9._:-]*(,[A-Za-z0-9][A-Za-z0-9._:-]*)*$/,
+        'must be task type names separated by commas, e.g. email.send,report.build',
+      )
+      .optional(),
     default: undefined,
   },
-  retentionDays: { audience: 'protocol', env: 'LEASEHOLD_RETENTION_DAYS', schema: positiveInt.max(3650), default: 30 },
+  retentionDays: {
+    audience: 'protocol',
+    env: 'LEASEHOLD_RETENTION_DAYS',
+    schema: positiveInt.max(3650),
+    default: 30,
+  },
   idleStopMs: { audience: 'worker', env: 'LEASEHOLD_IDLE_STOP_MS', schema: positiveMs, default: 10_000 },
-  drainMarginMs: { audience: 'worker', env: 'LEASEHOLD_DRAIN_MARGIN_MS', schema: positiveMs, default: 20_000 },
+  drainMarginMs: {
+    audience: 'worker',
+    env: 'LEASEHOLD_DRAIN_MARGIN_MS',
+    schema: positiveMs,
+    default: 20_000,
+  },
   // Recurring schedules in AWS (set by the CDK stack); without them schedules are evaluated locally.
-  scheduleGroup: { audience: 'scheduler', env: 'LEASEHOLD_SCHEDULE_GROUP', schema: z.string().min(1).optional(), default: undefined },
-  schedulerRoleArn: { audience: 'scheduler', env: 'LEASEHOLD_SCHEDULER_ROLE_ARN', schema: z.string().startsWith('arn:', 'must be an IAM role ARN').optional(), default: undefined },
-  fireFunctionArn: { audience: 'scheduler', env: 'LEASEHOLD_FIRE_FUNCTION_ARN', schema: z.string().startsWith('arn:', 'must be a Lambda function ARN').optional(), default: undefined },
-  scheduleDeadLetterArn: { audience: 'scheduler', env: 'LEASEHOLD_SCHEDULE_DLQ_ARN', schema: z.string().startsWith('arn:', 'must be an SQS queue ARN').optional(), default: undefined },
+  scheduleGroup: {
+    audience: 'scheduler',
+    env: 'LEASEHOLD_SCHEDULE_GROUP',
+    schema: z.string().min(1).optional(),
+    default: undefined,
+  },
+  schedulerRoleArn: {
+    audience: 'scheduler',
+    env: 'LEASEHOLD_SCHEDULER_ROLE_ARN',
+    schema: z.string().startsWith('arn:', 'must be an IAM role ARN').optional(),
+    default: undefined,
+  },
+  fireFunctionArn: {
+    audience: 'scheduler',
+    env: 'LEASEHOLD_FIRE_FUNCTION_ARN',
+    schema: z.string().startsWith('arn:', 'must be a Lambda function ARN').optional(),
+    default: undefined,
+  },
+  scheduleDeadLetterArn: {
+    audience: 'scheduler',
+    env: 'LEASEHOLD_SCHEDULE_DLQ_ARN',
+    schema: z.string().startsWith('arn:', 'must be an SQS queue ARN').optional(),
+    default: undefined,
+  },
   // The local stack's own settings.
-  port: { audience: 'local', env: 'LEASEHOLD_PORT', schema: z.coerce.number().int('must be a whole number').min(0).max(65_535, 'must be a TCP port (0-65535)'), default: 3000 },
+  port: {
+    audience: 'local',
+    env: 'LEASEHOLD_PORT',
+    schema: z.coerce
+      .number()
+      .int('must be a whole number')
+      .min(0)
+      .max(65_535, 'must be a TCP port (0-65535)'),
+    default: 3000,
+  },
   dataDir: { audience: 'local', env: 'LEASEHOLD_DATA_DIR', schema: z.string().min(1), default: '.leasehold' },
-  workerId: { audience: 'local', env: 'LEASEHOLD_WORKER_ID', schema: z.string().regex(/^[A-Za-z0-9._:@/-]{1,128}$/, 'must be 1-128 characters: letters, digits and . _ : @ / -').optional(), default: undefined },
+  workerId: {
+    audience: 'local',
+    env: 'LEASEHOLD_WORKER_ID',
+    schema: z
+      .string()
+      .regex(/^[A-Za-z0-9._:@/-]{1,128}$/, 'must be 1-128 characters: letters, digits and . _ : @ / -')
+      .optional(),
+    default: undefined,
+  },
 } as const;
 
 type Settings = typeof settings;
@@ -81,7 +238,9 @@ export type LeaseholdConfig = { [K in keyof Settings]: z.output<Settings[K]['sch
  * (the stack sets it). `local`: the local stack only, never a Lambda.
  */
 export type Audience = 'table' | 'protocol' | 'worker' | 'scheduler' | 'local';
-export type SettingsFor<A extends Audience> = { [K in keyof Settings]: Settings[K]['audience'] extends A ? K : never }[keyof Settings];
+export type SettingsFor<A extends Audience> = {
+  [K in keyof Settings]: Settings[K]['audience'] extends A ? K : never;
+}[keyof Settings];
 
 export type TableConfig = Pick<LeaseholdConfig, SettingsFor<'table'>>;
 export type ProtocolConfig = Pick<LeaseholdConfig, SettingsFor<'protocol'>>;
@@ -91,9 +250,13 @@ export type LocalStackConfig = Pick<LeaseholdConfig, SettingsFor<'local'>>;
 
 /** The settings of the given audiences (e.g. what a deployment passes to its Lambdas). */
 export function settingsFor(...audiences: Audience[]): (keyof LeaseholdConfig)[] {
-  return (Object.keys(settings) as (keyof LeaseholdConfig)[]).filter((k) => audiences.includes(settings[k].audience));
+  return (Object.keys(settings) as (keyof LeaseholdConfig)[]).filter((k) =>
+    audiences.includes(settings[k].audience),
+  );
 }
-export type ConfigInput = Partial<{ [K in keyof Settings]: z.input<Settings[K]['schema']> | LeaseholdConfig[K] }>;
+export type ConfigInput = Partial<{
+  [K in keyof Settings]: z.input<Settings[K]['schema']> | LeaseholdConfig[K];
+}>;
 
 /**
  * The rules between settings. Pure: returns every broken rule, never throws.
@@ -140,20 +303,32 @@ export function checkConfigRules(c: LeaseholdConfig): { problems: InputProblem[]
     });
   }
   if (c.recoveryIntervalMs < c.leaseTimeoutMs) {
-    warnings.push(`${env('recoveryIntervalMs')} (${c.recoveryIntervalMs} ms) below the lease timeout sweeps more often than leases can expire`);
+    warnings.push(
+      `${env('recoveryIntervalMs')} (${c.recoveryIntervalMs} ms) below the lease timeout sweeps more often than leases can expire`,
+    );
   }
   if (c.recoveryIntervalMs > 2 * c.leaseTimeoutMs) {
-    warnings.push(`${env('recoveryIntervalMs')} (${c.recoveryIntervalMs} ms) above twice the lease timeout delays recovery of dead workers`);
+    warnings.push(
+      `${env('recoveryIntervalMs')} (${c.recoveryIntervalMs} ms) above twice the lease timeout delays recovery of dead workers`,
+    );
   }
   return { problems, warnings };
 }
 
 /** Reads and checks the configuration from environment variables. Throws one ConfigError naming every bad variable. */
-export function loadConfig(env: Record<string, string | undefined> = process.env, overrides: ConfigInput = {}): LeaseholdConfig {
+export function loadConfig(
+  env: Record<string, string | undefined> = process.env,
+  overrides: ConfigInput = {},
+): LeaseholdConfig {
   const raw: Record<string, unknown> = {};
   for (const [key, setting] of Object.entries(settings)) {
     const fromEnv = env[setting.env];
-    raw[key] = key in overrides ? overrides[key as keyof ConfigInput] : fromEnv === undefined || fromEnv === '' ? setting.default : fromEnv;
+    raw[key] =
+      key in overrides
+        ? overrides[key as keyof ConfigInput]
+        : fromEnv === undefined || fromEnv === ''
+          ? setting.default
+          : fromEnv;
   }
   return parseConfig(raw);
 }
@@ -175,7 +350,13 @@ function parseConfig(raw: Record<string, unknown>): LeaseholdConfig {
     }
     const result = (setting.schema as z.ZodType).safeParse(value);
     if (result.success) parsed[key] = result.data;
-    else problems.push(...result.error.issues.map((i) => ({ path: setting.env, message: `${i.message} (got ${JSON.stringify(value)})` })));
+    else
+      problems.push(
+        ...result.error.issues.map((i) => ({
+          path: setting.env,
+          message: `${i.message} (got ${JSON.stringify(value)})`,
+        })),
+      );
   }
   if (problems.length > 0) throw new ConfigError(problems);
   const config = parsed as LeaseholdConfig;

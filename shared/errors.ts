@@ -137,7 +137,9 @@ export class LeaseLostError extends LeaseholdError {
   ) {
     super(
       `Lease on task ${taskId} (token ${token}) is no longer held` +
-        (current ? `: the task is ${current.status} with token ${current.leaseToken}.` : ': the task is gone.'),
+        (current
+          ? `: the task is ${current.status} with token ${current.leaseToken}.`
+          : ': the task is gone.'),
       options,
     );
   }
@@ -156,7 +158,7 @@ export class NonRetryableError extends LeaseholdError {
 /** One line for logs and stored task errors: `Name: message` for an Error, else the value as text. */
 export function describeError(error: unknown): string {
   if (error instanceof Error) return `${error.name}: ${error.message}`;
-  return typeof error === 'string' ? error : JSON.stringify(error) ?? String(error);
+  return typeof error === 'string' ? error : (JSON.stringify(error) ?? String(error));
 }
 
 function formatProblem(p: InputProblem): string {

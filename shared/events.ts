@@ -16,15 +16,26 @@ export interface LeaseEventMap {
   'claim:won': { taskId: string; type: string; token: number; leaseUntil: number; attempt: number };
   /** One claim round's result (lost races are billed writes that did no work). */
   'claim:round': { claimed: number; lostRaces: number };
-  'renew': { taskId: string; token: number; outcome: 'renewed' | 'cancel-requested' | 'lost' | 'error'; leaseUntil?: number };
+  renew: {
+    taskId: string;
+    token: number;
+    outcome: 'renewed' | 'cancel-requested' | 'lost' | 'error';
+    leaseUntil?: number;
+  };
   /** The heartbeat timer fired, this late behind its schedule (a blocked event loop shows here). */
-  'heartbeat': { lagMs: number };
+  heartbeat: { lagMs: number };
   'lease:lost': { taskId: string; token: number };
   'handler:start': { taskId: string; token: number; type: string; queueWaitMs: number };
   'handler:end': { taskId: string; token: number; durationMs: number };
   /** Sent before the request, so a holder killed while its write was in flight is still seen. */
   'write:sent': { taskId: string; token: number; write: OutcomeWriteKind };
-  'write:answered': { taskId: string; token: number; write: OutcomeWriteKind; outcome: 'ok' | 'refused' | 'error'; status?: string };
+  'write:answered': {
+    taskId: string;
+    token: number;
+    write: OutcomeWriteKind;
+    outcome: 'ok' | 'refused' | 'error';
+    status?: string;
+  };
   /** Before a recovery fix is sent. */
   'recover:intent': { taskId: string };
   /** A recovery fix applied (by the sweep, or by a claimer taking over a dead holder's slot). */
@@ -34,7 +45,14 @@ export interface LeaseEventMap {
   /** A delayed retry moved into the ready index by the worker that scheduled it. */
   'task:promoted': { taskId: string };
   /** A task reached a final status or went back to wait for another attempt. */
-  'task:finished': { taskId: string; type: string; status: FinishedStatus; by: 'worker' | 'recovery'; error?: string; durationMs?: number };
+  'task:finished': {
+    taskId: string;
+    type: string;
+    status: FinishedStatus;
+    by: 'worker' | 'recovery';
+    error?: string;
+    durationMs?: number;
+  };
 }
 
 export type LeaseEventName = keyof LeaseEventMap;

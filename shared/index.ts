@@ -33,4 +33,10 @@ export { createDocumentClient } from './store/dynamo.js';
 export { ensureTable } from './store/table-setup.js';
 
 // Distributed locks with fencing tokens.
-export { LockClient, LockLostError, LockNotAcquiredError, type Lock, type LockOptions } from './locks/lock-client.js';
+export {
+  LockClient,
+  LockLostError,
+  LockNotAcquiredError,
+  type Lock,
+  type LockOptions,
+} from './locks/lock-client.js';

@@ -20,7 +20,10 @@ export const LAMBDA_MAX_TIMEOUT_MS = 900_000;
 type Budget = Pick<LeaseholdConfig, 'maxExecutionMs' | 'drainMarginMs'>;
 
 /** The longest a task of a type may run: its own timeout, never more than the maximum execution time. */
-export function typeTimeoutMs(typeTimeout: number | undefined, config: Pick<LeaseholdConfig, 'maxExecutionMs'>): number {
+export function typeTimeoutMs(
+  typeTimeout: number | undefined,
+  config: Pick<LeaseholdConfig, 'maxExecutionMs'>,
+): number {
   return Math.min(typeTimeout ?? config.maxExecutionMs, config.maxExecutionMs);
 }
 
@@ -30,13 +33,21 @@ export function typeTimeoutMs(typeTimeout: number | undefined, config: Pick<Leas
  * bypassing it) from outrunning what the claim rule checked, which made workers claim and release it
  * in a loop.
  */
-export function effectiveTimeoutMs(taskTimeout: number | undefined, typeTimeout: number | undefined, config: Pick<LeaseholdConfig, 'maxExecutionMs'>): number {
+export function effectiveTimeoutMs(
+  taskTimeout: number | undefined,
+  typeTimeout: number | undefined,
+  config: Pick<LeaseholdConfig, 'maxExecutionMs'>,
+): number {
   const limit = typeTimeoutMs(typeTimeout, config);
   return taskTimeout === undefined ? limit : Math.min(taskTimeout, limit);
 }
 
 /** A worker with `remainingMs` left may claim a task of this timeout only if it can finish it and still drain. */
-export function canStartWithin(remainingMs: number, timeoutMs: number, config: Pick<LeaseholdConfig, 'drainMarginMs'>): boolean {
+export function canStartWithin(
+  remainingMs: number,
+  timeoutMs: number,
+  config: Pick<LeaseholdConfig, 'drainMarginMs'>,
+): boolean {
   return timeoutMs + config.drainMarginMs <= remainingMs;
 }
 

@@ -30,7 +30,11 @@ export function sweepKeyFor(leaseUntil: number, config: LeaseTimes): number {
 }
 
 /** The new sweep key a renewal must write, or undefined when the current one still covers the lease. */
-export function sweepKeyAfterRenewal(currentSweepAt: number, newLeaseUntil: number, config: LeaseTimes): number | undefined {
+export function sweepKeyAfterRenewal(
+  currentSweepAt: number,
+  newLeaseUntil: number,
+  config: LeaseTimes,
+): number | undefined {
   return newLeaseUntil > currentSweepAt ? sweepKeyFor(newLeaseUntil, config) : undefined;
 }
 
@@ -51,12 +55,21 @@ export type RecoveryAction =
   | { action: 'fail'; error: string };
 
 /** What recovery does with a task it read back, per the task state machine (store/transitions.ts). */
-export function decideRecovery(task: Pick<Task, 'status' | 'leaseUntil' | 'attempts' | 'maxAttempts' | 'leaseOwner'>, now: number, config: Pick<LeaseholdConfig, 'clockSkewMs'>): RecoveryAction {
-  if (task.status !== TaskStatus.RUNNING && task.status !== TaskStatus.CANCEL_REQUESTED) return { action: 'skip', reason: 'not-leased' };
-  if (task.leaseUntil === undefined || task.leaseUntil >= recoveryCutoff(now, config)) return { action: 'skip', reason: 'lease-valid' };
+export function decideRecovery(
+  task: Pick<Task, 'status' | 'leaseUntil' | 'attempts' | 'maxAttempts' | 'leaseOwner'>,
+  now: number,
+  config: Pick<LeaseholdConfig, 'clockSkewMs'>,
+): RecoveryAction {
+  if (task.status !== TaskStatus.RUNNING && task.status !== TaskStatus.CANCEL_REQUESTED)
+    return { action: 'skip', reason: 'not-leased' };
+  if (task.leaseUntil === undefined || task.leaseUntil >= recoveryCutoff(now, config))
+    return { action: 'skip', reason: 'lease-valid' };
   if (task.status === TaskStatus.CANCEL_REQUESTED) return { action: 'cancel' };
   if (task.attempts < task.maxAttempts) return { action: 'requeue' };
-  return { action: 'fail', error: `lease expired (holder ${task.leaseOwner ?? 'unknown'}) on attempt ${task.attempts} of ${task.maxAttempts}` };
+  return {
+    action: 'fail',
+    error: `lease expired (holder ${task.leaseOwner ?? 'unknown'}) on attempt ${task.attempts} of ${task.maxAttempts}`,
+  };
 }
 
 export interface BackoffPolicy {
@@ -74,10 +87,17 @@ export function retryDelayMs(attempt: number, policy: BackoffPolicy, random: Ran
   return Math.round(exponential / 2 + random() * (exponential / 2));
 }
 
-export type FailureOutcome = { status: typeof TaskStatus.QUEUED; availableAt: number } | { status: typeof TaskStatus.FAILED };
+export type FailureOutcome =
+  { status: typeof TaskStatus.QUEUED; availableAt: number } | { status: typeof TaskStatus.FAILED };
 
 /** A failed attempt goes back to the queue after a backoff while attempts remain, else ends FAILED. */
-export function decideFailure(task: Pick<Task, 'attempts' | 'maxAttempts'>, now: number, retryable: boolean, policy: BackoffPolicy, random: RandomSource): FailureOutcome {
+export function decideFailure(
+  task: Pick<Task, 'attempts' | 'maxAttempts'>,
+  now: number,
+  retryable: boolean,
+  policy: BackoffPolicy,
+  random: RandomSource,
+): FailureOutcome {
   if (!retryable || task.attempts >= task.maxAttempts) return { status: TaskStatus.FAILED };
   return { status: TaskStatus.QUEUED, availableAt: now + retryDelayMs(task.attempts, policy, random) };
 }
@@ -88,7 +108,11 @@ export interface HeldLease {
 }
 
 /** A slot or lock can be taken when nobody holds it or its holder's lease ran out (with the skew margin). */
-export function leaseIsFree(slot: HeldLease | undefined, now: number, config: Pick<LeaseholdConfig, 'clockSkewMs'>): boolean {
+export function leaseIsFree(
+  slot: HeldLease | undefined,
+  now: number,
+  config: Pick<LeaseholdConfig, 'clockSkewMs'>,
+): boolean {
   if (!slot || slot.holder === undefined) return true;
   return slot.leaseUntil === undefined || slot.leaseUntil < recoveryCutoff(now, config);
 }
@@ -103,6 +127,10 @@ export function retentionExpiry(now: number, config: Pick<LeaseholdConfig, 'rete
  * if little of it is left when the answer arrives, another claimer may take the task (and its slot)
  * before this worker's first renewal. Such a claim is given back, not started.
  */
-export function claimLeaseUsable(leaseUntil: number, now: number, config: Pick<LeaseholdConfig, 'clockSkewMs'>): boolean {
+export function claimLeaseUsable(
+  leaseUntil: number,
+  now: number,
+  config: Pick<LeaseholdConfig, 'clockSkewMs'>,
+): boolean {
   return leaseUntil - now > config.clockSkewMs;
 }

@@ -35,7 +35,8 @@ export const DEFAULT_PRIORITY = 0;
  * every other priority waits in the type's one lane, sorted by priority, so a claimer learns the
  * highest waiting priority of a type with one query instead of sixteen (see claim.ts).
  */
-export const readyPartition = (type: string, shard: number, priority: number) => (priority === DEFAULT_PRIORITY ? shardPartition(type, shard) : lanePartition(type));
+export const readyPartition = (type: string, shard: number, priority: number) =>
+  priority === DEFAULT_PRIORITY ? shardPartition(type, shard) : lanePartition(type);
 /** One of the 16 partitions holding a type's default-priority tasks. */
 export const shardPartition = (type: string, shard: number) => `${type}#${shard}`;
 /** The partition holding a type's tasks of every priority but the default, highest first. */
@@ -53,7 +54,8 @@ export const availableAtOfReadySortKey = (readySk: string) => Number(readySk.spl
 export const readyPriorityPrefix = (readySk: string) => readySk.slice(0, readySk.indexOf('#'));
 
 /** The priority encoded in a ready sort key. */
-export const priorityOfReadySortKey = (readySk: string) => PRIORITY_LIMIT - Number(readyPriorityPrefix(readySk));
+export const priorityOfReadySortKey = (readySk: string) =>
+  PRIORITY_LIMIT - Number(readyPriorityPrefix(readySk));
 
 export const leaseSweepPartition = (shard: number) => `LEASE#${shard}`;
 export const delaySweepPartition = (shard: number) => `DELAY#${shard}`;
@@ -96,7 +98,10 @@ export function createTableInput(tableName: string): CreateTableCommandInput {
         { AttributeName: ix.partition, KeyType: 'HASH' as const },
         { AttributeName: ix.sort, KeyType: 'RANGE' as const },
       ],
-      Projection: 'include' in ix ? { ProjectionType: 'INCLUDE' as const, NonKeyAttributes: [...ix.include] } : { ProjectionType: 'KEYS_ONLY' as const },
+      Projection:
+        'include' in ix
+          ? { ProjectionType: 'INCLUDE' as const, NonKeyAttributes: [...ix.include] }
+          : { ProjectionType: 'KEYS_ONLY' as const },
     })),
   };
 }

@@ -9,7 +9,11 @@ export const TaskStatus = {
 } as const;
 export type TaskStatus = (typeof TaskStatus)[keyof typeof TaskStatus];
 
-export const TERMINAL_STATUSES: readonly TaskStatus[] = [TaskStatus.SUCCESS, TaskStatus.FAILED, TaskStatus.CANCELLED];
+export const TERMINAL_STATUSES: readonly TaskStatus[] = [
+  TaskStatus.SUCCESS,
+  TaskStatus.FAILED,
+  TaskStatus.CANCELLED,
+];
 /** Statuses in which a worker holds a lease on the task. */
 export const LEASED_STATUSES: readonly TaskStatus[] = [TaskStatus.RUNNING, TaskStatus.CANCEL_REQUESTED];
 

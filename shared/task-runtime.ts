@@ -32,7 +32,11 @@ export interface TaskRuntimeDeps {
   events?: LeaseEvents;
 }
 
-export function createTaskRuntime(config: LeaseholdConfig, definitions: TaskDefinition[], deps: TaskRuntimeDeps = {}): TaskRuntime {
+export function createTaskRuntime(
+  config: LeaseholdConfig,
+  definitions: TaskDefinition[],
+  deps: TaskRuntimeDeps = {},
+): TaskRuntime {
   const registry = new TaskRegistry(definitions, config);
   const doc = deps.doc ?? createDocumentClient(config);
   const clock = deps.clock ?? systemClock();

@@ -27,7 +27,8 @@ export async function startAdminServer(deps: AdminDeps): Promise<{ url: string; 
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      const send = (status: number, body: unknown) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+      const send = (status: number, body: unknown) =>
+        res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
       const url = new URL(req.url ?? '/', 'http://sim');
       try {
         if (req.method === 'GET' && url.pathname === '/state') {
@@ -43,13 +44,22 @@ export async function startAdminServer(deps: AdminDeps): Promise<{ url: string; 
             queues: deps.queues.list(),
           });
         }
-        if (req.method === 'GET' && url.pathname === '/access') return send(200, deps.accessLog.all().filter((r) => r.at >= Number(url.searchParams.get('since') ?? 0)));
+        if (req.method === 'GET' && url.pathname === '/access')
+          return send(
+            200,
+            deps.accessLog.all().filter((r) => r.at >= Number(url.searchParams.get('since') ?? 0)),
+          );
         const invoke = /^\/functions\/([A-Za-z0-9]+)\/invoke$/.exec(url.pathname);
         if (req.method === 'POST' && invoke) {
           const fn = deps.lambda.definitions().find((d) => d.logicalId === invoke[1]);
           if (!fn) return send(404, { message: `no function ${invoke[1]}` });
           const admin = deps.identities.callers().find((c) => c.name === 'admin')!;
-          return send(202, deps.lambda.invokeAsync(fn.arn, Buffer.concat(chunks).toString('utf8') || '{}', { principalArn: admin.arn }));
+          return send(
+            202,
+            deps.lambda.invokeAsync(fn.arn, Buffer.concat(chunks).toString('utf8') || '{}', {
+              principalArn: admin.arn,
+            }),
+          );
         }
         return send(404, { message: 'GET /state, GET /access?since=, POST /functions/<logicalId>/invoke' });
       } catch (error) {

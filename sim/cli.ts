@@ -42,12 +42,15 @@ export async function simMain(argv: string[]): Promise<number> {
     strict: true,
   });
   const dataDir = values['data-dir'] ?? '.leasehold-sim';
-  const context = Object.fromEntries((values.context ?? []).map((kv) => {
-    const i = kv.indexOf('=');
-    if (i < 1) throw new Error(`-c takes name=value, got "${kv}"`);
-    return [kv.slice(0, i), kv.slice(i + 1)];
-  }));
-  if (values.dynamodb !== undefined && values.dynamodb !== 'dynalite' && values.dynamodb !== 'dynamodb-local') throw new Error('--dynamodb takes dynalite or dynamodb-local');
+  const context = Object.fromEntries(
+    (values.context ?? []).map((kv) => {
+      const i = kv.indexOf('=');
+      if (i < 1) throw new Error(`-c takes name=value, got "${kv}"`);
+      return [kv.slice(0, i), kv.slice(i + 1)];
+    }),
+  );
+  if (values.dynamodb !== undefined && values.dynamodb !== 'dynalite' && values.dynamodb !== 'dynamodb-local')
+    throw new Error('--dynamodb takes dynalite or dynamodb-local');
   const sim = await startSim({
     dataDir,
     context,

@@ -40,22 +40,35 @@ export function functionsFromTemplate(
   const { region } = resolver.deployment;
   const asyncConfigs = new Map<string, AsyncInvokeConfig>();
   for (const [, r] of resourcesOfType(template, 'AWS::Lambda::EventInvokeConfig')) {
-    const p = resolver.resolve<{ FunctionName: string; MaximumRetryAttempts?: number; MaximumEventAgeInSeconds?: number; DestinationConfig?: { OnFailure?: { Destination: string }; OnSuccess?: { Destination: string } } }>(r.Properties);
+    const p = resolver.resolve<{
+      FunctionName: string;
+      MaximumRetryAttempts?: number;
+      MaximumEventAgeInSeconds?: number;
+      DestinationConfig?: { OnFailure?: { Destination: string }; OnSuccess?: { Destination: string } };
+    }>(r.Properties);
     asyncConfigs.set(p.FunctionName, {
       maximumRetryAttempts: p.MaximumRetryAttempts ?? LAMBDA_ASYNC_DEFAULTS.maximumRetryAttempts,
-      maximumEventAgeMs: (p.MaximumEventAgeInSeconds ?? LAMBDA_ASYNC_DEFAULTS.maximumEventAgeMs / 1000) * 1000,
+      maximumEventAgeMs:
+        (p.MaximumEventAgeInSeconds ?? LAMBDA_ASYNC_DEFAULTS.maximumEventAgeMs / 1000) * 1000,
       ...(p.DestinationConfig?.OnFailure ? { onFailure: p.DestinationConfig.OnFailure.Destination } : {}),
       ...(p.DestinationConfig?.OnSuccess ? { onSuccess: p.DestinationConfig.OnSuccess.Destination } : {}),
     });
   }
-  const permissions = resourcesOfType(template, 'AWS::Lambda::Permission').map(([, r]) => resolver.resolve<{ FunctionName: string; Principal: string; SourceArn?: string; Action: string }>(r.Properties));
+  const permissions = resourcesOfType(template, 'AWS::Lambda::Permission').map(([, r]) =>
+    resolver.resolve<{ FunctionName: string; Principal: string; SourceArn?: string; Action: string }>(
+      r.Properties,
+    ),
+  );
 
   return resourcesOfType(template, 'AWS::Lambda::Function').map(([logicalId, r]) => {
     const p = resolver.resolve<FunctionProperties>(r.Properties);
     const { ref: name, attributes } = resolver.resource(logicalId);
     const arn = attributes.Arn!;
     const taskRoot = p.Code.S3Key ? assembly.assetDirForObjectKey(p.Code.S3Key) : undefined;
-    if (!taskRoot) throw new Error(`function ${logicalId}: its code is not an asset of ${assembly.dir} (inline code and images are not simulated)`);
+    if (!taskRoot)
+      throw new Error(
+        `function ${logicalId}: its code is not an asset of ${assembly.dir} (inline code and images are not simulated)`,
+      );
     const node = nodeForRuntime(p.Runtime, notice);
     if (node.notice) notice(`${logicalId}: ${node.notice}`);
     const memoryMb = p.MemorySize ?? 128;
@@ -92,7 +105,13 @@ export function functionsFromTemplate(
       nodePath: node.path,
       environment,
       asyncConfig: asyncConfigs.get(arn) ?? asyncConfigs.get(name) ?? LAMBDA_ASYNC_DEFAULTS,
-      resourcePolicy: permissions.filter((perm) => perm.FunctionName === arn || perm.FunctionName === name).map((perm) => ({ principal: perm.Principal, action: perm.Action, ...(perm.SourceArn ? { sourceArn: perm.SourceArn } : {}) })),
+      resourcePolicy: permissions
+        .filter((perm) => perm.FunctionName === arn || perm.FunctionName === name)
+        .map((perm) => ({
+          principal: perm.Principal,
+          action: perm.Action,
+          ...(perm.SourceArn ? { sourceArn: perm.SourceArn } : {}),
+        })),
       log: logFor(logicalId),
     };
   });

@@ -2,7 +2,10 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-export async function listenOnLoopback(server: Server, port = 0): Promise<{ port: number; close(): Promise<void> }> {
+export async function listenOnLoopback(
+  server: Server,
+  port = 0,
+): Promise<{ port: number; close(): Promise<void> }> {
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', () => resolve()));
   return {
     port: (server.address() as AddressInfo).port,

@@ -24,14 +24,25 @@ const MINUTES_PER_MONTH = 43_200;
 // The sim's own SDK clients run on this Node; the functions run on their runtime's.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
-const { values } = parseArgs({ options: { minutes: { type: 'string' }, warmup: { type: 'string' }, samples: { type: 'string' } } });
+const { values } = parseArgs({
+  options: { minutes: { type: 'string' }, warmup: { type: 'string' }, samples: { type: 'string' } },
+});
 const minutes = Number(values.minutes ?? 3);
 const samples = Number(values.samples ?? 3);
 const warmupMs = Number(values.warmup ?? 75) * 1000;
-const sim = await startSim({ dataDir: mkdtempSync(join(tmpdir(), 'leasehold-sim-idle-')), log: () => undefined });
+const sim = await startSim({
+  dataDir: mkdtempSync(join(tmpdir(), 'leasehold-sim-idle-')),
+  log: () => undefined,
+});
 const admin = sim.info.adminUrl;
-const state = async (since = 0) => (await (await fetch(`${admin}/state?since=${since}`)).json()) as { functions: Record<string, { invocations: number; recent: { startedAt: number; durationMs: number }[] }>; requests: Record<string, Record<string, number>> };
-process.stdout.write(`sim up in ${sim.info.startupMs} ms; warming up ${warmupMs / 1000} s, then counting ${minutes} idle minutes\n`);
+const state = async (since = 0) =>
+  (await (await fetch(`${admin}/state?since=${since}`)).json()) as {
+    functions: Record<string, { invocations: number; recent: { startedAt: number; durationMs: number }[] }>;
+    requests: Record<string, Record<string, number>>;
+  };
+process.stdout.write(
+  `sim up in ${sim.info.startupMs} ms; warming up ${warmupMs / 1000} s, then counting ${minutes} idle minutes\n`,
+);
 await new Promise((r) => setTimeout(r, warmupMs));
 const from = Date.now();
 const before = await state();
@@ -40,12 +51,21 @@ const after = await state(from);
 
 // Enqueue-to-start while idle: tasks enqueued at random moments while no worker runs wait for the next tick.
 const caller = sim.info.callers.find((c) => c.name === 'admin')!;
-const sign = sigv4Signer(sim.info.region, { accessKeyId: caller.accessKeyId, secretAccessKey: caller.secretAccessKey });
+const sign = sigv4Signer(sim.info.region, {
+  accessKeyId: caller.accessKeyId,
+  secretAccessKey: caller.secretAccessKey,
+});
 const call = async (method: string, path: string, body?: unknown) => {
   const url = new URL(path, sim.info.apiUrl);
   const text = body === undefined ? undefined : JSON.stringify(body);
-  const headers = await sign(url, { method, headers: text ? { 'content-type': 'application/json' } : {}, ...(text ? { body: text } : {}) });
-  return (await (await fetch(url, { method, headers, ...(text ? { body: text } : {}) })).json()) as { task: { id: string; status: string; createdAt: string; startedAt?: string } };
+  const headers = await sign(url, {
+    method,
+    headers: text ? { 'content-type': 'application/json' } : {},
+    ...(text ? { body: text } : {}),
+  });
+  return (await (await fetch(url, { method, headers, ...(text ? { body: text } : {}) })).json()) as {
+    task: { id: string; status: string; createdAt: string; startedAt?: string };
+  };
 };
 const idleStarts: number[] = [];
 for (let i = 0; i < samples; i++) {
@@ -71,7 +91,9 @@ for (const [id, f] of Object.entries(after.functions)) {
   const short = id.replace(/Function\w*$/, '');
   const gbSeconds = (billedMs / 1000) * ((memoryOf[short] ?? 256) / 1024);
   lambdaCost += (gbSeconds * PRICES.lambdaGbSecondArm + invocations * PRICES.lambdaRequest) / minutes;
-  process.stdout.write(`  ${short.padEnd(9)} ${(invocations / minutes).toFixed(2)} invocations, ${(billedMs / minutes / 1000).toFixed(1)} s billed\n`);
+  process.stdout.write(
+    `  ${short.padEnd(9)} ${(invocations / minutes).toFixed(2)} invocations, ${(billedMs / minutes / 1000).toFixed(1)} s billed\n`,
+  );
 }
 let reads = 0;
 let writes = 0;
@@ -79,7 +101,9 @@ for (const [principal, actions] of Object.entries(after.requests)) {
   const role = /:assumed-role\/([^/]+)\//.exec(principal)?.[1] ?? principal;
   const dynamo = Object.entries(actions).filter(([a]) => a.startsWith('dynamodb:'));
   if (dynamo.length === 0) continue;
-  process.stdout.write(`  ${role}: ${dynamo.map(([a, n]) => `${a.slice(9)} ${(n / minutes).toFixed(1)}`).join(', ')}\n`);
+  process.stdout.write(
+    `  ${role}: ${dynamo.map(([a, n]) => `${a.slice(9)} ${(n / minutes).toFixed(1)}`).join(', ')}\n`,
+  );
   for (const [a, n] of dynamo) {
     if (/Put|Update|Delete|Write/.test(a)) writes += n / minutes;
     else reads += n / minutes;
@@ -87,6 +111,12 @@ for (const [principal, actions] of Object.entries(after.requests)) {
 }
 // Upper bound: every read request priced as a strongly consistent read unit, every write as one write unit.
 const dynamoCost = reads * PRICES.readUnit + writes * PRICES.writeUnit;
-process.stdout.write(`\nDynamoDB requests per idle minute: ${reads.toFixed(1)} reads, ${writes.toFixed(1)} writes\n`);
-process.stdout.write(`sim start-up ${(sim.info.startupMs / 1000).toFixed(1)} s (cdk synth included); enqueue-to-start while idle: ${idleStarts.map((ms) => `${(ms / 1000).toFixed(1)} s`).join(', ')}\n`);
-process.stdout.write(`a month idle: Lambda $${(lambdaCost * MINUTES_PER_MONTH).toFixed(2)}, DynamoDB at most $${(dynamoCost * MINUTES_PER_MONTH).toFixed(2)} (every read priced as a full read unit)\n`);
+process.stdout.write(
+  `\nDynamoDB requests per idle minute: ${reads.toFixed(1)} reads, ${writes.toFixed(1)} writes\n`,
+);
+process.stdout.write(
+  `sim start-up ${(sim.info.startupMs / 1000).toFixed(1)} s (cdk synth included); enqueue-to-start while idle: ${idleStarts.map((ms) => `${(ms / 1000).toFixed(1)} s`).join(', ')}\n`,
+);
+process.stdout.write(
+  `a month idle: Lambda $${(lambdaCost * MINUTES_PER_MONTH).toFixed(2)}, DynamoDB at most $${(dynamoCost * MINUTES_PER_MONTH).toFixed(2)} (every read priced as a full read unit)\n`,
+);

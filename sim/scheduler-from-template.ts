@@ -37,7 +37,11 @@ export async function startSchedulerFromTemplate(w: SchedulerWiring): Promise<Si
   const { identities, accessLog } = w;
   const auth: SchedulerAuth = {
     authenticate: async (request) => {
-      const verified = await verifySigV4({ ...request, body: Buffer.from(request.body) }, (key) => identities.byAccessKey(key)?.credentials, 'scheduler');
+      const verified = await verifySigV4(
+        { ...request, body: Buffer.from(request.body) },
+        (key) => identities.byAccessKey(key)?.credentials,
+        'scheduler',
+      );
       if (!verified.ok) {
         return { error: { status: 403, type: awsErrorType(verified.reason), message: verified.message } };
       }
@@ -46,10 +50,21 @@ export async function startSchedulerFromTemplate(w: SchedulerWiring): Promise<Si
     },
     isAllowed: (principalArn, action, resource, context) => {
       const allowed = identities.isAllowed(principalArn, action, resource, context);
-      accessLog.add({ at: Date.now(), service: action.startsWith('iam:') ? 'iam' : 'scheduler', principalArn, action, resource, allowed });
+      accessLog.add({
+        at: Date.now(),
+        service: action.startsWith('iam:') ? 'iam' : 'scheduler',
+        principalArn,
+        action,
+        resource,
+        allowed,
+      });
       return allowed;
     },
-    canAssume: (roleArn, context) => identities.canAssume(roleArn, 'scheduler.amazonaws.com', { 'aws:SourceAccount': context.sourceAccount, 'aws:SourceArn': context.sourceArn }),
+    canAssume: (roleArn, context) =>
+      identities.canAssume(roleArn, 'scheduler.amazonaws.com', {
+        'aws:SourceAccount': context.sourceAccount,
+        'aws:SourceArn': context.sourceArn,
+      }),
   };
   const targets: SchedulerTargets = {
     invokeAsync: async ({ arn, roleArn, payload }) => {
@@ -66,12 +81,24 @@ export async function startSchedulerFromTemplate(w: SchedulerWiring): Promise<Si
       w.queues.send(queueArn, session.arn, message.body, message.attributes);
     },
   };
-  const groups = resourcesOfType(w.template, 'AWS::Scheduler::ScheduleGroup').map(([id]) => w.resolver.resource(id).ref);
-  const scheduler = new LocalScheduler({ region: w.region, accountId: w.accountId, auth, targets, groups: ['default', ...groups], port: w.port });
+  const groups = resourcesOfType(w.template, 'AWS::Scheduler::ScheduleGroup').map(
+    ([id]) => w.resolver.resource(id).ref,
+  );
+  const scheduler = new LocalScheduler({
+    region: w.region,
+    accountId: w.accountId,
+    auth,
+    targets,
+    groups: ['default', ...groups],
+    port: w.port,
+  });
   const endpoint = await scheduler.listen();
   for (const [id, r] of resourcesOfType(w.template, 'AWS::Scheduler::Schedule')) {
     // CloudFormation names a schedule the template leaves unnamed.
-    scheduler.putTemplateSchedule({ Name: w.resolver.resource(id).ref, ...w.resolver.resolve<Record<string, unknown>>(r.Properties) });
+    scheduler.putTemplateSchedule({
+      Name: w.resolver.resource(id).ref,
+      ...w.resolver.resolve<Record<string, unknown>>(r.Properties),
+    });
   }
   return { endpoint, scheduler, start: () => scheduler.start(), close: () => scheduler.close() };
 }

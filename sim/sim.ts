@@ -64,10 +64,26 @@ const freePort = () =>
 /** `cdk synth` as a user runs it, with the sim's context; the shell's AWS and LEASEHOLD variables left out. */
 export function synthesize(outDir: string, context: Record<string, string> = {}, cwd = process.cwd()): void {
   rmSync(outDir, { recursive: true, force: true });
-  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('AWS_') && !k.startsWith('LEASEHOLD_')));
-  const args = ['cdk', 'synth', '--quiet', '--no-notices', '-o', outDir, ...Object.entries(context).flatMap(([k, v]) => ['-c', `${k}=${v}`])];
-  const run = spawnSync('npx', args, { cwd, env: { ...env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' }, encoding: 'utf8', timeout: 300_000 });
-  if (run.status !== 0) throw new Error(`cdk synth failed (exit ${run.status}):\n${run.stdout}\n${run.stderr}`);
+  const env = Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => !k.startsWith('AWS_') && !k.startsWith('LEASEHOLD_')),
+  );
+  const args = [
+    'cdk',
+    'synth',
+    '--quiet',
+    '--no-notices',
+    '-o',
+    outDir,
+    ...Object.entries(context).flatMap(([k, v]) => ['-c', `${k}=${v}`]),
+  ];
+  const run = spawnSync('npx', args, {
+    cwd,
+    env: { ...env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
+    encoding: 'utf8',
+    timeout: 300_000,
+  });
+  if (run.status !== 0)
+    throw new Error(`cdk synth failed (exit ${run.status}):\n${run.stdout}\n${run.stderr}`);
 }
 
 export async function startSim(options: SimOptions): Promise<RunningSim> {
@@ -94,7 +110,12 @@ export async function startSim(options: SimOptions): Promise<RunningSim> {
     const region = options.region ?? 'us-east-1';
     const accountId = options.accountId ?? '123456789012';
     const apiPort = options.apiPort ?? (await freePort());
-    const resolver = new TemplateResolver(assembly.template, { stackName: assembly.stackName, region, accountId, apiEndpoint: () => `http://127.0.0.1:${apiPort}` });
+    const resolver = new TemplateResolver(assembly.template, {
+      stackName: assembly.stackName,
+      region,
+      accountId,
+      apiEndpoint: () => `http://127.0.0.1:${apiPort}`,
+    });
     const identities = new IdentityStore(resolver, accountId);
     identities.warnings.forEach(notice);
     const accessLog = new AccessLog();
@@ -107,30 +128,59 @@ export async function startSim(options: SimOptions): Promise<RunningSim> {
         backend = { ...server, name: 'DynamoDB Local' };
       } catch (error) {
         if (!(error instanceof JavaUnavailableError)) throw error;
-        notice(`DynamoDB Local needs Java 17 (${error.message}); falling back to dynalite, which differs from DynamoDB (no transactions, lenient validation)`);
+        notice(
+          `DynamoDB Local needs Java 17 (${error.message}); falling back to dynalite, which differs from DynamoDB (no transactions, lenient validation)`,
+        );
         backend = { ...(await startDynalite()), version: 'dynalite 4', name: 'dynalite' };
       }
     } else backend = { ...(await startDynalite()), version: 'dynalite 4', name: 'dynalite' };
     closers.push(() => backend.close());
-    const admin = new DynamoDBClient({ endpoint: backend.endpoint, region, credentials: { accessKeyId: 'sim', secretAccessKey: 'sim' } });
+    const admin = new DynamoDBClient({
+      endpoint: backend.endpoint,
+      region,
+      credentials: { accessKeyId: 'sim', secretAccessKey: 'sim' },
+    });
     const tables = [];
-    for (const [logicalId, r] of [...resourcesOfType(assembly.template, 'AWS::DynamoDB::GlobalTable'), ...resourcesOfType(assembly.template, 'AWS::DynamoDB::Table')]) {
-      const props = resolver.resolve<Parameters<typeof createTableInputFrom>[1] & { TimeToLiveSpecification?: { AttributeName: string; Enabled: boolean } }>(r.Properties);
+    for (const [logicalId, r] of [
+      ...resourcesOfType(assembly.template, 'AWS::DynamoDB::GlobalTable'),
+      ...resourcesOfType(assembly.template, 'AWS::DynamoDB::Table'),
+    ]) {
+      const props = resolver.resolve<
+        Parameters<typeof createTableInputFrom>[1] & {
+          TimeToLiveSpecification?: { AttributeName: string; Enabled: boolean };
+        }
+      >(r.Properties);
       const { ref: name, attributes } = resolver.resource(logicalId);
       await admin.send(new CreateTableCommand(createTableInputFrom(name, props)));
       if (props.TimeToLiveSpecification?.Enabled) {
-        await admin.send(new UpdateTimeToLiveCommand({ TableName: name, TimeToLiveSpecification: props.TimeToLiveSpecification })).catch(() => notice(`${backend.name} does not take the TTL setting of ${name}`));
+        await admin
+          .send(
+            new UpdateTimeToLiveCommand({
+              TableName: name,
+              TimeToLiveSpecification: props.TimeToLiveSpecification,
+            }),
+          )
+          .catch(() => notice(`${backend.name} does not take the TTL setting of ${name}`));
       }
       const kmsKeyArn = tableKmsKey(props);
       tables.push({ name, arn: attributes.Arn!, ...(kmsKeyArn ? { kmsKeyArn } : {}) });
     }
     admin.destroy();
     notice(`${backend.name} does not expire items by TTL and its indexes never lag; DynamoDB's do`);
-    const gate = await startIamGate({ backend: backend.endpoint, region, tables, identities, log: accessLog });
+    const gate = await startIamGate({
+      backend: backend.endpoint,
+      region,
+      tables,
+      identities,
+      log: accessLog,
+    });
     closers.push(() => gate.close());
 
     const queues = new LocalQueues(
-      resourcesOfType(assembly.template, 'AWS::SQS::Queue').map(([id]) => ({ arn: resolver.resource(id).attributes.Arn!, name: resolver.resource(id).attributes.QueueName! })),
+      resourcesOfType(assembly.template, 'AWS::SQS::Queue').map(([id]) => ({
+        arn: resolver.resource(id).attributes.Arn!,
+        name: resolver.resource(id).attributes.QueueName!,
+      })),
       join(dataDir, 'queues'),
       identities,
       accessLog,
@@ -139,7 +189,13 @@ export async function startSim(options: SimOptions): Promise<RunningSim> {
     // Functions; their logs go to <dataDir>/logs/<logicalId>.log.
     const logFile = (logicalId: string) => join(dataDir, 'logs', `${logicalId}.log`);
     const schedulerPort = await freePort();
-    const definitions = functionsFromTemplate(assembly, resolver, { dynamodb: gate.endpoint, scheduler: `http://127.0.0.1:${schedulerPort}` }, (id) => (line) => appendFileSync(logFile(id), `${line}\n`), notice);
+    const definitions = functionsFromTemplate(
+      assembly,
+      resolver,
+      { dynamodb: gate.endpoint, scheduler: `http://127.0.0.1:${schedulerPort}` },
+      (id) => (line) => appendFileSync(logFile(id), `${line}\n`),
+      notice,
+    );
     const lambda = new LambdaService({
       functions: definitions,
       identities,
@@ -150,30 +206,60 @@ export async function startSim(options: SimOptions): Promise<RunningSim> {
         const fn = definitions.find((d) => d.arn === functionArn)!;
         const sender = identities.assumeRole(fn.roleArn, fn.name);
         if (destination.startsWith('arn:aws:sqs:')) return queues.send(destination, sender.arn, record);
-        if (destination.startsWith('arn:aws:lambda:')) return void lambda.invokeAsync(destination, record, { principalArn: sender.arn });
+        if (destination.startsWith('arn:aws:lambda:'))
+          return void lambda.invokeAsync(destination, record, { principalArn: sender.arn });
         notice(`destination ${destination} is not simulated; the record was: ${record}`);
       },
     });
     closers.push(() => lambda.close());
 
-    const scheduler: SimScheduler = await startSchedulerFromTemplate({ template: assembly.template, resolver, identities, lambda, queues, accessLog, port: schedulerPort, region, accountId });
+    const scheduler: SimScheduler = await startSchedulerFromTemplate({
+      template: assembly.template,
+      resolver,
+      identities,
+      lambda,
+      queues,
+      accessLog,
+      port: schedulerPort,
+      region,
+      accountId,
+    });
     closers.push(() => scheduler.close());
 
     const [api, ...more] = httpApisFromTemplate(assembly.template, resolver);
     if (!api) throw new Error('the template has no HTTP API');
     if (more.length > 0) notice(`only the first HTTP API (${api.logicalId}) is served`);
     const accessLogFile = join(dataDir, 'logs', 'api-access.log');
-    const gateway = await startGateway({ ...api, region, accountId, identities, lambda, log: accessLog, port: apiPort, accessLog: (entry) => appendFileSync(accessLogFile, `${JSON.stringify(entry)}\n`) });
+    const gateway = await startGateway({
+      ...api,
+      region,
+      accountId,
+      identities,
+      lambda,
+      log: accessLog,
+      port: apiPort,
+      accessLog: (entry) => appendFileSync(accessLogFile, `${JSON.stringify(entry)}\n`),
+    });
     closers.push(() => gateway.close());
 
     // Local callers who may sign API requests (written to sim.json with their keys).
     const apiArn = `arn:aws:execute-api:${region}:${accountId}:${api.apiId}/*`;
     const callers: SimPrincipal[] = [
-      identities.addCaller('admin', `arn:aws:iam::${accountId}:user/sim-admin`, [{ Statement: [{ Effect: 'Allow', Action: '*', Resource: '*' }] }]),
-      identities.addCaller('producer', `arn:aws:sts::${accountId}:assumed-role/sim-producer/session-1`, [{ Statement: [{ Effect: 'Allow', Action: 'execute-api:Invoke', Resource: apiArn }] }]),
+      identities.addCaller('admin', `arn:aws:iam::${accountId}:user/sim-admin`, [
+        { Statement: [{ Effect: 'Allow', Action: '*', Resource: '*' }] },
+      ]),
+      identities.addCaller('producer', `arn:aws:sts::${accountId}:assumed-role/sim-producer/session-1`, [
+        { Statement: [{ Effect: 'Allow', Action: 'execute-api:Invoke', Resource: apiArn }] },
+      ]),
       // Another session of the same role: the API treats a role's sessions as one owner.
-      identities.addCaller('producer-session-2', `arn:aws:sts::${accountId}:assumed-role/sim-producer/session-2`, [{ Statement: [{ Effect: 'Allow', Action: 'execute-api:Invoke', Resource: apiArn }] }]),
-      identities.addCaller('other', `arn:aws:iam::${accountId}:user/sim-other`, [{ Statement: [{ Effect: 'Allow', Action: 'execute-api:Invoke', Resource: apiArn }] }]),
+      identities.addCaller(
+        'producer-session-2',
+        `arn:aws:sts::${accountId}:assumed-role/sim-producer/session-2`,
+        [{ Statement: [{ Effect: 'Allow', Action: 'execute-api:Invoke', Resource: apiArn }] }],
+      ),
+      identities.addCaller('other', `arn:aws:iam::${accountId}:user/sim-other`, [
+        { Statement: [{ Effect: 'Allow', Action: 'execute-api:Invoke', Resource: apiArn }] },
+      ]),
       identities.addCaller('no-access', `arn:aws:iam::${accountId}:user/sim-no-access`, []),
     ];
 
@@ -183,10 +269,28 @@ export async function startSim(options: SimOptions): Promise<RunningSim> {
       region,
       accountId,
       stackName: assembly.stackName,
-      dynamodb: { backend: backend.name, version: backend.version, endpoint: backend.endpoint, gatedEndpoint: gate.endpoint, tables: tables.map((t) => t.name) },
+      dynamodb: {
+        backend: backend.name,
+        version: backend.version,
+        endpoint: backend.endpoint,
+        gatedEndpoint: gate.endpoint,
+        tables: tables.map((t) => t.name),
+      },
       schedulerEndpoint: scheduler.endpoint,
-      functions: definitions.map((d) => ({ logicalId: d.logicalId, name: d.name, arn: d.arn, node: d.nodePath, logFile: logFile(d.logicalId) })),
-      callers: callers.map((c) => ({ name: c.name, arn: c.arn, accessKeyId: c.credentials.accessKeyId, secretAccessKey: c.credentials.secretAccessKey, ...(c.credentials.sessionToken ? { sessionToken: c.credentials.sessionToken } : {}) })),
+      functions: definitions.map((d) => ({
+        logicalId: d.logicalId,
+        name: d.name,
+        arn: d.arn,
+        node: d.nodePath,
+        logFile: logFile(d.logicalId),
+      })),
+      callers: callers.map((c) => ({
+        name: c.name,
+        arn: c.arn,
+        accessKeyId: c.credentials.accessKeyId,
+        secretAccessKey: c.credentials.secretAccessKey,
+        ...(c.credentials.sessionToken ? { sessionToken: c.credentials.sessionToken } : {}),
+      })),
       queues: queues.list().map(({ name, arn, file }) => ({ name, arn, file })),
       notices,
       startedAt: new Date(started).toISOString(),

@@ -10,7 +10,15 @@ export const demoEcho = defineTask({
 
 export const demoSleep = defineTask({
   name: 'demo.sleep',
-  schema: z.object({ ms: z.number().int().min(0).max(15 * 60_000) }).strict(),
+  schema: z
+    .object({
+      ms: z
+        .number()
+        .int()
+        .min(0)
+        .max(15 * 60_000),
+    })
+    .strict(),
   handler: async ({ ms }, ctx) => {
     const started = Date.now();
     // Sleeps in steps so progress shows and the abort signal is honoured promptly.
@@ -27,7 +35,8 @@ export const demoFail = defineTask({
   name: 'demo.fail',
   schema: z.object({ failTimes: z.number().int().min(0).max(100) }).strict(),
   handler: ({ failTimes }, ctx) => {
-    if (ctx.attempt <= failTimes) throw new Error(`demo.fail: failing attempt ${ctx.attempt} of the first ${failTimes}`);
+    if (ctx.attempt <= failTimes)
+      throw new Error(`demo.fail: failing attempt ${ctx.attempt} of the first ${failTimes}`);
     return { succeededOnAttempt: ctx.attempt };
   },
 });
@@ -39,7 +48,15 @@ export const demoFail = defineTask({
  */
 export const demoReport = defineTask({
   name: 'demo.report',
-  schema: z.object({ ms: z.number().int().min(0).max(15 * 60_000) }).strict(),
+  schema: z
+    .object({
+      ms: z
+        .number()
+        .int()
+        .min(0)
+        .max(15 * 60_000),
+    })
+    .strict(),
   timeoutMs: 240_000,
   handler: (payload, ctx) => demoSleep.handler(payload, ctx),
 });
@@ -52,7 +69,21 @@ export const demoReport = defineTask({
  */
 export const demoBlock = defineTask({
   name: 'demo.block',
-  schema: z.object({ afterMs: z.number().int().min(0).max(15 * 60_000), blockMs: z.number().int().min(0).max(15 * 60_000), attempts: z.array(z.number().int().min(1)).default([1]) }).strict(),
+  schema: z
+    .object({
+      afterMs: z
+        .number()
+        .int()
+        .min(0)
+        .max(15 * 60_000),
+      blockMs: z
+        .number()
+        .int()
+        .min(0)
+        .max(15 * 60_000),
+      attempts: z.array(z.number().int().min(1)).default([1]),
+    })
+    .strict(),
   handler: async ({ afterMs, blockMs, attempts }, ctx) => {
     if (!attempts.includes(ctx.attempt)) return { blocked: false, attempt: ctx.attempt };
     await new Promise((resolve) => setTimeout(resolve, afterMs));

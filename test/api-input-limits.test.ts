@@ -25,7 +25,10 @@ async function world() {
   const w = await createWorkerWorld(backends.server.endpoint, demoTasks);
   const call = async (spec: EventSpec, schedules: ScheduleService = w.schedules) => {
     const res = await handleApiEvent(apiEvent(spec), { ...w, schedules, logger: silentLogger() });
-    return { status: res.statusCode, body: (res.body ? JSON.parse(res.body) : undefined) as Record<string, any> };
+    return {
+      status: res.statusCode,
+      body: (res.body ? JSON.parse(res.body) : undefined) as Record<string, any>,
+    };
   };
   return { ...w, call };
 }
@@ -41,16 +44,23 @@ describe('payload nesting depth (at most MAX_PAYLOAD_DEPTH levels)', () => {
     ['arrays 3,000 deep (the stack overflow in the fingerprint)', arrays(3_000)],
     ['objects 4,500 deep (JSON.stringify overflows)', objects(4_500)],
     ['arrays 100,000 deep', arrays(100_000)],
-  ])('POST /tasks with %s: a 400 on payload that names the limit, nothing written', async (_name, payload) => {
-    const w = await world();
-    for (const extra of ['', ',"idempotencyKey":"deep"']) {
-      const res = await w.call({ method: 'POST', path: '/tasks', rawBody: `{"type":"demo.echo","payload":${payload}${extra}}` });
-      expect(res.status).toBe(400);
-      expect(fieldsOf(res.body)).toEqual(['payload']);
-      expect(res.body.detail).toContain(`more than ${MAX_PAYLOAD_DEPTH} levels deep`);
-    }
-    expect(await w.scanAll()).toEqual([]);
-  });
+  ])(
+    'POST /tasks with %s: a 400 on payload that names the limit, nothing written',
+    async (_name, payload) => {
+      const w = await world();
+      for (const extra of ['', ',"idempotencyKey":"deep"']) {
+        const res = await w.call({
+          method: 'POST',
+          path: '/tasks',
+          rawBody: `{"type":"demo.echo","payload":${payload}${extra}}`,
+        });
+        expect(res.status).toBe(400);
+        expect(fieldsOf(res.body)).toEqual(['payload']);
+        expect(res.body.detail).toContain(`more than ${MAX_PAYLOAD_DEPTH} levels deep`);
+      }
+      expect(await w.scanAll()).toEqual([]);
+    },
+  );
 
   it(`POST /tasks at exactly ${MAX_PAYLOAD_DEPTH} levels is taken, also with an idempotency key (its fingerprint)`, async () => {
     const w = await world();
@@ -65,25 +75,46 @@ describe('payload nesting depth (at most MAX_PAYLOAD_DEPTH levels)', () => {
     ['arrays 65 deep', arrays(MAX_PAYLOAD_DEPTH + 1)],
     ['arrays 4,500 deep', arrays(4_500)],
     ['objects 4,150 deep', objects(4_150)],
-  ])('PUT /schedules/{name} with a task payload of %s: a 400 on task.payload, nothing written', async (_name, payload) => {
-    const w = await world();
-    const res = await w.call({ method: 'PUT', path: '/schedules/deep', rawBody: `{"expression":"rate(1 day)","task":{"type":"demo.echo","payload":${payload}}}` });
-    expect(res.status).toBe(400);
-    expect(fieldsOf(res.body)).toEqual(['task.payload']);
-    expect(res.body.detail).toContain(`the limit is ${MAX_PAYLOAD_DEPTH}`);
-    expect(await w.scanAll()).toEqual([]);
-  });
+  ])(
+    'PUT /schedules/{name} with a task payload of %s: a 400 on task.payload, nothing written',
+    async (_name, payload) => {
+      const w = await world();
+      const res = await w.call({
+        method: 'PUT',
+        path: '/schedules/deep',
+        rawBody: `{"expression":"rate(1 day)","task":{"type":"demo.echo","payload":${payload}}}`,
+      });
+      expect(res.status).toBe(400);
+      expect(fieldsOf(res.body)).toEqual(['task.payload']);
+      expect(res.body.detail).toContain(`the limit is ${MAX_PAYLOAD_DEPTH}`);
+      expect(await w.scanAll()).toEqual([]);
+    },
+  );
 
   it('a schedule payload is checked as enqueue checks one, so it cannot fail at every fire', async () => {
     const w = await world();
-    await expect(w.schedules.put('nan', ALICE, { expression: 'rate(1 day)', task: { type: 'demo.echo', payload: { n: Number.NaN } } })).rejects.toThrow(/task\.payload: payload must be plain JSON/);
-    await expect(w.schedules.put('big', ALICE, { expression: 'rate(1 day)', task: { type: 'demo.echo', payload: 'x'.repeat(300_000) } })).rejects.toThrow(/task\.payload: payload is \d+ bytes/);
+    await expect(
+      w.schedules.put('nan', ALICE, {
+        expression: 'rate(1 day)',
+        task: { type: 'demo.echo', payload: { n: Number.NaN } },
+      }),
+    ).rejects.toThrow(/task\.payload: payload must be plain JSON/);
+    await expect(
+      w.schedules.put('big', ALICE, {
+        expression: 'rate(1 day)',
+        task: { type: 'demo.echo', payload: 'x'.repeat(300_000) },
+      }),
+    ).rejects.toThrow(/task\.payload: payload is \d+ bytes/);
     expect(await w.scanAll()).toEqual([]);
   });
 });
 
 describe('forged list cursors', () => {
-  const tasksCursor = (key: Record<string, unknown>) => ({ method: 'GET', path: '/tasks', query: { cursor: b64(key) } });
+  const tasksCursor = (key: Record<string, unknown>) => ({
+    method: 'GET',
+    path: '/tasks',
+    query: { cursor: b64(key) },
+  });
 
   it.each<[string, Record<string, unknown>]>([
     ['empty key strings (DynamoDB refuses them)', { pk: '', sk: '', ownerPk: ALICE, ownerSk: '' }],
@@ -105,8 +136,14 @@ describe('forged list cursors', () => {
   it('a cursor of the right shape inside the caller’s own list is a page (it only moves within that list)', async () => {
     const w = await world();
     const ids: string[] = [];
-    for (let i = 0; i < 3; i++) ids.push((await w.call({ method: 'POST', path: '/tasks', body: { type: 'demo.echo', payload: i } })).body.task.id);
-    const res = await w.call(tasksCursor({ pk: 'TASK#zzz', sk: 'TASK', ownerPk: ALICE, ownerSk: '9999999999999#zzz' }) as EventSpec);
+    for (let i = 0; i < 3; i++)
+      ids.push(
+        (await w.call({ method: 'POST', path: '/tasks', body: { type: 'demo.echo', payload: i } })).body.task
+          .id,
+      );
+    const res = await w.call(
+      tasksCursor({ pk: 'TASK#zzz', sk: 'TASK', ownerPk: ALICE, ownerSk: '9999999999999#zzz' }) as EventSpec,
+    );
     expect(res.status).toBe(200);
     expect(res.body.tasks.map((t: { id: string }) => t.id)).toEqual([...ids].reverse());
   });
@@ -121,7 +158,9 @@ describe('forged list cursors', () => {
       const res = await w.call({ method: 'GET', path: '/schedules', query: { cursor: b64(key) } });
       expect([res.status, fieldsOf(res.body)]).toEqual([400, ['cursor']]);
     }
-    expect((await w.call({ method: 'GET', path: '/schedules', query: { cursor: 'x'.repeat(3000) } })).status).toBe(400);
+    expect(
+      (await w.call({ method: 'GET', path: '/schedules', query: { cursor: 'x'.repeat(3000) } })).status,
+    ).toBe(400);
   });
 
   it('a start key DynamoDB itself refuses (ValidationException) is a ValidationError on cursor, not a 500', async () => {
@@ -138,7 +177,9 @@ describe('forged list cursors', () => {
         }),
       );
     // The same query not started at a caller's cursor is our own failure: it stays what it is.
-    await expect(fromCursor(query, false, 'listTasks')).rejects.toMatchObject({ name: 'ValidationException' });
+    await expect(fromCursor(query, false, 'listTasks')).rejects.toMatchObject({
+      name: 'ValidationException',
+    });
     const error = await fromCursor(query, true, 'listTasks').catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ValidationError);
     expect((error as ValidationError).problems.map((p) => p.path)).toEqual(['cursor']);
@@ -174,7 +215,11 @@ describe('DELETE racing PUT of the same schedule (same owner)', () => {
     const held = heldDelete(w);
     const deleting = w.call({ method: 'DELETE', path: '/schedules/s' }, held.service);
     await held.atDisable;
-    const put = await w.call({ method: 'PUT', path: '/schedules/s', body: { ...definition, expression: 'rate(2 hours)' } });
+    const put = await w.call({
+      method: 'PUT',
+      path: '/schedules/s',
+      body: { ...definition, expression: 'rate(2 hours)' },
+    });
     held.go();
     const deleted = await deleting;
     expect(put.status).toBe(200);
@@ -189,13 +234,24 @@ describe('DELETE racing PUT of the same schedule (same owner)', () => {
     const remove = store.delete.bind(store);
     let put: Promise<{ status: number }> | undefined;
     store.delete = async (ref) => {
-      put ??= w.call({ method: 'PUT', path: '/schedules/s', body: { ...definition, expression: 'rate(2 hours)' } });
+      put ??= w.call({
+        method: 'PUT',
+        path: '/schedules/s',
+        body: { ...definition, expression: 'rate(2 hours)' },
+      });
       await put;
       return remove(ref);
     };
-    const deleted = await w.call({ method: 'DELETE', path: '/schedules/s' }, new ScheduleService(store, localSync, w.submitter, w.storeClock));
+    const deleted = await w.call(
+      { method: 'DELETE', path: '/schedules/s' },
+      new ScheduleService(store, localSync, w.submitter, w.storeClock),
+    );
     expect([deleted.status, deleted.body.code, (await put!).status]).toEqual([409, 'SCHEDULE_CONFLICT', 200]);
-    expect((await w.call({ method: 'GET', path: '/schedules/s' })).body.schedule).toMatchObject({ expression: 'rate(2 hours)', enabled: true, sync: { state: 'LOCAL' } });
+    expect((await w.call({ method: 'GET', path: '/schedules/s' })).body.schedule).toMatchObject({
+      expression: 'rate(2 hours)',
+      enabled: true,
+      sync: { state: 'LOCAL' },
+    });
   });
 
   it('a DELETE between the DELETE’s read and its disable: one 204, the other 404', async () => {

@@ -32,7 +32,9 @@ async function abortMidBody(): Promise<void> {
   const { port } = new URL(api.url);
   await new Promise<void>((resolve, reject) => {
     const socket = net.connect(Number(port), '127.0.0.1', () => {
-      socket.write('POST /tasks HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"type":"demo.echo","payload":"');
+      socket.write(
+        'POST /tasks HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"type":"demo.echo","payload":"',
+      );
       setTimeout(() => {
         socket.destroy();
         resolve();
@@ -49,7 +51,11 @@ describe('the local HTTP bridge and clients that go away', () => {
     for (let i = 0; i < 3; i++) await abortMidBody();
     expect(unhandled).toEqual([]);
     expect((await fetch(`${api.url}/health`)).status).toBe(200);
-    const created = await fetch(`${api.url}/tasks`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ type: 'demo.echo', payload: 1 }) });
+    const created = await fetch(`${api.url}/tasks`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ type: 'demo.echo', payload: 1 }),
+    });
     expect(created.status).toBe(201);
   });
 });

@@ -7,7 +7,12 @@ import { taskDefinitions } from '../tasks/catalog.js';
 import { ConfigError } from '../shared/errors.js';
 import { defineTask } from '../shared/tasks/define.js';
 
-const limited = defineTask({ name: 'report.build', schema: z.unknown(), concurrency: 2, handler: () => null });
+const limited = defineTask({
+  name: 'report.build',
+  schema: z.unknown(),
+  concurrency: 2,
+  handler: () => null,
+});
 const other = defineTask({ name: 'mail.send', schema: z.unknown(), concurrency: 9, handler: () => null });
 
 describe('building the app from a parsed configuration and the task definitions', () => {
@@ -20,11 +25,20 @@ describe('building the app from a parsed configuration and the task definitions'
   });
 
   it('the entry points register the demo catalog', () => {
-    expect(createLeasehold(loadConfig({}), taskDefinitions).registry.names()).toEqual(['demo.echo', 'demo.sleep', 'demo.fail', 'demo.report', 'demo.block']);
+    expect(createLeasehold(loadConfig({}), taskDefinitions).registry.names()).toEqual([
+      'demo.echo',
+      'demo.sleep',
+      'demo.fail',
+      'demo.report',
+      'demo.block',
+    ]);
   });
 
   it('builds the runtime of the worker and recovery Lambdas with the same rules, without schedules', () => {
-    const runtime = createTaskRuntime(loadConfig({ LEASEHOLD_TYPE_CONCURRENCY: 'mail.send=4' }), [limited, other]);
+    const runtime = createTaskRuntime(loadConfig({ LEASEHOLD_TYPE_CONCURRENCY: 'mail.send=4' }), [
+      limited,
+      other,
+    ]);
     expect(runtime.store.ctx.typeLimits).toEqual({ 'report.build': 2, 'mail.send': 4 });
     expect(runtime).not.toHaveProperty('schedules');
   });
@@ -45,6 +59,10 @@ describe('building the app from a parsed configuration and the task definitions'
     })();
     expect(error).toBeInstanceOf(ConfigError);
     // A timeout over the maximum execution time is refused at synth, not here (it runs within the maximum).
-    expect(error.problems.map((p) => p.path)).toEqual(['task "has space"', 'task slow', 'task slow.maxAttempts']);
+    expect(error.problems.map((p) => p.path)).toEqual([
+      'task "has space"',
+      'task slow',
+      'task slow.maxAttempts',
+    ]);
   });
 });

@@ -24,15 +24,26 @@ const byName = (measures: Measure[], name: string) => {
 describe('the benchmark (quick, in CI)', () => {
   it('bundles every Lambda within 600 KB minified and 185 KB gzipped', { timeout: 120_000 }, async () => {
     const dir = await mkdtemp(join(tmpdir(), 'leasehold-bundles-'));
-    const sizes = await bundleSizes({ endpoint: server.endpoint, quick: true, log: () => undefined }, dir).finally(() => rm(dir, { recursive: true, force: true }));
+    const sizes = await bundleSizes(
+      { endpoint: server.endpoint, quick: true, log: () => undefined },
+      dir,
+    ).finally(() => rm(dir, { recursive: true, force: true }));
     expect(sizes).toHaveLength(8);
     for (const m of sizes) expect(m, `${m.name}: ${m.value} ${m.unit}`).toMatchObject({ met: true });
   });
 
-  it('counts 3 writes, at most 0.25 queries and 8 write units per short task through the worker runtime', { timeout: 120_000 }, async () => {
-    const measures = await requestsPerTask({ endpoint: server.endpoint, quick: true, log: () => undefined });
-    expect(byName(measures, 'write requests per short task').value).toBe(3);
-    expect(byName(measures, 'queries per short task').value).toBeLessThanOrEqual(0.25);
-    expect(byName(measures, 'write units per short task, index writes included').value).toBe(8);
-  });
+  it(
+    'counts 3 writes, at most 0.25 queries and 8 write units per short task through the worker runtime',
+    { timeout: 120_000 },
+    async () => {
+      const measures = await requestsPerTask({
+        endpoint: server.endpoint,
+        quick: true,
+        log: () => undefined,
+      });
+      expect(byName(measures, 'write requests per short task').value).toBe(3);
+      expect(byName(measures, 'queries per short task').value).toBeLessThanOrEqual(0.25);
+      expect(byName(measures, 'write units per short task, index writes included').value).toBe(8);
+    },
+  );
 });

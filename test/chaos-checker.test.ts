@@ -6,7 +6,12 @@ import { MemoryHistory, recordHistory } from './chaos/history.js';
 import { completingWithoutToken } from './chaos/seeded-bug.js';
 import { checkHistory, type CheckInput, type Recorded } from './chaos/checker.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
-import { createWorkerWorld, partitionedAfterFirstClaim, silentLogger, sleep } from './support/worker-world.js';
+import {
+  createWorkerWorld,
+  partitionedAfterFirstClaim,
+  silentLogger,
+  sleep,
+} from './support/worker-world.js';
 import { Worker } from '../shared/worker/worker.js';
 
 let server: TestDynamo;
@@ -15,9 +20,22 @@ beforeAll(async () => {
 });
 afterAll(() => server.close());
 
-const config: CheckInput['config'] = { leaseTimeoutMs: 1_000, recoveryIntervalMs: 1_000, clockSkewMs: 100, requestDeadlineMs: 50, limits: { limited: 1 } };
+const config: CheckInput['config'] = {
+  leaseTimeoutMs: 1_000,
+  recoveryIntervalMs: 1_000,
+  clockSkewMs: 100,
+  requestDeadlineMs: 50,
+  limits: { limited: 1 },
+};
 const ev = (t: number, w: string, e: Record<string, unknown>) => ({ t, w, off: 0, ...e }) as Recorded;
-const done = (id: string, token = 1, type = 'plain') => ({ id, type, status: 'SUCCESS', attempts: token, maxAttempts: 3, leaseToken: token });
+const done = (id: string, token = 1, type = 'plain') => ({
+  id,
+  type,
+  status: 'SUCCESS',
+  attempts: token,
+  maxAttempts: 3,
+  leaseToken: token,
+});
 
 describe('the chaos checker (pure)', () => {
   const clean: Recorded[] = [
@@ -42,20 +60,66 @@ describe('the chaos checker (pure)', () => {
       // complete is accepted long after token 2 was claimed.
       ev(0, 'a', { ev: 'claim', task: 't2', token: 1, leaseUntil: 1_000 }),
       ev(300, 'b', { ev: 'claim', task: 't2', token: 2, leaseUntil: 1_300 }),
-      ev(900, 'a', { ev: 'write', task: 't2', token: 1, write: 'complete', outcome: 'ok', status: 'SUCCESS' }),
-      ev(950, 'b', { ev: 'write', task: 't2', token: 2, write: 'complete', outcome: 'ok', status: 'SUCCESS' }),
+      ev(900, 'a', {
+        ev: 'write',
+        task: 't2',
+        token: 1,
+        write: 'complete',
+        outcome: 'ok',
+        status: 'SUCCESS',
+      }),
+      ev(950, 'b', {
+        ev: 'write',
+        task: 't2',
+        token: 2,
+        write: 'complete',
+        outcome: 'ok',
+        status: 'SUCCESS',
+      }),
       // Two "limited" tasks with valid leases at once (limit 1).
       ev(0, 'a', { ev: 'claim', task: 'l1', token: 1, leaseUntil: 1_000 }),
       ev(100, 'b', { ev: 'claim', task: 'l2', token: 1, leaseUntil: 1_100 }),
-      ev(500, 'a', { ev: 'write', task: 'l1', token: 1, write: 'complete', outcome: 'ok', status: 'SUCCESS' }),
-      ev(600, 'b', { ev: 'write', task: 'l2', token: 1, write: 'complete', outcome: 'ok', status: 'SUCCESS' }),
+      ev(500, 'a', {
+        ev: 'write',
+        task: 'l1',
+        token: 1,
+        write: 'complete',
+        outcome: 'ok',
+        status: 'SUCCESS',
+      }),
+      ev(600, 'b', {
+        ev: 'write',
+        task: 'l2',
+        token: 1,
+        write: 'complete',
+        outcome: 'ok',
+        status: 'SUCCESS',
+      }),
     ];
-    const r = checkHistory({ history, tasks: [done('t1'), done('t2', 2), done('l1', 1, 'limited'), done('l2', 1, 'limited')], enqueued: ['t1', 't2', 'l1', 'l2', 'gone'], kills: [], config });
+    const r = checkHistory({
+      history,
+      tasks: [done('t1'), done('t2', 2), done('l1', 1, 'limited'), done('l2', 1, 'limited')],
+      enqueued: ['t1', 't2', 'l1', 'l2', 'gone'],
+      kills: [],
+      config,
+    });
     const found = new Set(r.violations.map((v) => v.invariant));
     expect(found).toEqual(
-      new Set(['no task lost', 'exactly one terminal state', 'no write accepted from a non-current token', 'valid leases never overlap', 'concurrency limit never exceeded']),
+      new Set([
+        'no task lost',
+        'exactly one terminal state',
+        'no write accepted from a non-current token',
+        'valid leases never overlap',
+        'concurrency limit never exceeded',
+      ]),
     );
-    expect(r.figures).toMatchObject({ lost: 1, doubleTerminals: 1, staleWritesAccepted: 1, overlappingLeases: 1, peakConcurrency: { limited: 2 } });
+    expect(r.figures).toMatchObject({
+      lost: 1,
+      doubleTerminals: 1,
+      staleWritesAccepted: 1,
+      overlappingLeases: 1,
+      peakConcurrency: { limited: 2 },
+    });
   });
 
   it('counts a recovery fix whose outcome went unrecorded as unknown, and nothing else', () => {
@@ -68,52 +132,114 @@ describe('the chaos checker (pure)', () => {
     ];
     const failed = [{ ...done('t4', 3), status: 'FAILED' }];
     const open = [...died, ev(1_200, 'r', { ev: 'intent', task: 't4', op: 'recover' })];
-    expect(checkHistory({ history: open, tasks: failed, enqueued: ['t4'], kills: [], config }).violations).toEqual([]);
+    expect(
+      checkHistory({ history: open, tasks: failed, enqueued: ['t4'], kills: [], config }).violations,
+    ).toEqual([]);
     // Without the intent nothing explains the terminal state.
-    expect(checkHistory({ history: died, tasks: failed, enqueued: ['t4'], kills: [], config }).violations.map((v) => v.invariant)).toEqual(['exactly one terminal state']);
+    expect(
+      checkHistory({ history: died, tasks: failed, enqueued: ['t4'], kills: [], config }).violations.map(
+        (v) => v.invariant,
+      ),
+    ).toEqual(['exactly one terminal state']);
     // An intent its writer settled (the fix recorded: a requeue) explains nothing more.
-    const settled = [...open, ev(1_210, 'r', { ev: 'recover', task: 't4', token: 3, leaseUntil: 1_000, action: 'requeued' })];
-    expect(checkHistory({ history: settled, tasks: failed, enqueued: ['t4'], kills: [], config }).violations.map((v) => v.invariant)).toEqual(['exactly one terminal state']);
+    const settled = [
+      ...open,
+      ev(1_210, 'r', { ev: 'recover', task: 't4', token: 3, leaseUntil: 1_000, action: 'requeued' }),
+    ];
+    expect(
+      checkHistory({ history: settled, tasks: failed, enqueued: ['t4'], kills: [], config }).violations.map(
+        (v) => v.invariant,
+      ),
+    ).toEqual(['exactly one terminal state']);
     // Nor does an open intent from before the final token's claim.
     const earlier = [ev(-500, 'r', { ev: 'intent', task: 't4', op: 'recover' }), ...died];
-    expect(checkHistory({ history: earlier, tasks: failed, enqueued: ['t4'], kills: [], config }).violations.map((v) => v.invariant)).toEqual(['exactly one terminal state']);
+    expect(
+      checkHistory({ history: earlier, tasks: failed, enqueued: ['t4'], kills: [], config }).violations.map(
+        (v) => v.invariant,
+      ),
+    ).toEqual(['exactly one terminal state']);
   });
 
-  it('with the table\'s record of status writes, checks what DynamoDB applied, not only what writers recorded', () => {
-    const died: Recorded[] = [ev(5, 'a', { ev: 'claim', task: 't5', token: 3, leaseUntil: 1_000 }), ev(1_200, 'r', { ev: 'intent', task: 't5', op: 'recover' })];
+  it("with the table's record of status writes, checks what DynamoDB applied, not only what writers recorded", () => {
+    const died: Recorded[] = [
+      ev(5, 'a', { ev: 'claim', task: 't5', token: 3, leaseUntil: 1_000 }),
+      ev(1_200, 'r', { ev: 'intent', task: 't5', op: 'recover' }),
+    ];
     const failed = [{ ...done('t5', 3), status: 'FAILED' }];
-    const wire = (status: string, t: number, delivered = true) => ({ task: 't5', status, t, delivered, applied: 'yes' as const });
-    const check = (statusWrites: ReturnType<typeof wire>[], history = died) => checkHistory({ history, tasks: failed, enqueued: ['t5'], kills: [], config, statusWrites });
+    const wire = (status: string, t: number, delivered = true) => ({
+      task: 't5',
+      status,
+      t,
+      delivered,
+      applied: 'yes' as const,
+    });
+    const check = (statusWrites: ReturnType<typeof wire>[], history = died) =>
+      checkHistory({ history, tasks: failed, enqueued: ['t5'], kills: [], config, statusWrites });
     // Recovery's fix applied, its answer lost: no history has it, the table's record does.
     const one = check([wire('RUNNING', 5), wire('FAILED', 1_210, false)]);
     expect(one.violations).toEqual([]);
     expect(one.figures.terminalWritesUnrecorded).toBe(1);
     // Two applied terminal writes, or none, break the invariant whatever the histories say.
-    expect(check([wire('FAILED', 1_210, false), wire('FAILED', 1_300)]).violations.map((v) => v.invariant)).toEqual(['exactly one terminal state']);
-    expect(check([wire('RUNNING', 5)]).violations.map((v) => v.invariant)).toEqual(['exactly one terminal state']);
+    expect(
+      check([wire('FAILED', 1_210, false), wire('FAILED', 1_300)]).violations.map((v) => v.invariant),
+    ).toEqual(['exactly one terminal state']);
+    expect(check([wire('RUNNING', 5)]).violations.map((v) => v.invariant)).toEqual([
+      'exactly one terminal state',
+    ]);
     // A history that claims a terminal write accepted which never reached DynamoDB is caught too.
-    const claimed = [...died, ev(900, 'a', { ev: 'write', task: 't5', token: 3, write: 'fail', outcome: 'ok', status: 'FAILED' })];
-    expect(check([wire('RUNNING', 5)], claimed).violations.map((v) => v.invariant)).toEqual(['exactly one terminal state']);
+    const claimed = [
+      ...died,
+      ev(900, 'a', { ev: 'write', task: 't5', token: 3, write: 'fail', outcome: 'ok', status: 'FAILED' }),
+    ];
+    expect(check([wire('RUNNING', 5)], claimed).violations.map((v) => v.invariant)).toEqual([
+      'exactly one terminal state',
+    ]);
   });
 
   it('finds a task recovered too late after its holder died', () => {
-    const history: Recorded[] = [ev(0, 'a', { ev: 'claim', task: 't3', token: 1, leaseUntil: 1_000 }), ev(9_000, 'r', { ev: 'recover', task: 't3', token: 1, leaseUntil: 1_000, action: 'failed' })];
-    const r = checkHistory({ history, tasks: [{ ...done('t3'), status: 'FAILED' }], enqueued: ['t3'], kills: [{ worker: 'a', t: 100 }], config });
-    expect(r.violations.map((v) => v.invariant)).toEqual(['recovered within leaseTimeout + recoveryInterval']);
+    const history: Recorded[] = [
+      ev(0, 'a', { ev: 'claim', task: 't3', token: 1, leaseUntil: 1_000 }),
+      ev(9_000, 'r', { ev: 'recover', task: 't3', token: 1, leaseUntil: 1_000, action: 'failed' }),
+    ];
+    const r = checkHistory({
+      history,
+      tasks: [{ ...done('t3'), status: 'FAILED' }],
+      enqueued: ['t3'],
+      kills: [{ worker: 'a', t: 100 }],
+      config,
+    });
+    expect(r.violations.map((v) => v.invariant)).toEqual([
+      'recovered within leaseTimeout + recoveryInterval',
+    ]);
   });
 });
 
 describe('a seeded bug: completing without the token condition', () => {
   /** A holder cut off from renewals outlives its lease; another worker takes the task over. */
   async function scenario(seededBug: 'none' | 'complete-without-token') {
-    const w = await createWorkerWorld(server.endpoint, [defineTask({ name: 'slow', schema: z.object({ ms: z.number() }), maxAttempts: 3, handler: ({ ms }) => sleep(ms).then(() => 'done') })]);
+    const w = await createWorkerWorld(server.endpoint, [
+      defineTask({
+        name: 'slow',
+        schema: z.object({ ms: z.number() }),
+        maxAttempts: 3,
+        handler: ({ ms }) => sleep(ms).then(() => 'done'),
+      }),
+    ]);
     const history = new MemoryHistory('unused');
     const { task } = await w.submitter.enqueue({ type: 'slow', payload: { ms: 3_200 }, owner: 'o' });
     const cut = partitionedAfterFirstClaim(w.peer());
     const mk = (id: string, store = w.peer(), clock?: Clock) => {
       recordHistory(store.events, history.as(id));
       const leaseStore = seededBug === 'complete-without-token' ? completingWithoutToken(store) : store;
-      return new Worker({ store: leaseStore, registry: w.registry, config: w.config, events: store.events, workerId: id, logger: silentLogger(), ...(clock ? { clock } : {}) });
+      return new Worker({
+        store: leaseStore,
+        registry: w.registry,
+        config: w.config,
+        events: store.events,
+        workerId: id,
+        logger: silentLogger(),
+        ...(clock ? { clock } : {}),
+      });
     };
     // Its clock runs 10 s behind (a paused process wakes with the same view): it believes its lease
     // still valid, so its handler finishes and it sends the completion after the takeover.
@@ -121,20 +247,40 @@ describe('a seeded bug: completing without the token condition', () => {
     const firstRun = first.run({ idleStopMs: 100 });
     // Wait on the claim's own lease end (a fixed sleep from the start guesses when the claim landed).
     let claimed: { leaseUntil?: number } | undefined;
-    while (!(claimed = history.events.find((e) => e.ev === 'claim') as { leaseUntil?: number } | undefined)) await sleep(10);
+    while (!(claimed = history.events.find((e) => e.ev === 'claim') as { leaseUntil?: number } | undefined))
+      await sleep(10);
     await sleep(claimed.leaseUntil! + w.config.clockSkewMs + 50 - Date.now());
     const report = await w.peer().recover();
-    for (const fix of report.fixes) history.as('recovery').record({ ev: 'recover', task: fix.taskId, token: fix.token, leaseUntil: fix.leaseUntil, action: fix.action });
+    for (const fix of report.fixes)
+      history.as('recovery').record({
+        ev: 'recover',
+        task: fix.taskId,
+        token: fix.token,
+        leaseUntil: fix.leaseUntil,
+        action: fix.action,
+      });
     await Promise.all([firstRun, mk('healthy').run()]);
-    const final = (await w.scanAll()).filter((i) => i.type === "slow") as never[];
-    return checkHistory({ history: history.events, tasks: final, enqueued: [task.id], kills: [], config: { ...w.config, limits: {} } });
+    const final = (await w.scanAll()).filter((i) => i.type === 'slow') as never[];
+    return checkHistory({
+      history: history.events,
+      tasks: final,
+      enqueued: [task.id],
+      kills: [],
+      config: { ...w.config, limits: {} },
+    });
   }
 
-  it('without the bug the checker finds nothing; with it, the stale completion is caught', { timeout: 30_000 }, async () => {
-    const [correct, buggy] = await Promise.all([scenario('none'), scenario('complete-without-token')]);
-    expect(correct.violations).toEqual([]);
-    expect(correct.figures.staleWritesRefused).toBeGreaterThanOrEqual(1);
-    expect(buggy.violations.map((v) => v.invariant)).toContain('no write accepted from a non-current token');
-    expect(buggy.figures.staleWritesAccepted).toBe(1);
-  });
+  it(
+    'without the bug the checker finds nothing; with it, the stale completion is caught',
+    { timeout: 30_000 },
+    async () => {
+      const [correct, buggy] = await Promise.all([scenario('none'), scenario('complete-without-token')]);
+      expect(correct.violations).toEqual([]);
+      expect(correct.figures.staleWritesRefused).toBeGreaterThanOrEqual(1);
+      expect(buggy.violations.map((v) => v.invariant)).toContain(
+        'no write accepted from a non-current token',
+      );
+      expect(buggy.figures.staleWritesAccepted).toBe(1);
+    },
+  );
 });

@@ -1,15 +1,30 @@
 /** The pure rules of the claim order across lanes and types, and of a claim that landed late (fixed clock). */
 import { describe, expect, it } from 'vitest';
-import { byClaimOrder, isAboveDefault, laneReadDue, takeableAcrossLanes, type LanePage } from '../shared/claim-order.js';
+import {
+  byClaimOrder,
+  isAboveDefault,
+  laneReadDue,
+  takeableAcrossLanes,
+  type LanePage,
+} from '../shared/claim-order.js';
 import { claimLeaseUsable } from '../shared/lease-rules.js';
 import { readySortKey } from '../shared/table-layout.js';
 
-const head = (priority: number, availableAt = 1_000, id = `t${priority}-${availableAt}`) => ({ id, readySk: readySortKey(priority, availableAt, availableAt, id) });
+const head = (priority: number, availableAt = 1_000, id = `t${priority}-${availableAt}`) => ({
+  id,
+  readySk: readySortKey(priority, availableAt, availableAt, id),
+});
 
 describe('claim order', () => {
   it('sorts priority DESC, then due time, then age, whatever the lane', () => {
     const heads = [head(0, 5), head(-3), head(7, 9), head(7, 2), head(1)];
-    expect(heads.sort(byClaimOrder).map((h) => h.id)).toEqual(['t7-2', 't7-9', 't1-1000', 't0-5', 't-3-1000']);
+    expect(heads.sort(byClaimOrder).map((h) => h.id)).toEqual([
+      't7-2',
+      't7-9',
+      't1-1000',
+      't0-5',
+      't-3-1000',
+    ]);
     expect([7, 1, 0, -1].map((p) => isAboveDefault(head(p)))).toEqual([true, true, false, false]);
   });
 

@@ -27,7 +27,11 @@ async function cli(...args: string[]): Promise<{ code: number; out: string; err:
   const stdout = new Writable({ write: (chunk, _e, done) => ((out += String(chunk)), done()) });
   const err = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
   try {
-    const code = await main([...args, ...(args.includes('--url') ? [] : ['--url', api.url])], {}, stdout as unknown as typeof process.stdout);
+    const code = await main(
+      [...args, ...(args.includes('--url') ? [] : ['--url', api.url])],
+      {},
+      stdout as unknown as typeof process.stdout,
+    );
     return { code, out, err: err.mock.calls.map(([c]) => String(c)).join('') };
   } finally {
     err.mockRestore();
@@ -36,10 +40,34 @@ async function cli(...args: string[]): Promise<{ code: number; out: string; err:
 
 describe('the leasehold CLI against the HTTP API', () => {
   it('enqueues, gets and lists, for people and as JSON', async () => {
-    const queued = await cli('enqueue', 'demo.sleep', '{"ms": 10}', '--priority', '3', '--key', 'k-1', '--owner', 'cli-user');
+    const queued = await cli(
+      'enqueue',
+      'demo.sleep',
+      '{"ms": 10}',
+      '--priority',
+      '3',
+      '--key',
+      'k-1',
+      '--owner',
+      'cli-user',
+    );
     expect(queued.code).toBe(0);
     const id = /^queued (\S+) \(demo\.sleep, QUEUED\)$/m.exec(queued.out)![1]!;
-    expect((await cli('enqueue', 'demo.sleep', '{"ms": 10}', '--priority', '3', '--key', 'k-1', '--owner', 'cli-user')).out).toContain(`already queued (same idempotency key) ${id}`);
+    expect(
+      (
+        await cli(
+          'enqueue',
+          'demo.sleep',
+          '{"ms": 10}',
+          '--priority',
+          '3',
+          '--key',
+          'k-1',
+          '--owner',
+          'cli-user',
+        )
+      ).out,
+    ).toContain(`already queued (same idempotency key) ${id}`);
 
     const got = await cli('get', id, '--owner', 'cli-user');
     expect(got.out).toMatch(new RegExp(`^id +${id}$`, 'm'));
@@ -48,7 +76,9 @@ describe('the leasehold CLI against the HTTP API', () => {
 
     const listed = await cli('list', '--owner', 'cli-user', '--json');
     expect(JSON.parse(listed.out).tasks.map((t: { id: string }) => t.id)).toEqual([id]);
-    expect((await cli('list', '--owner', 'cli-user')).out.split('\n')[0]).toMatch(/^ID +TYPE +STATUS +ATTEMPTS +CREATED +PROGRESS$/);
+    expect((await cli('list', '--owner', 'cli-user')).out.split('\n')[0]).toMatch(
+      /^ID +TYPE +STATUS +ATTEMPTS +CREATED +PROGRESS$/,
+    );
 
     expect((await cli('cancel', id, '--owner', 'cli-user')).out.trim()).toBe(`${id} CANCELLED`);
     expect((await cli('retry', id, '--owner', 'cli-user')).out.trim()).toBe(`${id} QUEUED`);
@@ -62,7 +92,10 @@ describe('the leasehold CLI against the HTTP API', () => {
     expect(bad.err).toContain('error 400:');
     expect(bad.err).toContain('payload.ms:');
     const missing = await cli('get', 'no-such-task');
-    expect([missing.code, missing.err]).toEqual([1, expect.stringContaining('error 404: No task no-such-task')]);
+    expect([missing.code, missing.err]).toEqual([
+      1,
+      expect.stringContaining('error 404: No task no-such-task'),
+    ]);
     expect((await cli('enqueue', 'demo.echo', '{not json')).code).toBe(2);
     expect((await cli('frobnicate')).code).toBe(2);
     expect((await cli('list', '--bogus')).code).toBe(2);
@@ -74,8 +107,31 @@ describe('the leasehold CLI against the HTTP API', () => {
     const now = Date.parse('2026-11-30T09:00:00Z');
     const screen = watchScreen(
       [
-        { id: 'a', type: 'demo.sleep', status: 'RUNNING', priority: 0, attempts: 1, maxAttempts: 3, createdAt: '', updatedAt: '', availableAt: '2026-11-30T08:59:00Z', progress: 0.5, leaseOwner: 'w1', leaseUntil: '2026-11-30T09:00:42Z' },
-        { id: 'b', type: 'demo.echo', status: 'QUEUED', priority: 0, attempts: 0, maxAttempts: 3, createdAt: '', updatedAt: '', availableAt: '2026-11-30T08:59:30Z' },
+        {
+          id: 'a',
+          type: 'demo.sleep',
+          status: 'RUNNING',
+          priority: 0,
+          attempts: 1,
+          maxAttempts: 3,
+          createdAt: '',
+          updatedAt: '',
+          availableAt: '2026-11-30T08:59:00Z',
+          progress: 0.5,
+          leaseOwner: 'w1',
+          leaseUntil: '2026-11-30T09:00:42Z',
+        },
+        {
+          id: 'b',
+          type: 'demo.echo',
+          status: 'QUEUED',
+          priority: 0,
+          attempts: 0,
+          maxAttempts: 3,
+          createdAt: '',
+          updatedAt: '',
+          availableAt: '2026-11-30T08:59:30Z',
+        },
       ],
       now,
       'http://x',
@@ -83,7 +139,13 @@ describe('the leasehold CLI against the HTTP API', () => {
     expect(screen).toContain('QUEUED 1   RUNNING 1');
     expect(screen).toMatch(/a +demo\.sleep +\[##########\.{10}\] {2}50% +42\.0 s +w1/);
     expect(progressBar(1, 4)).toBe('[####] 100%');
-    expect(computeStats([], now)).toEqual({ byType: {}, byStatus: {}, runningLeases: 0, oldestQueuedAgeMs: undefined, total: 0 });
+    expect(computeStats([], now)).toEqual({
+      byType: {},
+      byStatus: {},
+      runningLeases: 0,
+      oldestQueuedAgeMs: undefined,
+      total: 0,
+    });
     const run = await cli('watch', '--count', '2', '--interval', '10');
     expect(run.code).toBe(0);
     expect(run.out.match(/^Leasehold /gm)).toHaveLength(2);
@@ -95,12 +157,30 @@ describe('SigV4 for the deployed API', () => {
     const url = new URL('https://abc123.execute-api.eu-west-1.amazonaws.com/tasks?limit=5');
     expect(regionOfApiUrl(url)).toBe('eu-west-1');
     expect(regionOfApiUrl(new URL('http://127.0.0.1:3000/tasks'))).toBeUndefined();
-    const sign = sigv4Signer('eu-west-1', { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY' }, new Date('2026-11-30T09:00:00Z'));
-    const headers = await sign(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"type":"demo.echo"}' });
+    const sign = sigv4Signer(
+      'eu-west-1',
+      { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY' },
+      new Date('2026-11-30T09:00:00Z'),
+    );
+    const headers = await sign(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"type":"demo.echo"}',
+    });
     expect(headers['x-amz-date']).toBe('20261130T090000Z');
-    expect(headers.authorization).toMatch(/^AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE\/20261130\/eu-west-1\/execute-api\/aws4_request, SignedHeaders=content-type;host;x-amz-content-sha256;x-amz-date, Signature=[0-9a-f]{64}$/);
-    const again = await sign(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"type":"demo.echo"}' });
-    const other = await sign(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"type":"demo.fail"}' });
+    expect(headers.authorization).toMatch(
+      /^AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE\/20261130\/eu-west-1\/execute-api\/aws4_request, SignedHeaders=content-type;host;x-amz-content-sha256;x-amz-date, Signature=[0-9a-f]{64}$/,
+    );
+    const again = await sign(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"type":"demo.echo"}',
+    });
+    const other = await sign(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"type":"demo.fail"}',
+    });
     expect(again.authorization).toBe(headers.authorization);
     expect(other.authorization).not.toBe(headers.authorization);
   });

@@ -6,7 +6,12 @@ import { renderBenchmarkDoc } from '../bench/write-benchmark-doc.js';
 
 const root = resolve(import.meta.dirname, '..');
 const OUTPUTS = ['bench/results-quick.json'];
-const pages = ['README.md', ...readdirSync(join(root, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+const pages = [
+  'README.md',
+  ...readdirSync(join(root, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+];
 
 describe('docs', () => {
   it('the README stays short (at most 250 lines); the rest lives in docs/', () => {
@@ -21,7 +26,9 @@ describe('docs', () => {
         if (/^[a-z]+:/i.test(target!)) continue;
         if (!existsSync(resolve(root, dirname(page), target!))) missing.push(`${page}: ${target}`);
       }
-      for (const [, path] of text.matchAll(/`((?:shared|functions|infra|tasks|bench|sim|test)\/[\w./-]+\.(?:ts|cjs|json|sh))`/g)) {
+      for (const [, path] of text.matchAll(
+        /`((?:shared|functions|infra|tasks|bench|sim|test)\/[\w./-]+\.(?:ts|cjs|json|sh))`/g,
+      )) {
         // Files a command writes (git-ignored) are named as outputs, not links.
         if (!existsSync(join(root, path!)) && !OUTPUTS.includes(path!)) missing.push(`${page}: ${path}`);
       }
@@ -30,7 +37,10 @@ describe('docs', () => {
   });
 
   it('nothing refers to material outside the repository', () => {
-    for (const page of pages) expect(readFileSync(join(root, page), 'utf8'), page).not.toMatch(/\.\.\/shared\/(?:DESIGN|reviews|seeds)|DESIGN\.md|\bseeds? 0\d\d\b|review finding/i);
+    for (const page of pages)
+      expect(readFileSync(join(root, page), 'utf8'), page).not.toMatch(
+        /\.\.\/shared\/(?:DESIGN|reviews|seeds)|DESIGN\.md|\bseeds? 0\d\d\b|review finding/i,
+      );
   });
 
   it('docs/benchmark.md is generated from bench/results.json (npm run bench:doc)', () => {

@@ -27,7 +27,13 @@ import { LockLostError, LockNotAcquiredError } from '../shared/locks/lock-client
 import * as expression from '../shared/schedules/schedule-expression.js';
 import { ExpressionError } from '../shared/schedules/schedule-expression.js';
 import * as scheduleErrors from '../shared/schedules/schedule-errors.js';
-import { ScheduleConflictError, ScheduleNameTakenError, ScheduleNotFoundError, ScheduleRejectedError, ScheduleSyncError } from '../shared/schedules/schedule-errors.js';
+import {
+  ScheduleConflictError,
+  ScheduleNameTakenError,
+  ScheduleNotFoundError,
+  ScheduleRejectedError,
+  ScheduleSyncError,
+} from '../shared/schedules/schedule-errors.js';
 import * as timeZones from '../shared/schedules/time-zones.js';
 import { TimeZoneError } from '../shared/schedules/time-zones.js';
 import * as conditionalWrite from '../shared/store/conditional-write.js';
@@ -58,7 +64,10 @@ const samples: LeaseholdError[] = [
   new ConfigError([{ path: 'LEASEHOLD_TABLE', message: 'is required' }]),
   new TaskNotFoundError('task-9'),
   new IdempotencyConflictError('key-1', task),
-  new TaskStateConflictError('Task task-1 is SUCCEEDED; only a queued or running task can be cancelled.', task),
+  new TaskStateConflictError(
+    'Task task-1 is SUCCEEDED; only a queued or running task can be cancelled.',
+    task,
+  ),
   new LeaseLostError('task-1', 2, task),
   new NonRetryableError('no such account'),
   new ScheduleNotFoundError('nightly'),
@@ -81,7 +90,10 @@ const samples: LeaseholdError[] = [
 
 /** Every LeaseholdError class a module exports. */
 const errorClasses = (module: Record<string, unknown>) =>
-  Object.values(module).filter((v): v is new (...args: never[]) => LeaseholdError => typeof v === 'function' && (v === LeaseholdError || v.prototype instanceof LeaseholdError));
+  Object.values(module).filter(
+    (v): v is new (...args: never[]) => LeaseholdError =>
+      typeof v === 'function' && (v === LeaseholdError || v.prototype instanceof LeaseholdError),
+  );
 
 const silent = () => new Logger({ serviceName: 'test', logLevel: 'SILENT' });
 
@@ -99,21 +111,46 @@ async function answerTo(error: unknown) {
     logger: silent(),
   } as unknown as ApiDeps;
   const res = await handleApiEvent(apiEvent({ method: 'GET', path: '/tasks/task-1' }), deps);
-  return { status: res.statusCode, headers: res.headers, raw: res.body, body: JSON.parse(res.body) as Record<string, unknown> };
+  return {
+    status: res.statusCode,
+    headers: res.headers,
+    raw: res.body,
+    body: JSON.parse(res.body) as Record<string, unknown>,
+  };
 }
 
 describe('the error classes', () => {
   it('a sample of every exported error class is checked here', () => {
-    const modules = { errors, scheduleErrors, expression, timeZones, lockClient, taskReads, tableSetup, conditionalWrite, enqueue, cancel, renewalRound, outcome };
+    const modules = {
+      errors,
+      scheduleErrors,
+      expression,
+      timeZones,
+      lockClient,
+      taskReads,
+      tableSetup,
+      conditionalWrite,
+      enqueue,
+      cancel,
+      renewalRound,
+      outcome,
+    };
     for (const [name, module] of Object.entries(modules)) {
-      for (const cls of errorClasses(module)) expect(samples.some((s) => s.constructor === cls), `${name}.${cls.name} has a sample`).toBe(true);
+      for (const cls of errorClasses(module))
+        expect(
+          samples.some((s) => s.constructor === cls),
+          `${name}.${cls.name} has a sample`,
+        ).toBe(true);
     }
   });
 
   it('each has a distinct non-empty code, a status in 400..599 and its class name as name', () => {
     for (const error of samples) {
       expect(error.code, error.constructor.name).toMatch(/^[A-Z][A-Z0-9_]+$/);
-      expect(Number.isInteger(error.status) && error.status >= 400 && error.status <= 599, `${error.constructor.name}: status ${error.status}`).toBe(true);
+      expect(
+        Number.isInteger(error.status) && error.status >= 400 && error.status <= 599,
+        `${error.constructor.name}: status ${error.status}`,
+      ).toBe(true);
       expect(error.name).toBe(error.constructor.name);
       expect(error).toBeInstanceOf(Error);
     }
@@ -122,7 +159,8 @@ describe('the error classes', () => {
   });
 
   it('each error class has its own HTTP status', () => {
-    const statusOf = (cls: abstract new (...args: never[]) => LeaseholdError) => samples.find((s) => s.constructor === cls)!.status;
+    const statusOf = (cls: abstract new (...args: never[]) => LeaseholdError) =>
+      samples.find((s) => s.constructor === cls)!.status;
     expect({
       ValidationError: statusOf(ValidationError),
       TaskNotFoundError: statusOf(TaskNotFoundError),
@@ -147,13 +185,16 @@ describe('the error classes', () => {
   it('NonRetryableError is a LeaseholdError, the same class from tasks/define.ts, described as before', () => {
     expect(NonRetryableFromDefine).toBe(NonRetryableError);
     expect(new NonRetryableError('no such account')).toBeInstanceOf(LeaseholdError);
-    expect(describeError(new NonRetryableError('no such account'))).toBe('NonRetryableError: no such account');
+    expect(describeError(new NonRetryableError('no such account'))).toBe(
+      'NonRetryableError: no such account',
+    );
     expect(describeError('plain')).toBe('plain');
     expect(describeError({ a: 1 })).toBe('{"a":1}');
   });
 
   it('schedule errors speak the service’s terms, not HTTP', () => {
-    for (const error of samples.filter((s) => s.code.startsWith('SCHEDULE_'))) expect(error.message).not.toMatch(/\b(PUT|GET|DELETE|POST)\b/);
+    for (const error of samples.filter((s) => s.code.startsWith('SCHEDULE_')))
+      expect(error.message).not.toMatch(/\b(PUT|GET|DELETE|POST)\b/);
   });
 });
 
@@ -162,12 +203,23 @@ describe('the API answers each error from its status, code and own members', () 
     const res = await answerTo(error);
     expect([res.status, res.body.status, res.body.code]).toEqual([error.status, error.status, error.code]);
     expect(res.headers['content-type']).toBe('application/problem+json');
-    expect(res.headers['retry-after']).toBe(error.retryAfterSeconds === undefined ? undefined : String(error.retryAfterSeconds));
+    expect(res.headers['retry-after']).toBe(
+      error.retryAfterSeconds === undefined ? undefined : String(error.retryAfterSeconds),
+    );
     expect(typeof res.body.detail).toBe('string');
   });
 
   it('the answers callers and tests rely on, byte for byte', async () => {
-    expect((await answerTo(new ValidationError('enqueue', [{ path: 'payload', message: 'is too big' }, { path: '', message: 'no owner' }]))).raw).toBe(
+    expect(
+      (
+        await answerTo(
+          new ValidationError('enqueue', [
+            { path: 'payload', message: 'is too big' },
+            { path: '', message: 'no owner' },
+          ]),
+        )
+      ).raw,
+    ).toBe(
       JSON.stringify({
         type: 'about:blank',
         title: 'Bad Request',
@@ -181,15 +233,38 @@ describe('the API answers each error from its status, code and own members', () 
       }),
     );
     expect((await answerTo(new TaskNotFoundError('task-9'))).raw).toBe(
-      JSON.stringify({ type: 'about:blank', title: 'Not Found', status: 404, code: 'TASK_NOT_FOUND', detail: 'No task task-9 for this caller.' }),
+      JSON.stringify({
+        type: 'about:blank',
+        title: 'Not Found',
+        status: 404,
+        code: 'TASK_NOT_FOUND',
+        detail: 'No task task-9 for this caller.',
+      }),
     );
     const idempotency = new IdempotencyConflictError('key-1', task);
     expect((await answerTo(idempotency)).raw).toBe(
-      JSON.stringify({ type: 'about:blank', title: 'Conflict', status: 409, code: 'IDEMPOTENCY_CONFLICT', detail: idempotency.message, taskId: 'task-1' }),
+      JSON.stringify({
+        type: 'about:blank',
+        title: 'Conflict',
+        status: 409,
+        code: 'IDEMPOTENCY_CONFLICT',
+        detail: idempotency.message,
+        taskId: 'task-1',
+      }),
     );
-    expect((await answerTo(new TaskStateConflictError('not now', task))).body).toMatchObject({ status: 409, code: 'TASK_STATE_CONFLICT', detail: 'not now', taskStatus: 'SUCCEEDED' });
-    expect((await answerTo(new ScheduleRejectedError('n', 'ValidationException: bad', true, { cause }))).body).toMatchObject({ status: 400, code: 'SCHEDULE_REJECTED', reason: 'ValidationException: bad' });
-    expect((await answerTo(new ScheduleNotFoundError('n'))).body).toMatchObject({ status: 404, detail: 'No schedule "n" for this caller.' });
+    expect((await answerTo(new TaskStateConflictError('not now', task))).body).toMatchObject({
+      status: 409,
+      code: 'TASK_STATE_CONFLICT',
+      detail: 'not now',
+      taskStatus: 'SUCCEEDED',
+    });
+    expect(
+      (await answerTo(new ScheduleRejectedError('n', 'ValidationException: bad', true, { cause }))).body,
+    ).toMatchObject({ status: 400, code: 'SCHEDULE_REJECTED', reason: 'ValidationException: bad' });
+    expect((await answerTo(new ScheduleNotFoundError('n'))).body).toMatchObject({
+      status: 404,
+      detail: 'No schedule "n" for this caller.',
+    });
   });
 
   it('a schedule to save or delete again is worded as the HTTP request to send again, with retry-after 5', async () => {
@@ -210,18 +285,36 @@ describe('the API answers each error from its status, code and own members', () 
   it('a write whose outcome is unknown is a 503 with retry-after 1 and the advice to send it again', async () => {
     const error = new WriteOutcomeUnknownError({ pk: 'TASK#x', sk: 'TASK' }, 'w-1', { cause });
     const res = await answerTo(error);
-    expect([res.status, res.body.code, res.headers['retry-after']]).toEqual([503, 'WRITE_OUTCOME_UNKNOWN', '1']);
-    expect(res.body.detail).toBe(`${error.message} Send the request again; with an idempotencyKey a retry cannot make a second task.`);
+    expect([res.status, res.body.code, res.headers['retry-after']]).toEqual([
+      503,
+      'WRITE_OUTCOME_UNKNOWN',
+      '1',
+    ]);
+    expect(res.body.detail).toBe(
+      `${error.message} Send the request again; with an idempotencyKey a retry cannot make a second task.`,
+    );
   });
 
   it('DynamoDB throttling is a 503 THROTTLED; anything else is a 500 that says nothing of it', async () => {
-    const throttled = await answerTo(new ThrottlingException({ message: 'Rate of requests exceeds the allowed throughput.', $metadata: {} }));
-    expect([throttled.status, throttled.body.code, throttled.headers['retry-after']]).toEqual([503, 'THROTTLED', '1']);
+    const throttled = await answerTo(
+      new ThrottlingException({ message: 'Rate of requests exceeds the allowed throughput.', $metadata: {} }),
+    );
+    expect([throttled.status, throttled.body.code, throttled.headers['retry-after']]).toEqual([
+      503,
+      'THROTTLED',
+      '1',
+    ]);
     const unexpected = await answerTo(new Error('secret internals'));
-    expect([unexpected.status, unexpected.body.code, unexpected.headers['retry-after']]).toEqual([500, 'INTERNAL_ERROR', undefined]);
+    expect([unexpected.status, unexpected.body.code, unexpected.headers['retry-after']]).toEqual([
+      500,
+      'INTERNAL_ERROR',
+      undefined,
+    ]);
     expect(unexpected.raw).not.toContain('secret internals');
     // Named like ours, but not ours: no detection by name.
-    const impostor = await answerTo(Object.assign(new Error('x'), { name: 'ValidationError', code: 'VALIDATION_FAILED', status: 400 }));
+    const impostor = await answerTo(
+      Object.assign(new Error('x'), { name: 'ValidationError', code: 'VALIDATION_FAILED', status: 400 }),
+    );
     expect([impostor.status, impostor.body.code]).toEqual([500, 'INTERNAL_ERROR']);
   });
 });
@@ -230,7 +323,8 @@ describe('the source', () => {
   const root = fileURLToPath(new URL('..', import.meta.url));
   const shared = join(root, 'shared');
   /** User-facing tools and demo content may throw plain errors. */
-  const excluded = (path: string) => path.startsWith('shared/cli/') || path.startsWith('shared/local/') || path === 'shared/tasks/demo.ts';
+  const excluded = (path: string) =>
+    path.startsWith('shared/cli/') || path.startsWith('shared/local/') || path === 'shared/tasks/demo.ts';
   const files = (readdirSync(shared, { recursive: true, encoding: 'utf8' }) as string[])
     .filter((f) => f.endsWith('.ts'))
     .map((f) => relative(root, join(shared, f)).split('\\').join('/'))

@@ -9,7 +9,12 @@ import { apiEvent } from './support/api-events.js';
 import { sleep } from './support/worker-world.js';
 
 let server: TestDynamo;
-let fns: { api: typeof import('../functions/api.js'); worker: typeof import('../functions/worker.js'); recovery: typeof import('../functions/recovery.js'); fire: typeof import('../functions/fire.js') };
+let fns: {
+  api: typeof import('../functions/api.js');
+  worker: typeof import('../functions/worker.js');
+  recovery: typeof import('../functions/recovery.js');
+  fire: typeof import('../functions/fire.js');
+};
 let store: TaskStore;
 const table = `fn-${process.pid}`;
 
@@ -39,14 +44,25 @@ beforeAll(async () => {
     POWERTOOLS_LOG_LEVEL: 'SILENT',
   };
   Object.assign(process.env, env);
-  const client = new DynamoDBClient({ endpoint: server.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
+  const client = new DynamoDBClient({
+    endpoint: server.endpoint,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
+  });
   await ensureTable(client, table);
   store = new TaskStore({ doc: DynamoDBDocumentClient.from(client), config: loadConfig(env) });
-  fns = { api: await import('../functions/api.js'), worker: await import('../functions/worker.js'), recovery: await import('../functions/recovery.js'), fire: await import('../functions/fire.js') };
+  fns = {
+    api: await import('../functions/api.js'),
+    worker: await import('../functions/worker.js'),
+    recovery: await import('../functions/recovery.js'),
+    fire: await import('../functions/fire.js'),
+  };
 });
 afterAll(() => server.close());
 
-const enqueue = async (body: unknown) => JSON.parse((await fns.api.handler(apiEvent({ method: 'POST', path: '/tasks', body }))).body).task.id as string;
+const enqueue = async (body: unknown) =>
+  JSON.parse((await fns.api.handler(apiEvent({ method: 'POST', path: '/tasks', body }))).body).task
+    .id as string;
 
 describe('the Lambda functions', () => {
   it('worker: a scheduled invocation runs the queued tasks to their end and emits EMF metrics', async () => {
@@ -60,11 +76,33 @@ describe('the Lambda functions', () => {
     expect(summary).toMatchObject({ claimed: 4, stoppedBecause: 'idle', timersArmed: 0 });
     expect((await store.get({ id: echo })).result).toEqual({ a: 1 });
     expect(await store.get({ id: flaky })).toMatchObject({ status: 'SUCCESS', attempts: 2 });
-    expect(await store.get({ id: sleeper })).toMatchObject({ status: 'SUCCESS', progress: expect.any(Number) });
+    expect(await store.get({ id: sleeper })).toMatchObject({
+      status: 'SUCCESS',
+      progress: expect.any(Number),
+    });
     const emf = JSON.parse(emitted.at(-1)!) as Record<string, unknown>;
-    expect(emf).toMatchObject({ service: 'leasehold-worker', Claims: expect.anything(), TasksSucceeded: expect.anything(), LeaseRenewals: expect.anything() });
-    const names = (emf._aws as { CloudWatchMetrics: { Metrics: { Name: string }[] }[] }).CloudWatchMetrics[0]!.Metrics.map((m) => m.Name);
-    expect(names).toEqual(expect.arrayContaining(['Claims', 'WastedClaimWrites', 'TasksSucceeded', 'TasksRetried', 'TaskDuration', 'QueueWait', 'EventLoopLag', 'LeaseRenewals', 'LeaseRenewalsOk']));
+    expect(emf).toMatchObject({
+      service: 'leasehold-worker',
+      Claims: expect.anything(),
+      TasksSucceeded: expect.anything(),
+      LeaseRenewals: expect.anything(),
+    });
+    const names = (
+      emf._aws as { CloudWatchMetrics: { Metrics: { Name: string }[] }[] }
+    ).CloudWatchMetrics[0]!.Metrics.map((m) => m.Name);
+    expect(names).toEqual(
+      expect.arrayContaining([
+        'Claims',
+        'WastedClaimWrites',
+        'TasksSucceeded',
+        'TasksRetried',
+        'TaskDuration',
+        'QueueWait',
+        'EventLoopLag',
+        'LeaseRenewals',
+        'LeaseRenewalsOk',
+      ]),
+    );
   });
 
   it('worker: an invocation with too little time left claims nothing', async () => {
@@ -87,13 +125,26 @@ describe('the Lambda functions', () => {
   });
 
   it('fire: a schedule tick delivered twice (Scheduler is at-least-once) enqueues one task; a malformed event is dropped', async () => {
-    const put = await fns.api.handler(apiEvent({ method: 'PUT', path: '/schedules/nightly', body: { expression: 'cron(0 2 * * ? *)', task: { type: 'demo.echo', payload: { n: 1 } } } }));
+    const put = await fns.api.handler(
+      apiEvent({
+        method: 'PUT',
+        path: '/schedules/nightly',
+        body: { expression: 'cron(0 2 * * ? *)', task: { type: 'demo.echo', payload: { n: 1 } } },
+      }),
+    );
     expect(put.statusCode).toBe(201);
     const event = { scheduleName: 'nightly', scheduledTime: '2026-12-01T02:00:00Z' };
     const first = await fns.fire.handler(event);
     const second = await fns.fire.handler(event);
     expect(first).toMatchObject({ fired: true, created: true });
-    expect(second).toMatchObject({ fired: true, created: false, taskId: (first as { taskId: string }).taskId });
-    expect(await fns.fire.handler({ scheduleName: 'nightly' })).toEqual({ fired: false, reason: 'malformed-event' });
+    expect(second).toMatchObject({
+      fired: true,
+      created: false,
+      taskId: (first as { taskId: string }).taskId,
+    });
+    expect(await fns.fire.handler({ scheduleName: 'nightly' })).toEqual({
+      fired: false,
+      reason: 'malformed-event',
+    });
   });
 });

@@ -21,17 +21,33 @@ import { ConfigError } from '../shared/errors.js';
 let template: Template;
 let outDir: string;
 let synthOutput: string;
-let json: { Resources: Record<string, { Type: string; Properties: any; DeletionPolicy?: string }>; Outputs: Record<string, unknown> };
-let report: { pluginReports: { pluginName: string; conclusion: string; violations: unknown[]; suppressedViolations: { ruleName: string; reason: string }[] }[] };
+let json: {
+  Resources: Record<string, { Type: string; Properties: any; DeletionPolicy?: string }>;
+  Outputs: Record<string, unknown>;
+};
+let report: {
+  pluginReports: {
+    pluginName: string;
+    conclusion: string;
+    violations: unknown[];
+    suppressedViolations: { ruleName: string; reason: string }[];
+  }[];
+};
 const resources = (type: string) => Object.entries(json.Resources).filter(([, r]) => r.Type === type);
 
 beforeAll(() => {
   // `cdk synth` as a user runs it: offline, with no credentials at all.
   const out = (outDir = mkdtempSync(join(tmpdir(), 'cdk-out-')));
-  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('AWS_') && !k.startsWith('LEASEHOLD_')));
+  const env = Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => !k.startsWith('AWS_') && !k.startsWith('LEASEHOLD_')),
+  );
   // A deployer's shell left over from local testing: it must not reach the functions.
   const leftover = { LEASEHOLD_POLL_INTERVAL_MS: '20' };
-  const run = spawnSync('npx', ['cdk', 'synth', '--quiet', '--no-notices', '-o', out], { env: { ...env, ...leftover, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' }, encoding: 'utf8', timeout: 120_000 });
+  const run = spawnSync('npx', ['cdk', 'synth', '--quiet', '--no-notices', '-o', out], {
+    env: { ...env, ...leftover, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
   if (run.status !== 0) throw new Error(`cdk synth failed (${run.status}):\n${run.stdout}\n${run.stderr}`);
   synthOutput = run.stderr;
   json = JSON.parse(readFileSync(join(out, 'Leasehold.template.json'), 'utf8'));
@@ -44,12 +60,21 @@ describe('cdk synth and cdk-nag', () => {
     const nag = report.pluginReports.find((p) => p.pluginName === 'AwsSolutions')!;
     expect(nag.conclusion).toBe('success');
     expect(nag.violations).toEqual([]);
-    expect([...new Set(nag.suppressedViolations.map((v) => v.ruleName.replace(/\[.*$/, '')))].sort()).toEqual(['AwsSolutions-IAM5', 'AwsSolutions-L1', 'AwsSolutions-SQS3']);
+    expect([...new Set(nag.suppressedViolations.map((v) => v.ruleName.replace(/\[.*$/, '')))].sort()).toEqual(
+      ['AwsSolutions-IAM5', 'AwsSolutions-L1', 'AwsSolutions-SQS3'],
+    );
     // The wildcard acknowledged is only the Scheduler's right to invoke a function's versions.
-    expect(nag.suppressedViolations.filter((v) => v.ruleName.startsWith('AwsSolutions-IAM5')).map((v) => v.ruleName).sort()).toEqual([
+    expect(
+      nag.suppressedViolations
+        .filter((v) => v.ruleName.startsWith('AwsSolutions-IAM5'))
+        .map((v) => v.ruleName)
+        .sort(),
+    ).toEqual([
       expect.stringMatching(/^AwsSolutions-IAM5\[Resource::<RecoveryFunction\w+\.Arn>:\*\]$/),
       expect.stringMatching(/^AwsSolutions-IAM5\[Resource::<WorkerFunction\w+\.Arn>:\*\]$/),
-      expect.stringMatching(/^AwsSolutions-IAM5\[Resource::arn:<AWS::Partition>:scheduler:<AWS::Region>:<AWS::AccountId>:schedule\/Leasehold-UserSchedules-Group-\w+\/\*\]$/),
+      expect.stringMatching(
+        /^AwsSolutions-IAM5\[Resource::arn:<AWS::Partition>:scheduler:<AWS::Region>:<AWS::AccountId>:schedule\/Leasehold-UserSchedules-Group-\w+\/\*\]$/,
+      ),
     ]);
     expect(nag.suppressedViolations.every((v) => v.reason.length > 40)).toBe(true);
   });
@@ -57,7 +82,10 @@ describe('cdk synth and cdk-nag', () => {
   it('the checks can fail: a table without point-in-time recovery stops synthesis', () => {
     const app = new App();
     const stack = new Stack(app, 'Bad');
-    new Table(stack, 'T', { partitionKey: { name: 'pk', type: AttributeType.STRING }, removalPolicy: RemovalPolicy.DESTROY });
+    new Table(stack, 'T', {
+      partitionKey: { name: 'pk', type: AttributeType.STRING },
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
     Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
     expect(() => app.synth()).toThrow(/Point-in-time Recovery/i);
   });
@@ -72,18 +100,32 @@ describe('the table', () => {
       { AttributeName: KEY.partition, KeyType: 'HASH' },
       { AttributeName: KEY.sort, KeyType: 'RANGE' },
     ]);
-    const gsis = table.Properties.GlobalSecondaryIndexes as { IndexName: string; KeySchema: unknown; Projection: unknown }[];
-    expect(gsis.map((g) => g.IndexName).sort()).toEqual(Object.values(INDEX).map((i) => i.name).sort());
+    const gsis = table.Properties.GlobalSecondaryIndexes as {
+      IndexName: string;
+      KeySchema: unknown;
+      Projection: unknown;
+    }[];
+    expect(gsis.map((g) => g.IndexName).sort()).toEqual(
+      Object.values(INDEX)
+        .map((i) => i.name)
+        .sort(),
+    );
     for (const ix of Object.values(INDEX)) {
       const g = gsis.find((x) => x.IndexName === ix.name)!;
       expect(g.KeySchema).toEqual([
         { AttributeName: ix.partition, KeyType: 'HASH' },
         { AttributeName: ix.sort, KeyType: 'RANGE' },
       ]);
-      expect(g.Projection).toEqual('include' in ix ? { ProjectionType: 'INCLUDE', NonKeyAttributes: [...ix.include] } : { ProjectionType: 'KEYS_ONLY' });
+      expect(g.Projection).toEqual(
+        'include' in ix
+          ? { ProjectionType: 'INCLUDE', NonKeyAttributes: [...ix.include] }
+          : { ProjectionType: 'KEYS_ONLY' },
+      );
     }
     expect(table.Properties.AttributeDefinitions).toEqual(
-      expect.arrayContaining(Object.values(INDEX).map((ix) => ({ AttributeName: ix.sort, AttributeType: ix.sortType }))),
+      expect.arrayContaining(
+        Object.values(INDEX).map((ix) => ({ AttributeName: ix.sort, AttributeType: ix.sortType })),
+      ),
     );
     expect(table.Properties.TimeToLiveSpecification).toEqual({ AttributeName: TTL_ATTRIBUTE, Enabled: true });
   });
@@ -93,7 +135,9 @@ describe('the table', () => {
     const replica = table.Properties.Replicas[0];
     expect(replica.PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: true });
     expect(replica.DeletionProtectionEnabled).toBe(true);
-    expect(replica.SSESpecification.KMSMasterKeyId).toEqual({ 'Fn::GetAtt': [expect.stringMatching(/^TasksKey/), 'Arn'] });
+    expect(replica.SSESpecification.KMSMasterKeyId).toEqual({
+      'Fn::GetAtt': [expect.stringMatching(/^TasksKey/), 'Arn'],
+    });
     expect(table.Properties.SSESpecification).toEqual({ SSEEnabled: true, SSEType: 'KMS' });
     template.hasResourceProperties('AWS::KMS::Key', { EnableKeyRotation: true });
     template.hasResource('AWS::KMS::Key', { DeletionPolicy: 'Retain' });
@@ -108,12 +152,23 @@ describe('the functions', () => {
     const fns = resources('AWS::Lambda::Function');
     expect(fns).toHaveLength(4);
     for (const [, fn] of fns) {
-      expect(fn.Properties).toMatchObject({ Runtime: 'nodejs22.x', Architectures: ['arm64'], Handler: 'index.handler' });
-      expect(fn.Properties.Environment.Variables).toMatchObject({ ...lambdaEnvironment(config), NODE_OPTIONS: '--enable-source-maps', LEASEHOLD_TABLE: { Ref: expect.any(String) } });
+      expect(fn.Properties).toMatchObject({
+        Runtime: 'nodejs22.x',
+        Architectures: ['arm64'],
+        Handler: 'index.handler',
+      });
+      expect(fn.Properties.Environment.Variables).toMatchObject({
+        ...lambdaEnvironment(config),
+        NODE_OPTIONS: '--enable-source-maps',
+        LEASEHOLD_TABLE: { Ref: expect.any(String) },
+      });
       expect(fn.Properties.LoggingConfig.LogGroup).toBeDefined();
     }
     const byName = (name: string) => fns.find(([id]) => id.startsWith(name))![1].Properties;
-    expect(byName('Worker')).toMatchObject({ Timeout: sizing.workerTimeoutMs / 1000, MemorySize: sizing.workerMemoryMb });
+    expect(byName('Worker')).toMatchObject({
+      Timeout: sizing.workerTimeoutMs / 1000,
+      MemorySize: sizing.workerMemoryMb,
+    });
     expect(sizing).toMatchObject({ workerTimeoutMs: 380_000, overlappingWorkers: 7 });
     // Reserved concurrency is opt-in (leasehold:workerReservedConcurrency): on a young account it fails the deploy.
     for (const [, fn] of fns) expect(fn.Properties.ReservedConcurrentExecutions).toBeUndefined();
@@ -124,11 +179,17 @@ describe('the functions', () => {
   it('each role lists exactly the DynamoDB actions its function uses, on the table and the indexes it uses, and nothing with *', () => {
     for (const name of ['Api', 'Worker', 'Recovery', 'Fire'] as const) {
       const [, role] = resources('AWS::IAM::Role').find(([id]) => id.startsWith(`${name}Role`))!;
-      const statements = role.Properties.Policies[0].PolicyDocument.Statement as { Sid: string; Action: string | string[]; Resource: unknown }[];
+      const statements = role.Properties.Policies[0].PolicyDocument.Statement as {
+        Sid: string;
+        Action: string | string[];
+        Resource: unknown;
+      }[];
       const access = FUNCTION_ACCESS[name.toLowerCase() as FunctionName];
       const dynamo = statements.filter((s) => [s.Action].flat().some((a) => a.startsWith('dynamodb:')));
       expect(dynamo.find((s) => s.Sid === 'TaskItems')!.Action).toEqual(access.table);
-      expect(dynamo.find((s) => s.Sid === 'TaskItems')!.Resource).toEqual({ 'Fn::GetAtt': [expect.stringMatching(/^TasksTable/), 'Arn'] });
+      expect(dynamo.find((s) => s.Sid === 'TaskItems')!.Resource).toEqual({
+        'Fn::GetAtt': [expect.stringMatching(/^TasksTable/), 'Arn'],
+      });
       for (const [index, actions] of Object.entries(access.indexes)) {
         const s = dynamo.find((x) => JSON.stringify(x.Resource).includes(`/index/${index}`))!;
         expect([s.Action].flat()).toEqual(actions);
@@ -144,23 +205,50 @@ describe('the functions', () => {
 
   it('the API may manage schedules in the user-schedule group only, and pass only the Scheduler’s invoke role', () => {
     const [, policy] = resources('AWS::IAM::Policy').find(([id]) => id.startsWith('ApiRoleDefaultPolicy'))!;
-    const statements = policy.Properties.PolicyDocument.Statement as { Sid: string; Action: string | string[]; Resource: any; Condition?: unknown }[];
+    const statements = policy.Properties.PolicyDocument.Statement as {
+      Sid: string;
+      Action: string | string[];
+      Resource: any;
+      Condition?: unknown;
+    }[];
     const manage = statements.find((x) => x.Sid === 'ManageUserSchedules')!;
     expect(manage.Action).toEqual(SCHEDULE_MANAGEMENT_ACTIONS);
     expect(JSON.stringify(manage.Resource)).toMatch(/:schedule\/Leasehold-UserSchedules-Group-\w+\/\*/);
     const pass = statements.find((x) => x.Sid === 'PassSchedulerRole')!;
-    expect(pass).toMatchObject({ Action: 'iam:PassRole', Resource: { 'Fn::GetAtt': [expect.stringMatching(/^UserSchedulesInvokeRole/), 'Arn'] }, Condition: { StringEquals: { 'iam:PassedToService': 'scheduler.amazonaws.com' } } });
+    expect(pass).toMatchObject({
+      Action: 'iam:PassRole',
+      Resource: { 'Fn::GetAtt': [expect.stringMatching(/^UserSchedulesInvokeRole/), 'Arn'] },
+      Condition: { StringEquals: { 'iam:PassedToService': 'scheduler.amazonaws.com' } },
+    });
     expect(statements).toHaveLength(2);
-    const api = resources('AWS::Lambda::Function').find(([id]) => id.startsWith('Api'))![1].Properties.Environment.Variables;
-    expect(Object.keys(api)).toEqual(expect.arrayContaining(['LEASEHOLD_SCHEDULE_GROUP', 'LEASEHOLD_SCHEDULER_ROLE_ARN', 'LEASEHOLD_FIRE_FUNCTION_ARN', 'LEASEHOLD_SCHEDULE_DLQ_ARN']));
-    const [, invokePolicy] = resources('AWS::IAM::Policy').find(([id]) => id.startsWith('UserSchedulesInvokeRoleDefaultPolicy'))!;
-    expect(invokePolicy.Properties.PolicyDocument.Statement.map((x: { Action: string }) => x.Action)).toEqual(['lambda:InvokeFunction', 'sqs:SendMessage']);
+    const api = resources('AWS::Lambda::Function').find(([id]) => id.startsWith('Api'))![1].Properties
+      .Environment.Variables;
+    expect(Object.keys(api)).toEqual(
+      expect.arrayContaining([
+        'LEASEHOLD_SCHEDULE_GROUP',
+        'LEASEHOLD_SCHEDULER_ROLE_ARN',
+        'LEASEHOLD_FIRE_FUNCTION_ARN',
+        'LEASEHOLD_SCHEDULE_DLQ_ARN',
+      ]),
+    );
+    const [, invokePolicy] = resources('AWS::IAM::Policy').find(([id]) =>
+      id.startsWith('UserSchedulesInvokeRoleDefaultPolicy'),
+    )!;
+    expect(invokePolicy.Properties.PolicyDocument.Statement.map((x: { Action: string }) => x.Action)).toEqual(
+      ['lambda:InvokeFunction', 'sqs:SendMessage'],
+    );
     template.resourceCountIs('AWS::Scheduler::ScheduleGroup', 2);
   });
 
   it('bundles the pinned AWS SDK into each function instead of using the runtime copy', () => {
-    const pinned = (JSON.parse(readFileSync('node_modules/@aws-sdk/client-dynamodb/package.json', 'utf8')) as { version: string }).version;
-    const bundles = readdirSync(outDir).filter((d) => d.startsWith('asset.')).map((d) => readFileSync(join(outDir, d, 'index.js'), 'utf8'));
+    const pinned = (
+      JSON.parse(readFileSync('node_modules/@aws-sdk/client-dynamodb/package.json', 'utf8')) as {
+        version: string;
+      }
+    ).version;
+    const bundles = readdirSync(outDir)
+      .filter((d) => d.startsWith('asset.'))
+      .map((d) => readFileSync(join(outDir, d, 'index.js'), 'utf8'));
     expect(bundles).toHaveLength(4);
     for (const code of bundles) {
       expect(code).toContain('"DynamoDB_20120810"');
@@ -172,7 +260,9 @@ describe('the functions', () => {
 describe('the HTTP API', () => {
   it('has every route of the handler, each with IAM authorization', () => {
     const routes = resources('AWS::ApiGatewayV2::Route').map(([, r]) => r.Properties);
-    expect(routes.map((r) => r.RouteKey).sort()).toEqual(API_ROUTES.map((r) => `${r.method} ${r.path}`).sort());
+    expect(routes.map((r) => r.RouteKey).sort()).toEqual(
+      API_ROUTES.map((r) => `${r.method} ${r.path}`).sort(),
+    );
     expect(routes.every((r) => r.AuthorizationType === 'AWS_IAM')).toBe(true);
   });
 
@@ -193,8 +283,13 @@ describe('the schedules', () => {
     for (const s of schedules) {
       expect(s.ScheduleExpression).toBe('rate(1 minute)');
       expect(s.GroupName).toMatch(/Schedules-Group/);
-      expect(s.Target.RetryPolicy).toEqual({ MaximumEventAgeInSeconds: 60, MaximumRetryAttempts: expect.any(Number) });
-      expect(s.Target.DeadLetterConfig.Arn).toEqual({ 'Fn::GetAtt': [expect.stringMatching(/^SchedulesDeadLetters/), 'Arn'] });
+      expect(s.Target.RetryPolicy).toEqual({
+        MaximumEventAgeInSeconds: 60,
+        MaximumRetryAttempts: expect.any(Number),
+      });
+      expect(s.Target.DeadLetterConfig.Arn).toEqual({
+        'Fn::GetAtt': [expect.stringMatching(/^SchedulesDeadLetters/), 'Arn'],
+      });
       expect(s.Target.Input).toContain('<aws.scheduler.scheduled-time>');
     }
   });
@@ -202,31 +297,78 @@ describe('the schedules', () => {
   it('the dead-letter queue is encrypted and TLS-only', () => {
     template.hasResourceProperties('AWS::SQS::Queue', { KmsMasterKeyId: 'alias/aws/sqs' });
     template.hasResourceProperties('AWS::SQS::QueuePolicy', {
-      PolicyDocument: { Statement: Match.arrayWith([Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } })]) },
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+        ]),
+      },
     });
   });
 });
 
 describe('observability', () => {
   it('alarms at the thresholds docs/operations.md lists and on failures, dead letters, worker errors and throttles', () => {
-    const alarms = Object.fromEntries(resources('AWS::CloudWatch::Alarm').map(([id, a]) => [id.replace(/^Monitoring/, '').replace(/[0-9A-F]{8}$/, ''), a.Properties]));
-    expect(Object.keys(alarms).sort()).toEqual(['BacklogWithoutClaims', 'ExpiredLeases', 'FireErrors', 'LeaseRenewalSuccess', 'OldestDueTaskAge', 'RecoveryErrors', 'ScheduleDeadLetters', 'TasksFailed', 'WorkerErrors', 'WorkerThrottles']);
-    expect(alarms.OldestDueTaskAge).toMatchObject({ MetricName: 'OldestDueAgeMs', Threshold: 600_000, Statistic: 'Maximum', EvaluationPeriods: 3 });
-    expect(alarms.BacklogWithoutClaims).toMatchObject({ Threshold: 0, ComparisonOperator: 'GreaterThanThreshold', EvaluationPeriods: 5 });
-    expect(JSON.stringify(alarms.BacklogWithoutClaims.Metrics)).toMatch(/ReadyTasks.*Claims|Claims.*ReadyTasks/);
-    expect(alarms.LeaseRenewalSuccess).toMatchObject({ Threshold: 0.99, ComparisonOperator: 'LessThanThreshold', EvaluationPeriods: 5 });
+    const alarms = Object.fromEntries(
+      resources('AWS::CloudWatch::Alarm').map(([id, a]) => [
+        id.replace(/^Monitoring/, '').replace(/[0-9A-F]{8}$/, ''),
+        a.Properties,
+      ]),
+    );
+    expect(Object.keys(alarms).sort()).toEqual([
+      'BacklogWithoutClaims',
+      'ExpiredLeases',
+      'FireErrors',
+      'LeaseRenewalSuccess',
+      'OldestDueTaskAge',
+      'RecoveryErrors',
+      'ScheduleDeadLetters',
+      'TasksFailed',
+      'WorkerErrors',
+      'WorkerThrottles',
+    ]);
+    expect(alarms.OldestDueTaskAge).toMatchObject({
+      MetricName: 'OldestDueAgeMs',
+      Threshold: 600_000,
+      Statistic: 'Maximum',
+      EvaluationPeriods: 3,
+    });
+    expect(alarms.BacklogWithoutClaims).toMatchObject({
+      Threshold: 0,
+      ComparisonOperator: 'GreaterThanThreshold',
+      EvaluationPeriods: 5,
+    });
+    expect(JSON.stringify(alarms.BacklogWithoutClaims.Metrics)).toMatch(
+      /ReadyTasks.*Claims|Claims.*ReadyTasks/,
+    );
+    expect(alarms.LeaseRenewalSuccess).toMatchObject({
+      Threshold: 0.99,
+      ComparisonOperator: 'LessThanThreshold',
+      EvaluationPeriods: 5,
+    });
     expect(JSON.stringify(alarms.LeaseRenewalSuccess.Metrics)).toContain('LeaseRenewalsOk');
-    expect(alarms.LeaseRenewalSuccess.Metrics.find((m: { Id: string }) => m.Id === 'ok').MetricStat.Period).toBe(60);
-    expect(alarms.ExpiredLeases).toMatchObject({ Threshold: 10, ComparisonOperator: 'GreaterThanThreshold', EvaluationPeriods: 1 });
-    expect(alarms.ExpiredLeases.Metrics.find((m: { Id: string }) => m.Id === 'requeued').MetricStat.Period).toBe(300);
-    for (const a of Object.values(alarms)) expect(a.AlarmActions).toEqual({ 'Fn::If': [expect.stringMatching(/NotifyTopic/), [{ Ref: 'AlarmTopicArn' }], { Ref: 'AWS::NoValue' }] });
+    expect(
+      alarms.LeaseRenewalSuccess.Metrics.find((m: { Id: string }) => m.Id === 'ok').MetricStat.Period,
+    ).toBe(60);
+    expect(alarms.ExpiredLeases).toMatchObject({
+      Threshold: 10,
+      ComparisonOperator: 'GreaterThanThreshold',
+      EvaluationPeriods: 1,
+    });
+    expect(
+      alarms.ExpiredLeases.Metrics.find((m: { Id: string }) => m.Id === 'requeued').MetricStat.Period,
+    ).toBe(300);
+    for (const a of Object.values(alarms))
+      expect(a.AlarmActions).toEqual({
+        'Fn::If': [expect.stringMatching(/NotifyTopic/), [{ Ref: 'AlarmTopicArn' }], { Ref: 'AWS::NoValue' }],
+      });
     template.hasParameter('AlarmTopicArn', { Type: 'String', Default: '' });
   });
 
   it('has a dashboard, log groups with retention, and the outputs', () => {
     template.resourceCountIs('AWS::CloudWatch::Dashboard', 1);
     const body = JSON.stringify(resources('AWS::CloudWatch::Dashboard')[0]![1].Properties.DashboardBody);
-    for (const title of ['Queue depth', 'Throughput', 'Task duration', 'Lease health', 'Event-loop lag']) expect(body).toContain(title);
+    for (const title of ['Queue depth', 'Throughput', 'Task duration', 'Lease health', 'Event-loop lag'])
+      expect(body).toContain(title);
     const logs = resources('AWS::Logs::LogGroup');
     expect(logs).toHaveLength(5);
     expect(logs.every(([, l]) => l.Properties.RetentionInDays === 30)).toBe(true);
@@ -238,17 +380,31 @@ describe('deployment settings come from CDK context, never the shell', () => {
   it('synth prints the settings, names the shell variables it ignored, and the functions get the defaults', () => {
     expect(synthOutput).toMatch(/Leasehold settings for stack Leasehold/);
     expect(synthOutput).toMatch(/pollIntervalMs\s+1000/);
-    expect(synthOutput).toMatch(/ignored from your shell \(set them as context instead\): LEASEHOLD_POLL_INTERVAL_MS/);
-    for (const [, fn] of resources('AWS::Lambda::Function')) expect(fn.Properties.Environment.Variables.LEASEHOLD_POLL_INTERVAL_MS).toBe('1000');
+    expect(synthOutput).toMatch(
+      /ignored from your shell \(set them as context instead\): LEASEHOLD_POLL_INTERVAL_MS/,
+    );
+    for (const [, fn] of resources('AWS::Lambda::Function'))
+      expect(fn.Properties.Environment.Variables.LEASEHOLD_POLL_INTERVAL_MS).toBe('1000');
   });
 
   it('reads leasehold:<setting> context keys, checks them with the config rules, and names the context key in every problem', () => {
-    const context = (values: Record<string, unknown>) => readDeploymentSettings((k) => values[k], Object.keys(values));
-    const set = context({ 'leasehold:maxExecutionMs': '600000', 'leasehold:workerConcurrency': 16, 'leasehold:workerReservedConcurrency': '12' });
+    const context = (values: Record<string, unknown>) =>
+      readDeploymentSettings((k) => values[k], Object.keys(values));
+    const set = context({
+      'leasehold:maxExecutionMs': '600000',
+      'leasehold:workerConcurrency': 16,
+      'leasehold:workerReservedConcurrency': '12',
+    });
     expect(set.config).toMatchObject({ maxExecutionMs: 600_000, workerConcurrency: 16 });
     expect(set).toMatchObject({ stackName: 'Leasehold', workerReservedConcurrency: 12 });
     expect(context({}).workerReservedConcurrency).toBeUndefined();
-    const bad = () => context({ 'leasehold:pollIntervalMs': 'soon', 'leasehold:heartbeatIntervalMs': '40000', 'leasehold:port': '80', 'leasehold:workerReservedConcurrency': '0' });
+    const bad = () =>
+      context({
+        'leasehold:pollIntervalMs': 'soon',
+        'leasehold:heartbeatIntervalMs': '40000',
+        'leasehold:port': '80',
+        'leasehold:workerReservedConcurrency': '0',
+      });
     expect(bad).toThrow(ConfigError);
     const problems = (() => {
       try {
@@ -258,8 +414,16 @@ describe('deployment settings come from CDK context, never the shell', () => {
       }
       return [];
     })();
-    expect(problems).toEqual(expect.arrayContaining(['leasehold:port', 'leasehold:pollIntervalMs', 'leasehold:workerReservedConcurrency']));
-    expect(() => context({ 'leasehold:heartbeatIntervalMs': '40000' })).toThrow(/leasehold:heartbeatIntervalMs: heartbeat interval 40000 ms must be less than half the lease timeout/);
+    expect(problems).toEqual(
+      expect.arrayContaining([
+        'leasehold:port',
+        'leasehold:pollIntervalMs',
+        'leasehold:workerReservedConcurrency',
+      ]),
+    );
+    expect(() => context({ 'leasehold:heartbeatIntervalMs': '40000' })).toThrow(
+      /leasehold:heartbeatIntervalMs: heartbeat interval 40000 ms must be less than half the lease timeout/,
+    );
   });
 });
 
@@ -268,18 +432,34 @@ describe('asynchronous invocation (Scheduler invokes Lambda asynchronously)', ()
     const configs = resources('AWS::Lambda::EventInvokeConfig').map(([, c]) => c.Properties);
     const of = (fn: string) => configs.find((c) => JSON.stringify(c.FunctionName).includes(`${fn}Function`))!;
     expect(configs).toHaveLength(3);
-    expect(of('Worker')).toMatchObject({ Qualifier: '$LATEST', MaximumRetryAttempts: 0, MaximumEventAgeInSeconds: 60 });
-    expect(of('Recovery')).toMatchObject({ Qualifier: '$LATEST', MaximumRetryAttempts: 0, MaximumEventAgeInSeconds: 60 });
+    expect(of('Worker')).toMatchObject({
+      Qualifier: '$LATEST',
+      MaximumRetryAttempts: 0,
+      MaximumEventAgeInSeconds: 60,
+    });
+    expect(of('Recovery')).toMatchObject({
+      Qualifier: '$LATEST',
+      MaximumRetryAttempts: 0,
+      MaximumEventAgeInSeconds: 60,
+    });
     expect(of('Fire')).toMatchObject({ MaximumRetryAttempts: 2, MaximumEventAgeInSeconds: 3600 });
-    expect(of('Fire').DestinationConfig.OnFailure.Destination).toEqual({ 'Fn::GetAtt': [expect.stringMatching(/^SchedulesDeadLetters/), 'Arn'] });
+    expect(of('Fire').DestinationConfig.OnFailure.Destination).toEqual({
+      'Fn::GetAtt': [expect.stringMatching(/^SchedulesDeadLetters/), 'Arn'],
+    });
     expect(of('Api')).toBeUndefined();
   });
 });
 
 describe('grants without routine use', () => {
   it('each reason names an action a role of the stack grants (no reason outlives its grant)', () => {
-    const granted = JSON.stringify([...resources('AWS::IAM::Role'), ...resources('AWS::IAM::Policy')].map(([, r]) => r.Properties));
-    for (const key of Object.keys(GRANTS_WITHOUT_ROUTINE_USE)) expect({ key, granted: granted.includes(`"${key.slice(key.indexOf(':') + 1)}"`) }).toEqual({ key, granted: true });
+    const granted = JSON.stringify(
+      [...resources('AWS::IAM::Role'), ...resources('AWS::IAM::Policy')].map(([, r]) => r.Properties),
+    );
+    for (const key of Object.keys(GRANTS_WITHOUT_ROUTINE_USE))
+      expect({ key, granted: granted.includes(`"${key.slice(key.indexOf(':') + 1)}"`) }).toEqual({
+        key,
+        granted: true,
+      });
     expect(grantHasReason('Leasehold-WorkerRoleAAEB1603-177JY88', 'dynamodb:GetItem')).toBe(true);
     expect(grantHasReason('Leasehold-ApiRoleDE7A08EC-0SYXM34', 'dynamodb:GetItem')).toBe(false);
     expect(grantHasReason('Leasehold-ApiRoleDE7A08EC-0SYXM34', 'logs:PutLogEvents')).toBe(true);
@@ -289,14 +469,21 @@ describe('grants without routine use', () => {
 describe('the catalog at synth', () => {
   it('refuses a task type whose timeout the deployment cannot run (demo.report asks for 4 minutes)', () => {
     const app = new App();
-    expect(() => new LeaseholdStack(app, 'TooShort', { config: defineConfig({ maxExecutionMs: 120_000 }) })).toThrow(/task demo\.report: timeoutMs 240000 exceeds LEASEHOLD_MAX_EXECUTION_MS \(120000 ms\)/);
+    expect(
+      () => new LeaseholdStack(app, 'TooShort', { config: defineConfig({ maxExecutionMs: 120_000 }) }),
+    ).toThrow(/task demo\.report: timeoutMs 240000 exceeds LEASEHOLD_MAX_EXECUTION_MS \(120000 ms\)/);
   });
 });
 
 describe('sizing rules (pure)', () => {
   it('derives the worker timeout from the maximum execution time plus the drain margin, and refuses more than Lambda allows', () => {
-    expect(sizeFunctions(defineConfig({ maxExecutionMs: 120_000 }))).toMatchObject({ workerTimeoutMs: 200_000, overlappingWorkers: 4 });
+    expect(sizeFunctions(defineConfig({ maxExecutionMs: 120_000 }))).toMatchObject({
+      workerTimeoutMs: 200_000,
+      overlappingWorkers: 4,
+    });
     expect(sizeFunctions(defineConfig({ workerConcurrency: 64 })).workerMemoryMb).toBe(640);
-    expect(() => sizeFunctions(defineConfig({ maxExecutionMs: 890_000 }))).toThrow(/over Lambda's 900000 ms limit: lower the maximum execution time to at most 820000 ms/);
+    expect(() => sizeFunctions(defineConfig({ maxExecutionMs: 890_000 }))).toThrow(
+      /over Lambda's 900000 ms limit: lower the maximum execution time to at most 820000 ms/,
+    );
   });
 });

@@ -37,7 +37,9 @@ describe('the worker claim rule and the Lambda sizing agree', () => {
     expect(canStartWithin(timeout - 2_000, longest, defaults)).toBe(true);
     expect(claimWindowMs(timeout, longest, 2_000)).toBeGreaterThanOrEqual(WORKER_CLAIM_WINDOW_MS);
     // The earlier sizing (timeout = max execution + drain) never claimed such a type at all.
-    expect(canStartWithin(defaults.maxExecutionMs + defaults.drainMarginMs - 3, longest, defaults)).toBe(false);
+    expect(canStartWithin(defaults.maxExecutionMs + defaults.drainMarginMs - 3, longest, defaults)).toBe(
+      false,
+    );
   });
 
   it('a type with its own long timeout is claimable through most of an invocation, a short one almost to the drain', () => {
@@ -69,8 +71,18 @@ describe('a task never runs longer than its type allows', () => {
   });
 
   it('a catalog type whose timeout exceeds the maximum execution time is a warning at run time, not a start-up failure', () => {
-    const registry = new TaskRegistry([defineTask({ name: 'long', schema: z.unknown(), timeoutMs: 240_000, handler: () => 1 })], defineConfig({ maxExecutionMs: 120_000 }));
-    expect(registry.warnings).toEqual(['task long: timeoutMs 240000 exceeds LEASEHOLD_MAX_EXECUTION_MS (120000 ms); it runs with 120000 ms']);
-    expect(new TaskRegistry([defineTask({ name: 'long', schema: z.unknown(), timeoutMs: 240_000, handler: () => 1 })], defaults).warnings).toEqual([]);
+    const registry = new TaskRegistry(
+      [defineTask({ name: 'long', schema: z.unknown(), timeoutMs: 240_000, handler: () => 1 })],
+      defineConfig({ maxExecutionMs: 120_000 }),
+    );
+    expect(registry.warnings).toEqual([
+      'task long: timeoutMs 240000 exceeds LEASEHOLD_MAX_EXECUTION_MS (120000 ms); it runs with 120000 ms',
+    ]);
+    expect(
+      new TaskRegistry(
+        [defineTask({ name: 'long', schema: z.unknown(), timeoutMs: 240_000, handler: () => 1 })],
+        defaults,
+      ).warnings,
+    ).toEqual([]);
   });
 });

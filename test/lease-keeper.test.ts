@@ -11,10 +11,30 @@ import { silentLogger } from './support/worker-world.js';
 const INTERVAL = 10_000;
 const LEASE = 60_000;
 
-beforeEach(() => void vi.useFakeTimers({ now: 0, toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] }));
+beforeEach(
+  () =>
+    void vi.useFakeTimers({
+      now: 0,
+      toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'],
+    }),
+);
 afterEach(() => void vi.useRealTimers());
 
-const lease = (taskId: string, leaseUntil = LEASE): Lease => ({ taskId, type: 't', owner: 'w', token: 1, leaseUntil, sweepAt: leaseUntil, shard: 0, priority: 0, createdAt: 0, availableAt: 0, attempts: 1, maxAttempts: 3, slots: [] });
+const lease = (taskId: string, leaseUntil = LEASE): Lease => ({
+  taskId,
+  type: 't',
+  owner: 'w',
+  token: 1,
+  leaseUntil,
+  sweepAt: leaseUntil,
+  shard: 0,
+  priority: 0,
+  createdAt: 0,
+  availableAt: 0,
+  attempts: 1,
+  maxAttempts: 3,
+  slots: [],
+});
 
 function keeperWith(answer: (l: Lease) => RenewOutcome['outcome'], options: { roundMs?: number } = {}) {
   const rounds: RenewInput[] = [];
@@ -32,9 +52,20 @@ function keeperWith(answer: (l: Lease) => RenewOutcome['outcome'], options: { ro
       });
     },
   };
-  const keeper = new LeaseKeeper({ store, clock: systemClock(), timers, events, logger: silentLogger(), heartbeatIntervalMs: INTERVAL, monotonic: () => Date.now() });
+  const keeper = new LeaseKeeper({
+    store,
+    clock: systemClock(),
+    timers,
+    events,
+    logger: silentLogger(),
+    heartbeatIntervalMs: INTERVAL,
+    monotonic: () => Date.now(),
+  });
   const told: string[] = [];
-  const holder = (id: string) => ({ lost: () => told.push(`${id}:lost`), cancelRequested: () => told.push(`${id}:cancel`) });
+  const holder = (id: string) => ({
+    lost: () => told.push(`${id}:lost`),
+    cancelRequested: () => told.push(`${id}:cancel`),
+  });
   return { keeper, rounds, told, holder, timers };
 }
 
@@ -57,7 +88,9 @@ describe('lease keeper', () => {
   });
 
   it('tells each holder of a lost lease and of a cancel request, and renews a lost lease no more', async () => {
-    const k = keeperWith((l) => (l.taskId === 'gone' ? 'lost' : l.taskId === 'cancelled' ? 'cancel-requested' : 'renewed'));
+    const k = keeperWith((l) =>
+      l.taskId === 'gone' ? 'lost' : l.taskId === 'cancelled' ? 'cancel-requested' : 'renewed',
+    );
     for (const id of ['gone', 'cancelled', 'fine']) k.keeper.track(lease(id), k.holder(id));
     k.keeper.start();
     await vi.advanceTimersByTimeAsync(2 * INTERVAL);

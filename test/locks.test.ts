@@ -15,7 +15,11 @@ const clients: DynamoDBClient[] = [];
 
 /** A lock client with its own DynamoDB client, as another process would have. */
 const node = () => {
-  const client = new DynamoDBClient({ endpoint: server.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
+  const client = new DynamoDBClient({
+    endpoint: server.endpoint,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
+  });
   clients.push(client);
   return { client, locks: new LockClient({ doc: DynamoDBDocumentClient.from(client), config }) };
 };
@@ -27,36 +31,46 @@ beforeAll(async () => {
 afterAll(() => server.close());
 
 describe('locks', () => {
-  it('20 contenders: one holder at a time, and each holder’s fencing token is larger than every earlier one', { timeout: 60_000 }, async () => {
-    let inside = 0;
-    let maxInside = 0;
-    let guardedValue = { token: 0, writes: 0 };
-    let staleWrites = 0;
-    await Promise.all(
-      Array.from({ length: 20 }, async () => {
-        const { locks } = node();
-        await locks.withLock('counter', { leaseMs: 2_000, mode: 'auto-renew', retries: 100, retryDelayMs: 20 }, async (lock) => {
-          inside++;
-          maxInside = Math.max(maxInside, inside);
-          // The guarded resource accepts a write only with a token above the last one it saw.
-          if (lock.token <= guardedValue.token) staleWrites++;
-          else guardedValue = { token: lock.token, writes: guardedValue.writes + 1 };
-          await sleep(3);
-          inside--;
-        });
-      }),
-    );
-    expect(maxInside).toBe(1);
-    expect(staleWrites).toBe(0);
-    expect(guardedValue.writes).toBe(20);
-    expect(guardedValue.token).toBe(20);
-  });
+  it(
+    '20 contenders: one holder at a time, and each holder’s fencing token is larger than every earlier one',
+    { timeout: 60_000 },
+    async () => {
+      let inside = 0;
+      let maxInside = 0;
+      let guardedValue = { token: 0, writes: 0 };
+      let staleWrites = 0;
+      await Promise.all(
+        Array.from({ length: 20 }, async () => {
+          const { locks } = node();
+          await locks.withLock(
+            'counter',
+            { leaseMs: 2_000, mode: 'auto-renew', retries: 100, retryDelayMs: 20 },
+            async (lock) => {
+              inside++;
+              maxInside = Math.max(maxInside, inside);
+              // The guarded resource accepts a write only with a token above the last one it saw.
+              if (lock.token <= guardedValue.token) staleWrites++;
+              else guardedValue = { token: lock.token, writes: guardedValue.writes + 1 };
+              await sleep(3);
+              inside--;
+            },
+          );
+        }),
+      );
+      expect(maxInside).toBe(1);
+      expect(staleWrites).toBe(0);
+      expect(guardedValue.writes).toBe(20);
+      expect(guardedValue.token).toBe(20);
+    },
+  );
 
   it('a fixed lease runs out on its own: the holder can tell, and the next holder gets a larger token', async () => {
     const a = node().locks;
     const b = node().locks;
     const first = await a.acquire('fixed', { leaseMs: 300, mode: 'fixed' });
-    await expect(b.acquire('fixed', { leaseMs: 300, mode: 'fixed' })).rejects.toBeInstanceOf(LockNotAcquiredError);
+    await expect(b.acquire('fixed', { leaseMs: 300, mode: 'fixed' })).rejects.toBeInstanceOf(
+      LockNotAcquiredError,
+    );
     expect(first.expired()).toBe(false);
     await sleep(350);
     expect(first.expired()).toBe(true);
@@ -93,7 +107,15 @@ describe('locks', () => {
     await sleep(250); // the "pause": no renewals, the lease runs out
     const current = await next.locks.acquire('paused', { leaseMs: 5_000, mode: 'fixed' });
     expect(await old.release()).toBe(false);
-    const item = (await DynamoDBDocumentClient.from(next.client).send(new GetCommand({ TableName: config.tableName, Key: { pk: 'LOCK#paused', sk: 'LOCK' }, ConsistentRead: true }))).Item;
+    const item = (
+      await DynamoDBDocumentClient.from(next.client).send(
+        new GetCommand({
+          TableName: config.tableName,
+          Key: { pk: 'LOCK#paused', sk: 'LOCK' },
+          ConsistentRead: true,
+        }),
+      )
+    ).Item;
     expect(item).toMatchObject({ holder: current.holder, lockToken: current.token });
     expect(await current.release()).toBe(true);
   });
@@ -103,10 +125,16 @@ describe('locks', () => {
     const b = node().locks;
     const held = await a.acquire('busy', { leaseMs: 5_000, mode: 'fixed' });
     const started = Date.now();
-    const error = await b.acquire('busy', { leaseMs: 1_000, mode: 'fixed', retries: 2 }).catch((e: unknown) => e);
+    const error = await b
+      .acquire('busy', { leaseMs: 1_000, mode: 'fixed', retries: 2 })
+      .catch((e: unknown) => e);
     expect(Date.now() - started).toBeGreaterThanOrEqual(1_000);
     expect(error).toBeInstanceOf(LockNotAcquiredError);
-    expect(error).toMatchObject({ name: 'LockNotAcquiredError', key: 'busy', current: { holder: held.holder, lockToken: held.token } });
+    expect(error).toMatchObject({
+      name: 'LockNotAcquiredError',
+      key: 'busy',
+      current: { holder: held.holder, lockToken: held.token },
+    });
     await held.release();
   });
 
@@ -121,10 +149,20 @@ describe('locks', () => {
 
   it('refuses bad options with a ValidationError, writing nothing', async () => {
     const { client, locks } = node();
-    await expect(locks.acquire('', { leaseMs: 1_000, mode: 'fixed' })).rejects.toBeInstanceOf(ValidationError);
-    const bad = (await locks.acquire('k', { leaseMs: 5, mode: 'sometimes' as never }).catch((e: unknown) => e)) as ValidationError;
+    await expect(locks.acquire('', { leaseMs: 1_000, mode: 'fixed' })).rejects.toBeInstanceOf(
+      ValidationError,
+    );
+    const bad = (await locks
+      .acquire('k', { leaseMs: 5, mode: 'sometimes' as never })
+      .catch((e: unknown) => e)) as ValidationError;
     expect(bad.problems.map((p) => p.path).sort()).toEqual(['leaseMs', 'mode']);
-    const item = await DynamoDBDocumentClient.from(client).send(new GetCommand({ TableName: config.tableName, Key: { pk: 'LOCK#k', sk: 'LOCK' }, ConsistentRead: true }));
+    const item = await DynamoDBDocumentClient.from(client).send(
+      new GetCommand({
+        TableName: config.tableName,
+        Key: { pk: 'LOCK#k', sk: 'LOCK' },
+        ConsistentRead: true,
+      }),
+    );
     expect(item.Item).toBeUndefined();
   });
 });

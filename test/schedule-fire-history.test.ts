@@ -21,8 +21,17 @@ async function scheduleWorld(sync: SchedulerSync = eventBridgeSyncFor(backends.s
   const submitter = new TaskSubmitter(t.store, registry, t.config);
   const schedules = new ScheduleService(new ScheduleStore(t.store.ctx), sync, submitter, t.clock);
   const call = async (spec: EventSpec) => {
-    const res = await handleApiEvent(apiEvent(spec), { store: t.store, submitter, schedules, config: t.config, logger: silentLogger() });
-    return { status: res.statusCode, body: (res.body ? JSON.parse(res.body) : undefined) as Record<string, any> };
+    const res = await handleApiEvent(apiEvent(spec), {
+      store: t.store,
+      submitter,
+      schedules,
+      config: t.config,
+      logger: silentLogger(),
+    });
+    return {
+      status: res.statusCode,
+      body: (res.body ? JSON.parse(res.body) : undefined) as Record<string, any>,
+    };
   };
   return { ...t, submitter, schedules, call };
 }
@@ -36,44 +45,80 @@ describe('missed ticks and the next tick of a rate schedule', () => {
     const w = await scheduleWorld();
     // PUT at 09:00:00.437; Scheduler starts its rhythm a moment later, at 09:00:03 (its scheduled times are whole seconds).
     w.clock.set(at('2026-11-30T09:00:00.437Z'));
-    expect((await w.call({ method: 'PUT', path: '/schedules/every-minute', body: { expression: 'rate(1 minute)', task } })).status).toBe(201);
+    expect(
+      (
+        await w.call({
+          method: 'PUT',
+          path: '/schedules/every-minute',
+          body: { expression: 'rate(1 minute)', task },
+        })
+      ).status,
+    ).toBe(201);
     const scheduled = (k: number) => at('2026-11-30T09:00:03Z') + k * 60_000;
     for (const k of [1, 2, 4, 5]) await w.schedules.fire('every-minute', scheduled(k));
 
     w.clock.set(at('2026-11-30T09:10:00.437Z'));
     const res = await w.call({ method: 'GET', path: '/schedules/every-minute/fires' });
-    expect(res.body.fires.map((f: { scheduledTime: string }) => f.scheduledTime)).toEqual(isos([5, 4, 2, 1].map(scheduled)));
+    expect(res.body.fires.map((f: { scheduledTime: string }) => f.scheduledTime)).toEqual(
+      isos([5, 4, 2, 1].map(scheduled)),
+    );
     // Settled ticks (two minutes' grace): 1..7 on Scheduler's rhythm; 3, 6 and 7 have no fire.
     expect(res.body.missed).toEqual(isos([3, 6, 7].map(scheduled)));
     // The next tick sits on the fires seen, not on the PUT's millisecond.
-    expect((await w.call({ method: 'GET', path: '/schedules/every-minute' })).body.schedule.nextFireAt).toBe(new Date(scheduled(10)).toISOString());
+    expect((await w.call({ method: 'GET', path: '/schedules/every-minute' })).body.schedule.nextFireAt).toBe(
+      new Date(scheduled(10)).toISOString(),
+    );
   });
 
   it('a replaced schedule starts a new rhythm, as Scheduler restarts it on update; ticks before the replacement are not expected', async () => {
     const w = await scheduleWorld();
     w.clock.set(at('2026-11-30T09:00:00.437Z'));
-    await w.call({ method: 'PUT', path: '/schedules/replaced', body: { expression: 'rate(1 minute)', task } });
+    await w.call({
+      method: 'PUT',
+      path: '/schedules/replaced',
+      body: { expression: 'rate(1 minute)', task },
+    });
     for (const k of [1, 2]) await w.schedules.fire('replaced', at('2026-11-30T09:00:03Z') + k * 60_000);
 
     w.clock.set(at('2026-11-30T09:10:00.437Z'));
-    expect((await w.call({ method: 'PUT', path: '/schedules/replaced', body: { expression: 'rate(2 minutes)', task } })).status).toBe(200);
+    expect(
+      (
+        await w.call({
+          method: 'PUT',
+          path: '/schedules/replaced',
+          body: { expression: 'rate(2 minutes)', task },
+        })
+      ).status,
+    ).toBe(200);
     const scheduled = (k: number) => at('2026-11-30T09:10:02Z') + k * 120_000;
     // Before any fire of the new rhythm, the next tick is estimated from the PUT.
-    expect((await w.call({ method: 'GET', path: '/schedules/replaced' })).body.schedule.nextFireAt).toBe('2026-11-30T09:12:00.437Z');
+    expect((await w.call({ method: 'GET', path: '/schedules/replaced' })).body.schedule.nextFireAt).toBe(
+      '2026-11-30T09:12:00.437Z',
+    );
     for (const k of [1, 2]) await w.schedules.fire('replaced', scheduled(k));
 
     w.clock.set(at('2026-11-30T09:19:00.437Z'));
     const res = await w.call({ method: 'GET', path: '/schedules/replaced/fires' });
     expect(res.body.fires).toHaveLength(4);
     expect(res.body.missed).toEqual(isos([scheduled(3)]));
-    expect((await w.call({ method: 'GET', path: '/schedules/replaced' })).body.schedule.nextFireAt).toBe(new Date(scheduled(5)).toISOString());
+    expect((await w.call({ method: 'GET', path: '/schedules/replaced' })).body.schedule.nextFireAt).toBe(
+      new Date(scheduled(5)).toISOString(),
+    );
   });
 
   it('the local ticker restarts a replaced rate schedule’s rhythm too', async () => {
     const w = await scheduleWorld(localSync);
-    await w.call({ method: 'PUT', path: '/schedules/local-rate', body: { expression: 'rate(5 minutes)', task } });
+    await w.call({
+      method: 'PUT',
+      path: '/schedules/local-rate',
+      body: { expression: 'rate(5 minutes)', task },
+    });
     w.clock.advance(7 * 60_000);
-    await w.call({ method: 'PUT', path: '/schedules/local-rate', body: { expression: 'rate(5 minutes)', task } });
+    await w.call({
+      method: 'PUT',
+      path: '/schedules/local-rate',
+      body: { expression: 'rate(5 minutes)', task },
+    });
     const replacedAt = w.clock.now();
     expect(await w.schedules.dueTicks(replacedAt, replacedAt + 10 * 60_000)).toEqual([
       { name: 'local-rate', scheduledTime: replacedAt + 5 * 60_000 },
@@ -84,7 +129,11 @@ describe('missed ticks and the next tick of a rate schedule', () => {
   it('cron ticks match exactly: a fire on the minute is that tick, a missing minute is missed', async () => {
     const w = await scheduleWorld();
     w.clock.set(at('2026-11-30T09:00:20Z'));
-    await w.call({ method: 'PUT', path: '/schedules/every-five', body: { expression: 'cron(0/5 * * * ? *)', task } });
+    await w.call({
+      method: 'PUT',
+      path: '/schedules/every-five',
+      body: { expression: 'cron(0/5 * * * ? *)', task },
+    });
     for (const m of ['05', '10', '20']) await w.schedules.fire('every-five', at(`2026-11-30T09:${m}:00Z`));
     w.clock.set(at('2026-11-30T09:28:00Z'));
     const res = await w.call({ method: 'GET', path: '/schedules/every-five/fires' });
@@ -108,13 +157,26 @@ describe('missed ticks and the next tick of a rate schedule', () => {
 describe('a reused schedule name starts with no history', () => {
   it('after alice deletes "nightly", bob’s "nightly" shows none of alice’s fires or task ids, and records its own ticks', async () => {
     const w = await scheduleWorld();
-    await w.call({ method: 'PUT', path: '/schedules/nightly', body: { expression: 'rate(1 minute)', task: { type: 'demo.echo', payload: { secret: 'alice' } } } });
+    await w.call({
+      method: 'PUT',
+      path: '/schedules/nightly',
+      body: { expression: 'rate(1 minute)', task: { type: 'demo.echo', payload: { secret: 'alice' } } },
+    });
     const tick = w.clock.now() + 60_000;
     const alices = await w.schedules.fire('nightly', tick);
     expect((await w.call({ method: 'GET', path: '/schedules/nightly/fires' })).body.fires).toHaveLength(1);
     expect((await w.call({ method: 'DELETE', path: '/schedules/nightly' })).status).toBe(204);
 
-    expect((await w.call({ method: 'PUT', path: '/schedules/nightly', caller: BOB, body: { expression: 'rate(1 minute)', task } })).status).toBe(201);
+    expect(
+      (
+        await w.call({
+          method: 'PUT',
+          path: '/schedules/nightly',
+          caller: BOB,
+          body: { expression: 'rate(1 minute)', task },
+        })
+      ).status,
+    ).toBe(201);
     const bobsView = (await w.call({ method: 'GET', path: '/schedules/nightly/fires', caller: BOB })).body;
     expect(bobsView).toEqual({ fires: [], missed: [] });
     expect(JSON.stringify(bobsView)).not.toContain((alices as { taskId: string }).taskId);
@@ -122,7 +184,13 @@ describe('a reused schedule name starts with no history', () => {
     // The same tick time is bob's to record: alice's record does not block it.
     const bobs = await w.schedules.fire('nightly', tick);
     const fires = (await w.call({ method: 'GET', path: '/schedules/nightly/fires', caller: BOB })).body.fires;
-    expect(fires).toEqual([{ scheduledTime: new Date(tick).toISOString(), firedAt: expect.any(String), taskId: (bobs as { taskId: string }).taskId }]);
+    expect(fires).toEqual([
+      {
+        scheduledTime: new Date(tick).toISOString(),
+        firedAt: expect.any(String),
+        taskId: (bobs as { taskId: string }).taskId,
+      },
+    ]);
     // Alice's records are left to expire with the table's TTL.
     const left = (await w.scanAll()).filter((i) => String(i.pk).startsWith('FIRES#nightly#'));
     expect(left).toHaveLength(2);
@@ -142,8 +210,12 @@ describe('a reused schedule name starts with no history', () => {
     await w.schedules.put('retried', ALICE, { expression: 'rate(1 minute)', task });
     const tick = w.clock.now() + 60_000;
     await expect(w.schedules.fire('retried', tick)).rejects.toThrow('slow down');
-    expect((await w.schedules.fires('retried', ALICE)).fires).toEqual([{ scheduledTime: tick, firedAt: w.clock.now(), error: 'ThrottlingException: slow down' }]);
+    expect((await w.schedules.fires('retried', ALICE)).fires).toEqual([
+      { scheduledTime: tick, firedAt: w.clock.now(), error: 'ThrottlingException: slow down' },
+    ]);
     const outcome = await w.schedules.fire('retried', tick);
-    expect((await w.schedules.fires('retried', ALICE)).fires).toEqual([{ scheduledTime: tick, firedAt: w.clock.now(), taskId: (outcome as { taskId: string }).taskId }]);
+    expect((await w.schedules.fires('retried', ALICE)).fires).toEqual([
+      { scheduledTime: tick, firedAt: w.clock.now(), taskId: (outcome as { taskId: string }).taskId },
+    ]);
   });
 });

@@ -6,7 +6,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { handleApiEvent } from '../shared/api/api-handler.js';
-import { LOCAL_FIRE_ATTEMPTS, LOCAL_RETRY_DELAYS_MS, LocalScheduleTicker } from '../shared/schedules/local-ticker.js';
+import {
+  LOCAL_FIRE_ATTEMPTS,
+  LOCAL_RETRY_DELAYS_MS,
+  LocalScheduleTicker,
+} from '../shared/schedules/local-ticker.js';
 import { ScheduleService } from '../shared/schedules/schedule-service.js';
 import { ScheduleStore } from '../shared/schedules/schedule-store.js';
 import { localSync } from '../shared/schedules/scheduler-sync.js';
@@ -27,8 +31,16 @@ beforeAll(async () => {
 afterAll(() => server.close());
 
 /** A task type whose payload schema a later deploy changed: definitions saved before fail at every fire. */
-const strictThen = defineTask({ name: 'report.strict', schema: z.object({ n: z.number() }), handler: () => undefined });
-const strictNow = defineTask({ name: 'report.strict', schema: z.object({ n: z.string() }), handler: () => undefined });
+const strictThen = defineTask({
+  name: 'report.strict',
+  schema: z.object({ n: z.number() }),
+  handler: () => undefined,
+});
+const strictNow = defineTask({
+  name: 'report.strict',
+  schema: z.object({ n: z.string() }),
+  handler: () => undefined,
+});
 
 /** Schedules on a manual clock; `before` saves definitions as the old deploy did, `schedules` fires as the new one does. */
 async function tickerWorld() {
@@ -36,7 +48,10 @@ async function tickerWorld() {
   const service = (definitions: TaskDefinition[]) => {
     const registry = new TaskRegistry(definitions, t.config);
     const submitter = new TaskSubmitter(t.store, registry, t.config);
-    return { submitter, schedules: new ScheduleService(new ScheduleStore(t.store.ctx), localSync, submitter, t.clock) };
+    return {
+      submitter,
+      schedules: new ScheduleService(new ScheduleStore(t.store.ctx), localSync, submitter, t.clock),
+    };
   };
   const before = service([...demoTasks, strictThen]);
   const now = service([...demoTasks, strictNow]);
@@ -48,10 +63,24 @@ async function tickerWorld() {
   };
   const ticker = new LocalScheduleTicker(now.schedules, t.clock, silentLogger());
   const call = async (spec: EventSpec) => {
-    const res = await handleApiEvent(apiEvent(spec), { store: t.store, submitter: now.submitter, schedules: now.schedules, config: t.config, logger: silentLogger() });
+    const res = await handleApiEvent(apiEvent(spec), {
+      store: t.store,
+      submitter: now.submitter,
+      schedules: now.schedules,
+      config: t.config,
+      logger: silentLogger(),
+    });
     return JSON.parse(res.body) as Record<string, any>;
   };
-  return { ...t, before: before.schedules, schedules: now.schedules, submitter: now.submitter, ticker, fired, call };
+  return {
+    ...t,
+    before: before.schedules,
+    schedules: now.schedules,
+    submitter: now.submitter,
+    ticker,
+    fired,
+    call,
+  };
 }
 
 describe('the local ticker isolates a failing schedule', () => {
@@ -59,8 +88,14 @@ describe('the local ticker isolates a failing schedule', () => {
     const w = await tickerWorld();
     const start = w.clock.now();
     // "aaa-" sorts first: the old ticker gave up its whole window at the first throw.
-    await w.before.put('aaa-poison', MALLORY, { expression: 'rate(1 minute)', task: { type: 'report.strict', payload: { n: 1 } } });
-    await w.before.put('zzz-alice', ALICE, { expression: 'rate(1 minute)', task: { type: 'demo.echo', payload: 'alice job' } });
+    await w.before.put('aaa-poison', MALLORY, {
+      expression: 'rate(1 minute)',
+      task: { type: 'report.strict', payload: { n: 1 } },
+    });
+    await w.before.put('zzz-alice', ALICE, {
+      expression: 'rate(1 minute)',
+      task: { type: 'demo.echo', payload: 'alice job' },
+    });
     for (let minute = 1; minute <= 3; minute++) {
       w.clock.advance(60_000);
       await w.ticker.tick();
@@ -71,7 +106,11 @@ describe('the local ticker isolates a failing schedule', () => {
     const alice = (await w.schedules.fires('zzz-alice', ALICE)).fires;
     expect(alice.map((f) => f.scheduledTime)).toEqual(ticks);
     expect(alice.every((f) => f.taskId !== undefined)).toBe(true);
-    expect((await w.call({ method: 'GET', path: '/tasks' })).tasks.filter((t: { payload: unknown }) => t.payload === 'alice job')).toHaveLength(3);
+    expect(
+      (await w.call({ method: 'GET', path: '/tasks' })).tasks.filter(
+        (t: { payload: unknown }) => t.payload === 'alice job',
+      ),
+    ).toHaveLength(3);
     // The poison's ticks: each delivered once (bad input fails the same way every time), and its failure recorded.
     const poison = (await w.schedules.fires('aaa-poison', MALLORY)).fires;
     expect(poison.map((f) => f.scheduledTime)).toEqual(ticks);
@@ -85,7 +124,8 @@ describe('the local ticker isolates a failing schedule', () => {
     const enqueue = w.submitter.enqueue.bind(w.submitter);
     let throttled = Number.POSITIVE_INFINITY;
     w.submitter.enqueue = async (input) => {
-      if (input.owner === MALLORY && throttled-- > 0) throw Object.assign(new Error('slow down'), { name: 'ThrottlingException' });
+      if (input.owner === MALLORY && throttled-- > 0)
+        throw Object.assign(new Error('slow down'), { name: 'ThrottlingException' });
       return enqueue(input);
     };
     await w.schedules.put('flaky', MALLORY, { expression: 'rate(1 hour)', task: { type: 'demo.echo' } });
@@ -110,7 +150,9 @@ describe('the local ticker isolates a failing schedule', () => {
     w.clock.advance(600_000);
     await w.ticker.tick();
     expect(Object.fromEntries(w.fired)).toEqual({ flaky: LOCAL_FIRE_ATTEMPTS, steady: 1 });
-    expect((await w.schedules.fires('flaky', MALLORY)).fires).toEqual([expect.objectContaining({ scheduledTime: tick, error: 'ThrottlingException: slow down' })]);
+    expect((await w.schedules.fires('flaky', MALLORY)).fires).toEqual([
+      expect.objectContaining({ scheduledTime: tick, error: 'ThrottlingException: slow down' }),
+    ]);
   });
 
   it('a retry that succeeds replaces the failure on the tick’s record with its task', async () => {
@@ -125,11 +167,17 @@ describe('the local ticker isolates a failing schedule', () => {
     const tick = w.clock.now() + 3_600_000;
     w.clock.set(tick);
     await w.ticker.tick();
-    expect((await w.schedules.fires('once-flaky', ALICE)).fires[0]).toMatchObject({ error: 'ThrottlingException: slow down' });
+    expect((await w.schedules.fires('once-flaky', ALICE)).fires[0]).toMatchObject({
+      error: 'ThrottlingException: slow down',
+    });
     w.clock.advance(LOCAL_RETRY_DELAYS_MS[0]);
     await w.ticker.tick();
     const [fire] = (await w.schedules.fires('once-flaky', ALICE)).fires;
-    expect(fire).toEqual({ scheduledTime: tick, firedAt: w.clock.now(), taskId: expect.stringMatching(/^idem-/) });
+    expect(fire).toEqual({
+      scheduledTime: tick,
+      firedAt: w.clock.now(),
+      taskId: expect.stringMatching(/^idem-/),
+    });
     expect(w.ticker.pendingRetries).toBe(0);
   });
 
@@ -139,7 +187,15 @@ describe('the local ticker isolates a failing schedule', () => {
     await w.schedules.put('fine', ALICE, { expression: 'rate(1 minute)', task: { type: 'demo.echo' } });
     // As if written by another version with a zone this Node does not know.
     const { UpdateCommand } = await import('@aws-sdk/lib-dynamodb');
-    await w.doc.send(new UpdateCommand({ TableName: w.config.tableName, Key: { pk: 'SCHEDULES', sk: 'broken' }, UpdateExpression: 'SET #z = :z', ExpressionAttributeNames: { '#z': 'timezone' }, ExpressionAttributeValues: { ':z': 'Mars/Olympus' } }));
+    await w.doc.send(
+      new UpdateCommand({
+        TableName: w.config.tableName,
+        Key: { pk: 'SCHEDULES', sk: 'broken' },
+        UpdateExpression: 'SET #z = :z',
+        ExpressionAttributeNames: { '#z': 'timezone' },
+        ExpressionAttributeValues: { ':z': 'Mars/Olympus' },
+      }),
+    );
     w.clock.advance(60_000);
     await w.ticker.tick();
     expect(Object.fromEntries(w.fired)).toEqual({ fine: 1 });

@@ -41,15 +41,31 @@ async function world() {
     { step: 'deserialize', name: 'testCountBytes', priority: 'high' },
   );
   const call = async (spec: EventSpec) => {
-    const res = await handleApiEvent(apiEvent(spec), { store: t.store, submitter, schedules, config: t.config, logger: silentLogger() });
-    return { status: res.statusCode, bytes: Buffer.byteLength(JSON.stringify(res)), body: (res.body ? JSON.parse(res.body) : {}) as Record<string, any> };
+    const res = await handleApiEvent(apiEvent(spec), {
+      store: t.store,
+      submitter,
+      schedules,
+      config: t.config,
+      logger: silentLogger(),
+    });
+    return {
+      status: res.statusCode,
+      bytes: Buffer.byteLength(JSON.stringify(res)),
+      body: (res.body ? JSON.parse(res.body) : {}) as Record<string, any>,
+    };
   };
   const measure = async <T>(f: () => Promise<T>) => {
     bytesRead = 0;
     const value = await f();
     return { value, bytesRead };
   };
-  const put = (caller: string, name: string, payload: unknown = null) => call({ caller, method: 'PUT', path: `/schedules/${name}`, body: { expression: 'rate(1 day)', task: { type: 'demo.echo', payload } } });
+  const put = (caller: string, name: string, payload: unknown = null) =>
+    call({
+      caller,
+      method: 'PUT',
+      path: `/schedules/${name}`,
+      body: { expression: 'rate(1 day)', task: { type: 'demo.echo', payload } },
+    });
   return { ...t, schedules, call, measure, put };
 }
 
@@ -77,7 +93,12 @@ describe('GET /schedules reads only the caller’s schedules', () => {
     const mallory: Record<string, any>[] = [];
     let cursor: string | undefined;
     do {
-      const page = await w.call({ caller: MALLORY, method: 'GET', path: '/schedules', query: cursor ? { cursor } : {} });
+      const page = await w.call({
+        caller: MALLORY,
+        method: 'GET',
+        path: '/schedules',
+        query: cursor ? { cursor } : {},
+      });
       mallory.push(...page.body.schedules);
       cursor = page.body.nextCursor;
     } while (cursor);
@@ -92,7 +113,11 @@ describe('GET /schedules reads only the caller’s schedules', () => {
     const seen: string[][] = [];
     let cursor: string | undefined;
     do {
-      const page = await w.call({ method: 'GET', path: '/schedules', query: { limit: '2', ...(cursor ? { cursor } : {}) } });
+      const page = await w.call({
+        method: 'GET',
+        path: '/schedules',
+        query: { limit: '2', ...(cursor ? { cursor } : {}) },
+      });
       expect(page.status).toBe(200);
       seen.push(names(page.body));
       cursor = page.body.nextCursor;
@@ -101,7 +126,16 @@ describe('GET /schedules reads only the caller’s schedules', () => {
     expect(seen[0]).toEqual(['a', 'b']);
     // Another caller's cursor is refused (it names alice's partition).
     const first = await w.call({ method: 'GET', path: '/schedules', query: { limit: '2' } });
-    expect((await w.call({ caller: BOB, method: 'GET', path: '/schedules', query: { cursor: first.body.nextCursor } })).status).toBe(400);
+    expect(
+      (
+        await w.call({
+          caller: BOB,
+          method: 'GET',
+          path: '/schedules',
+          query: { cursor: first.body.nextCursor },
+        })
+      ).status,
+    ).toBe(400);
     expect((await w.call({ method: 'GET', path: '/schedules', query: { limit: '101' } })).status).toBe(400);
   });
 
@@ -111,24 +145,30 @@ describe('GET /schedules reads only the caller’s schedules', () => {
     expect((await w.call({ method: 'DELETE', path: '/schedules/moving' })).status).toBe(204);
     await w.put(BOB, 'moving');
     expect(names((await w.call({ method: 'GET', path: '/schedules' })).body)).toEqual([]);
-    expect(names((await w.call({ caller: BOB, method: 'GET', path: '/schedules' })).body)).toEqual(['moving']);
+    expect(names((await w.call({ caller: BOB, method: 'GET', path: '/schedules' })).body)).toEqual([
+      'moving',
+    ]);
   });
 
-  it('a page of large definitions ends before Lambda’s 6 MB response limit, and the pages hold every one', { timeout: 30_000 }, async () => {
-    const w = await world();
-    const big = 'y'.repeat(240_000);
-    const all = Array.from({ length: 22 }, (_, i) => `big-${String(i).padStart(2, '0')}`);
-    for (const name of all) expect((await w.put(ALICE, name, big)).status).toBe(201);
-    const pages: string[][] = [];
-    let cursor: string | undefined;
-    do {
-      const page = await w.call({ method: 'GET', path: '/schedules', query: cursor ? { cursor } : {} });
-      expect(page.status).toBe(200);
-      expect(page.bytes).toBeLessThan(LAMBDA_RESPONSE_LIMIT);
-      pages.push(names(page.body));
-      cursor = page.body.nextCursor;
-    } while (cursor);
-    expect(pages.length).toBeGreaterThan(1);
-    expect(pages.flat()).toEqual(all);
-  });
+  it(
+    'a page of large definitions ends before Lambda’s 6 MB response limit, and the pages hold every one',
+    { timeout: 30_000 },
+    async () => {
+      const w = await world();
+      const big = 'y'.repeat(240_000);
+      const all = Array.from({ length: 22 }, (_, i) => `big-${String(i).padStart(2, '0')}`);
+      for (const name of all) expect((await w.put(ALICE, name, big)).status).toBe(201);
+      const pages: string[][] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await w.call({ method: 'GET', path: '/schedules', query: cursor ? { cursor } : {} });
+        expect(page.status).toBe(200);
+        expect(page.bytes).toBeLessThan(LAMBDA_RESPONSE_LIMIT);
+        pages.push(names(page.body));
+        cursor = page.body.nextCursor;
+      } while (cursor);
+      expect(pages.length).toBeGreaterThan(1);
+      expect(pages.flat()).toEqual(all);
+    },
+  );
 });

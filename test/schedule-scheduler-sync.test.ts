@@ -11,14 +11,23 @@ import { useScheduleBackends } from './support/schedule-backends.js';
 
 const backends = useScheduleBackends();
 
-const world = () => createWorkerWorld(backends.server.endpoint, demoTasks, {}, eventBridgeSyncFor(backends.scheduler));
+const world = () =>
+  createWorkerWorld(backends.server.endpoint, demoTasks, {}, eventBridgeSyncFor(backends.scheduler));
 const caller = (w: WorkerWorld) => async (spec: EventSpec) => {
   const res = await handleApiEvent(apiEvent(spec), { ...w, logger: silentLogger() });
-  return { status: res.statusCode, headers: res.headers, body: res.body ? (JSON.parse(res.body) as Record<string, any>) : undefined };
+  return {
+    status: res.statusCode,
+    headers: res.headers,
+    body: res.body ? (JSON.parse(res.body) as Record<string, any>) : undefined,
+  };
 };
-const definition = { expression: 'rate(5 minutes)', task: { type: 'demo.echo', payload: { report: 'daily' } } };
+const definition = {
+  expression: 'rate(5 minutes)',
+  task: { type: 'demo.echo', payload: { report: 'daily' } },
+};
 const remote = (name: string) => backends.scheduler.schedules.get(`leasehold/${name}`);
-const definitionItem = async (w: WorkerWorld, name: string) => (await w.scanAll()).find((i) => i.pk === 'SCHEDULES' && i.sk === name);
+const definitionItem = async (w: WorkerWorld, name: string) =>
+  (await w.scanAll()).find((i) => i.pk === 'SCHEDULES' && i.sk === name);
 
 describe('a definition EventBridge Scheduler refuses', () => {
   it('a new schedule Scheduler refuses is a 400 with its reason, not a 503 retry, and leaves no definition', async () => {
@@ -28,7 +37,10 @@ describe('a definition EventBridge Scheduler refuses', () => {
     const res = await call({ method: 'PUT', path: '/schedules/refused-new', body: definition });
     expect(res.status).toBe(400);
     expect(res.headers['retry-after']).toBeUndefined();
-    expect(res.body).toMatchObject({ code: 'SCHEDULE_REJECTED', reason: 'ValidationException: Invalid Schedule Expression cron(0 9 ? * MON-FRI *).' });
+    expect(res.body).toMatchObject({
+      code: 'SCHEDULE_REJECTED',
+      reason: 'ValidationException: Invalid Schedule Expression cron(0 9 ? * MON-FRI *).',
+    });
     expect(res.body!.detail).toContain('Invalid Schedule Expression');
     expect(res.body!.detail).toContain('no schedule was created');
     expect(await definitionItem(w, 'refused-new')).toBeUndefined();
@@ -39,9 +51,15 @@ describe('a definition EventBridge Scheduler refuses', () => {
   it('a replacement Scheduler refuses leaves the previous definition in force, in the table and in Scheduler', async () => {
     const w = await world();
     const call = caller(w);
-    expect((await call({ method: 'PUT', path: '/schedules/refused-update', body: definition })).status).toBe(201);
+    expect((await call({ method: 'PUT', path: '/schedules/refused-update', body: definition })).status).toBe(
+      201,
+    );
     backends.scheduler.rejectNext(1, 'Invalid time zone');
-    const res = await call({ method: 'PUT', path: '/schedules/refused-update', body: { ...definition, expression: 'cron(0 9 ? * MON-FRI *)' } });
+    const res = await call({
+      method: 'PUT',
+      path: '/schedules/refused-update',
+      body: { ...definition, expression: 'cron(0 9 ? * MON-FRI *)' },
+    });
     expect([res.status, res.body!.code]).toEqual([400, 'SCHEDULE_REJECTED']);
     expect(res.body!.detail).toContain('the previous definition stays in force');
     const kept = (await call({ method: 'GET', path: '/schedules/refused-update' })).body!.schedule;
@@ -55,7 +73,11 @@ describe('a definition EventBridge Scheduler refuses', () => {
     const w = await world();
     backends.scheduler.failNext(1);
     const res = await caller(w)({ method: 'PUT', path: '/schedules/flaky-again', body: definition });
-    expect([res.status, res.body!.code, res.headers['retry-after']]).toEqual([503, 'SCHEDULE_NOT_SYNCED', '5']);
+    expect([res.status, res.body!.code, res.headers['retry-after']]).toEqual([
+      503,
+      'SCHEDULE_NOT_SYNCED',
+      '5',
+    ]);
   });
 });
 
@@ -69,25 +91,49 @@ describe('time zones and one-time schedules as Scheduler takes them', () => {
       ['tz-alias', 'US/Pacific', 'America/Los_Angeles'],
       ['tz-kolkata', 'Asia/Kolkata', 'Asia/Kolkata'],
     ] as const) {
-      const res = await call({ method: 'PUT', path: `/schedules/${name}`, body: { ...definition, timezone: given } });
-      expect([res.status, res.body!.schedule.timezone, res.body!.schedule.sync.state]).toEqual([201, canonical, 'SYNCED']);
+      const res = await call({
+        method: 'PUT',
+        path: `/schedules/${name}`,
+        body: { ...definition, timezone: given },
+      });
+      expect([res.status, res.body!.schedule.timezone, res.body!.schedule.sync.state]).toEqual([
+        201,
+        canonical,
+        'SYNCED',
+      ]);
       expect(remote(name)).toMatchObject({ ScheduleExpressionTimezone: canonical });
     }
   });
 
   it('refuses EST with a 400 that names the zone to use, writing nothing', async () => {
     const w = await world();
-    const res = await caller(w)({ method: 'PUT', path: '/schedules/tz-est', body: { ...definition, timezone: 'EST' } });
+    const res = await caller(w)({
+      method: 'PUT',
+      path: '/schedules/tz-est',
+      body: { ...definition, timezone: 'EST' },
+    });
     expect(res.status).toBe(400);
-    expect(res.body!.errors).toEqual([{ field: 'timezone', message: expect.stringContaining('America/New_York') }]);
+    expect(res.body!.errors).toEqual([
+      { field: 'timezone', message: expect.stringContaining('America/New_York') },
+    ]);
     expect(await w.scanAll()).toEqual([]);
   });
 
   it('refuses an at() time in the past with a 400 that says so, writing nothing', async () => {
     const w = await world();
-    const res = await caller(w)({ method: 'PUT', path: '/schedules/too-late', body: { ...definition, expression: 'at(2020-01-01T09:00:00)', timezone: 'Europe/Berlin' } });
+    const res = await caller(w)({
+      method: 'PUT',
+      path: '/schedules/too-late',
+      body: { ...definition, expression: 'at(2020-01-01T09:00:00)', timezone: 'Europe/Berlin' },
+    });
     expect(res.status).toBe(400);
-    expect(res.body!.errors).toEqual([{ field: 'expression', message: 'at(2020-01-01T09:00:00) is in the past (2020-01-01T08:00:00.000Z in Europe/Berlin); a one-time schedule needs a time ahead' }]);
+    expect(res.body!.errors).toEqual([
+      {
+        field: 'expression',
+        message:
+          'at(2020-01-01T09:00:00) is in the past (2020-01-01T08:00:00.000Z in Europe/Berlin); a one-time schedule needs a time ahead',
+      },
+    ]);
     expect(await w.scanAll()).toEqual([]);
     expect(remote('too-late')).toBeUndefined();
   });
@@ -98,11 +144,15 @@ describe('time zones and one-time schedules as Scheduler takes them', () => {
     const at = new Date(Date.now() + 3_600_000);
     at.setUTCMilliseconds(0);
     const expression = `at(${at.toISOString().slice(0, 19)})`;
-    expect((await call({ method: 'PUT', path: '/schedules/once', body: { ...definition, expression } })).status).toBe(201);
+    expect(
+      (await call({ method: 'PUT', path: '/schedules/once', body: { ...definition, expression } })).status,
+    ).toBe(201);
     expect((await call({ method: 'PUT', path: '/schedules/often', body: definition })).status).toBe(201);
     expect(remote('once')).toMatchObject({ ScheduleExpression: expression, ActionAfterCompletion: 'DELETE' });
     expect(remote('often')).toMatchObject({ ActionAfterCompletion: 'NONE' });
-    expect((await call({ method: 'GET', path: '/schedules/once' })).body!.schedule.nextFireAt).toBe(at.toISOString());
+    expect((await call({ method: 'GET', path: '/schedules/once' })).body!.schedule.nextFireAt).toBe(
+      at.toISOString(),
+    );
 
     const fired = await w.schedules.fire('once', at.getTime());
     expect(fired).toMatchObject({ fired: true, created: true });
@@ -123,7 +173,11 @@ describe('time zones and one-time schedules as Scheduler takes them', () => {
 
   it('fire records carry the table’s TTL (expiresAt, epoch seconds, retention after the fire)', async () => {
     const w = await world();
-    await caller(w)({ method: 'PUT', path: '/schedules/kept-a-while', body: { ...definition, expression: 'cron(* * * * ? *)' } });
+    await caller(w)({
+      method: 'PUT',
+      path: '/schedules/kept-a-while',
+      body: { ...definition, expression: 'cron(* * * * ? *)' },
+    });
     const tick = Math.floor(Date.now() / 60_000) * 60_000;
     await w.schedules.fire('kept-a-while', tick);
     const fires = (await w.scanAll()).filter((i) => String(i.pk).startsWith('FIRES#kept-a-while'));
@@ -151,9 +205,17 @@ describe('concurrent writes keep the table and Scheduler in agreement', () => {
     const call = caller(w);
     await call({ method: 'PUT', path: '/schedules/raced', body: definition });
     const held = backends.scheduler.holdNext();
-    const first = call({ method: 'PUT', path: '/schedules/raced', body: { ...definition, expression: 'rate(7 minutes)' } });
+    const first = call({
+      method: 'PUT',
+      path: '/schedules/raced',
+      body: { ...definition, expression: 'rate(7 minutes)' },
+    });
     await held.arrived;
-    const second = await call({ method: 'PUT', path: '/schedules/raced', body: { ...definition, expression: 'rate(9 minutes)' } });
+    const second = await call({
+      method: 'PUT',
+      path: '/schedules/raced',
+      body: { ...definition, expression: 'rate(9 minutes)' },
+    });
     expect(second.status).toBe(200);
     held.release();
     const late = await first;
@@ -172,19 +234,32 @@ describe('concurrent writes keep the table and Scheduler in agreement', () => {
     const held = backends.scheduler.holdNext();
     const deleting = call({ method: 'DELETE', path: '/schedules/kept' });
     await held.arrived;
-    const put = await call({ method: 'PUT', path: '/schedules/kept', body: { ...definition, expression: 'rate(9 minutes)' } });
+    const put = await call({
+      method: 'PUT',
+      path: '/schedules/kept',
+      body: { ...definition, expression: 'rate(9 minutes)' },
+    });
     expect(put.status).toBe(200);
     held.release();
     const deleted = await deleting;
     expect([deleted.status, deleted.body!.code]).toEqual([409, 'SCHEDULE_CONFLICT']);
-    expect((await call({ method: 'GET', path: '/schedules/kept' })).body!.schedule).toMatchObject({ expression: 'rate(9 minutes)', enabled: true, sync: { state: 'SYNCED' } });
+    expect((await call({ method: 'GET', path: '/schedules/kept' })).body!.schedule).toMatchObject({
+      expression: 'rate(9 minutes)',
+      enabled: true,
+      sync: { state: 'SYNCED' },
+    });
     expect(remote('kept')).toMatchObject({ ScheduleExpression: 'rate(9 minutes)', State: 'ENABLED' });
   });
 
   it('a PUT between a DELETE’s read and its disable is no 500: the DELETE deletes what is there now', async () => {
     const w = await world();
     const store = new ScheduleStore(w.store.ctx);
-    const service = new ScheduleService(store, eventBridgeSyncFor(backends.scheduler), w.submitter, w.storeClock);
+    const service = new ScheduleService(
+      store,
+      eventBridgeSyncFor(backends.scheduler),
+      w.submitter,
+      w.storeClock,
+    );
     await service.put('between', 'owner-a', definition);
     const disable = store.disable.bind(store);
     let interleaved = false;

@@ -11,26 +11,48 @@ describe('a schedule on three local stacks sharing one table', () => {
   it('every stack fires every tick, and each tick makes exactly one task', { timeout: 200_000 }, async () => {
     const dynamo = await startTestDynamo();
     try {
-      const env = { LEASEHOLD_DYNAMODB_ENDPOINT: dynamo.endpoint, LEASEHOLD_TABLE: 'scheduled', POWERTOOLS_LOG_LEVEL: 'INFO' };
-      const stacks = await Promise.all([startStackProcess(['--api'], env), startStackProcess(['--worker'], env), startStackProcess(['--recovery'], env)]);
+      const env = {
+        LEASEHOLD_DYNAMODB_ENDPOINT: dynamo.endpoint,
+        LEASEHOLD_TABLE: 'scheduled',
+        POWERTOOLS_LOG_LEVEL: 'INFO',
+      };
+      const stacks = await Promise.all([
+        startStackProcess(['--api'], env),
+        startStackProcess(['--worker'], env),
+        startStackProcess(['--recovery'], env),
+      ]);
       started.push(...stacks);
       const url = stacks[0]!.url!;
-      const put = await http(url, 'PUT', '/schedules/every-minute', { expression: 'cron(* * * * ? *)', task: { type: 'demo.echo', payload: { from: 'schedule' } } });
+      const put = await http(url, 'PUT', '/schedules/every-minute', {
+        expression: 'cron(* * * * ? *)',
+        task: { type: 'demo.echo', payload: { from: 'schedule' } },
+      });
       expect(put.status).toBe(201);
 
       // Two minute boundaries: up to two minutes of waiting.
-      const fires = await waitFor(async () => {
-        const res = await http(url, 'GET', '/schedules/every-minute/fires');
-        return res.body.fires.length >= 2 ? (res.body.fires as { scheduledTime: string; taskId: string }[]) : undefined;
-      }, 150_000, 'two ticks');
-      const tasks = (await http(url, 'GET', '/tasks?type=demo.echo&limit=100')).body.tasks as { id: string; status: string }[];
+      const fires = await waitFor(
+        async () => {
+          const res = await http(url, 'GET', '/schedules/every-minute/fires');
+          return res.body.fires.length >= 2
+            ? (res.body.fires as { scheduledTime: string; taskId: string }[])
+            : undefined;
+        },
+        150_000,
+        'two ticks',
+      );
+      const tasks = (await http(url, 'GET', '/tasks?type=demo.echo&limit=100')).body.tasks as {
+        id: string;
+        status: string;
+      }[];
       expect(new Set(tasks.map((t) => t.id))).toEqual(new Set(fires.map((f) => f.taskId)));
       expect(tasks).toHaveLength(fires.length);
       expect(new Set(fires.map((f) => f.scheduledTime)).size).toBe(fires.length);
       // Every stack did fire each tick (their logs say so); the key made the second and third no-ops.
       const fired = stacks.map((s) => (s.output().match(/"message":"schedule fired"/g) ?? []).length);
       expect(fired.every((n) => n >= 1)).toBe(true);
-      expect(stacks.map((s) => (s.output().match(/"created":true/g) ?? []).length).reduce((a, b) => a + b, 0)).toBe(fires.length);
+      expect(
+        stacks.map((s) => (s.output().match(/"created":true/g) ?? []).length).reduce((a, b) => a + b, 0),
+      ).toBe(fires.length);
       for (const s of stacks) s.child.kill('SIGTERM');
       expect(await Promise.all(stacks.map((s) => s.exited))).toEqual([0, 0, 0]);
     } finally {

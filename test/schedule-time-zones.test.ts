@@ -37,13 +37,19 @@ describe('schedule time zones: what is stored and sent to EventBridge Scheduler 
     expect(() => canonicalTimeZone(given)).toThrow(hint);
   });
 
-  it.each(['PST', 'IST', 'BST', 'AST'])('refuses %s, an abbreviation ICU knows but the tz database does not (BST is Asia/Dhaka there)', (given) => {
-    expect(() => canonicalTimeZone(given)).toThrow('is an abbreviation, not a place');
-  });
+  it.each(['PST', 'IST', 'BST', 'AST'])(
+    'refuses %s, an abbreviation ICU knows but the tz database does not (BST is Asia/Dhaka there)',
+    (given) => {
+      expect(() => canonicalTimeZone(given)).toThrow('is an abbreviation, not a place');
+    },
+  );
 
-  it.each(['Mars/Olympus', 'PDT', '+01:00', 'UTC+1', 'Etc/GMT+13', 'SystemV/EST5', ''])('refuses %j as no IANA time zone', (given) => {
-    expect(() => canonicalTimeZone(given)).toThrow('is not an IANA time zone');
-  });
+  it.each(['Mars/Olympus', 'PDT', '+01:00', 'UTC+1', 'Etc/GMT+13', 'SystemV/EST5', ''])(
+    'refuses %j as no IANA time zone',
+    (given) => {
+      expect(() => canonicalTimeZone(given)).toThrow('is not an IANA time zone');
+    },
+  );
 
   it('every canonical name is known to Intl and maps to itself, and fits Scheduler’s 50-character limit', () => {
     for (const zone of CANONICAL_TIME_ZONES) {

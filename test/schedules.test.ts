@@ -10,9 +10,15 @@ const backends = useScheduleBackends();
 
 const caller = (w: WorkerWorld) => async (spec: EventSpec) => {
   const res = await handleApiEvent(apiEvent(spec), { ...w, logger: silentLogger() });
-  return { status: res.statusCode, body: res.body ? (JSON.parse(res.body) as Record<string, any>) : undefined };
+  return {
+    status: res.statusCode,
+    body: res.body ? (JSON.parse(res.body) as Record<string, any>) : undefined,
+  };
 };
-const definition = { expression: 'rate(5 minutes)', task: { type: 'demo.echo', payload: { report: 'daily' } } };
+const definition = {
+  expression: 'rate(5 minutes)',
+  task: { type: 'demo.echo', payload: { report: 'daily' } },
+};
 
 describe('schedules through the API (evaluated locally)', () => {
   it('creates, reads, lists, replaces and deletes a schedule', async () => {
@@ -20,25 +26,69 @@ describe('schedules through the API (evaluated locally)', () => {
     const call = caller(w);
     const created = await call({ method: 'PUT', path: '/schedules/daily-report', body: definition });
     expect(created.status).toBe(201);
-    expect(created.body!.schedule).toMatchObject({ name: 'daily-report', expression: 'rate(5 minutes)', timezone: 'UTC', enabled: true, sync: { state: 'LOCAL' } });
+    expect(created.body!.schedule).toMatchObject({
+      name: 'daily-report',
+      expression: 'rate(5 minutes)',
+      timezone: 'UTC',
+      enabled: true,
+      sync: { state: 'LOCAL' },
+    });
     expect(Date.parse(created.body!.schedule.nextFireAt) - Date.now()).toBeGreaterThan(4 * 60_000);
-    const replaced = await call({ method: 'PUT', path: '/schedules/daily-report', body: { ...definition, expression: 'cron(0 9 ? * MON-FRI *)', timezone: 'Europe/Berlin' } });
+    const replaced = await call({
+      method: 'PUT',
+      path: '/schedules/daily-report',
+      body: { ...definition, expression: 'cron(0 9 ? * MON-FRI *)', timezone: 'Europe/Berlin' },
+    });
     expect(replaced.status).toBe(200);
-    expect((await call({ method: 'GET', path: '/schedules/daily-report' })).body!.schedule).toMatchObject({ expression: 'cron(0 9 ? * MON-FRI *)', timezone: 'Europe/Berlin' });
-    expect((await call({ method: 'GET', path: '/schedules' })).body!.schedules.map((s: { name: string }) => s.name)).toEqual(['daily-report']);
+    expect((await call({ method: 'GET', path: '/schedules/daily-report' })).body!.schedule).toMatchObject({
+      expression: 'cron(0 9 ? * MON-FRI *)',
+      timezone: 'Europe/Berlin',
+    });
+    expect(
+      (await call({ method: 'GET', path: '/schedules' })).body!.schedules.map(
+        (s: { name: string }) => s.name,
+      ),
+    ).toEqual(['daily-report']);
     expect((await call({ method: 'GET', path: '/schedules', caller: BOB })).body!.schedules).toEqual([]);
     expect((await call({ method: 'GET', path: '/schedules/daily-report', caller: BOB })).status).toBe(404);
-    expect((await call({ method: 'PUT', path: '/schedules/daily-report', body: definition, caller: BOB })).status).toBe(409);
+    expect(
+      (await call({ method: 'PUT', path: '/schedules/daily-report', body: definition, caller: BOB })).status,
+    ).toBe(409);
     expect((await call({ method: 'DELETE', path: '/schedules/daily-report' })).status).toBe(204);
     expect((await call({ method: 'GET', path: '/schedules/daily-report' })).status).toBe(404);
   });
 
   it.each<[string, unknown, string, string]>([
-    ['a bad expression', { ...definition, expression: 'every day' }, 'expression', 'must be rate(...), cron(...) or at(...)'],
-    ['a cron without ?', { ...definition, expression: 'cron(0 9 * * MON *)' }, 'expression', 'exactly one of day-of-month and day-of-week'],
-    ['an unknown time zone', { ...definition, timezone: 'Europe/Atlantis' }, 'timezone', 'is not an IANA time zone'],
-    ['an unknown task type', { ...definition, task: { type: 'nope' } }, 'task.type', 'unknown task type "nope"'],
-    ['a payload the task refuses', { ...definition, task: { type: 'demo.sleep', payload: { ms: 'long' } } }, 'task.payload.ms', 'expected number'],
+    [
+      'a bad expression',
+      { ...definition, expression: 'every day' },
+      'expression',
+      'must be rate(...), cron(...) or at(...)',
+    ],
+    [
+      'a cron without ?',
+      { ...definition, expression: 'cron(0 9 * * MON *)' },
+      'expression',
+      'exactly one of day-of-month and day-of-week',
+    ],
+    [
+      'an unknown time zone',
+      { ...definition, timezone: 'Europe/Atlantis' },
+      'timezone',
+      'is not an IANA time zone',
+    ],
+    [
+      'an unknown task type',
+      { ...definition, task: { type: 'nope' } },
+      'task.type',
+      'unknown task type "nope"',
+    ],
+    [
+      'a payload the task refuses',
+      { ...definition, task: { type: 'demo.sleep', payload: { ms: 'long' } } },
+      'task.payload.ms',
+      'expected number',
+    ],
     ['no task', { expression: 'rate(1 day)' }, 'task', 'expected object'],
   ])('refuses %s with a 400 that says why, writing nothing', async (_name, body, field, message) => {
     const w = await createWorkerWorld(backends.server.endpoint, demoTasks);
@@ -51,13 +101,19 @@ describe('schedules through the API (evaluated locally)', () => {
 
   it('refuses a bad name', async () => {
     const w = await createWorkerWorld(backends.server.endpoint, demoTasks);
-    expect((await caller(w)({ method: 'PUT', path: '/schedules/has%20space', body: definition })).status).toBe(400);
+    expect(
+      (await caller(w)({ method: 'PUT', path: '/schedules/has%20space', body: definition })).status,
+    ).toBe(400);
   });
 
   it('a tick fired twice (a duplicated delivery, a second node) makes one task; fires are recorded and missed ticks shown', async () => {
     const w = await createWorkerWorld(backends.server.endpoint, demoTasks);
     const call = caller(w);
-    await call({ method: 'PUT', path: '/schedules/every-minute', body: { ...definition, expression: 'cron(* * * * ? *)' } });
+    await call({
+      method: 'PUT',
+      path: '/schedules/every-minute',
+      body: { ...definition, expression: 'cron(* * * * ? *)' },
+    });
     const tick = Math.floor(Date.now() / 60_000) * 60_000;
     const first = await w.schedules.fire('every-minute', tick);
     const second = await w.schedules.fire('every-minute', tick);
@@ -65,28 +121,54 @@ describe('schedules through the API (evaluated locally)', () => {
     expect(second).toEqual({ ...first, created: false });
     const tasks = (await w.scanAll()).filter((i) => i.type === 'demo.echo');
     expect(tasks).toHaveLength(1);
-    expect(tasks[0]).toMatchObject({ owner: ALICE, idempotencyKey: `schedule:every-minute:${new Date(tick).toISOString()}`, payload: JSON.stringify({ report: 'daily' }) });
+    expect(tasks[0]).toMatchObject({
+      owner: ALICE,
+      idempotencyKey: `schedule:every-minute:${new Date(tick).toISOString()}`,
+      payload: JSON.stringify({ report: 'daily' }),
+    });
 
     const fires = await call({ method: 'GET', path: '/schedules/every-minute/fires' });
-    expect(fires.body!.fires).toEqual([{ scheduledTime: new Date(tick).toISOString(), firedAt: expect.any(String), taskId: (first as { taskId: string }).taskId }]);
+    expect(fires.body!.fires).toEqual([
+      {
+        scheduledTime: new Date(tick).toISOString(),
+        firedAt: expect.any(String),
+        taskId: (first as { taskId: string }).taskId,
+      },
+    ]);
     expect(fires.body!.missed).toEqual([]);
-    expect((await call({ method: 'GET', path: '/schedules/every-minute/fires', query: { limit: '0' } })).status).toBe(400);
+    expect(
+      (await call({ method: 'GET', path: '/schedules/every-minute/fires', query: { limit: '0' } })).status,
+    ).toBe(400);
   });
 
   it('a disabled or deleted schedule fires nothing', async () => {
     const w = await createWorkerWorld(backends.server.endpoint, demoTasks);
     await caller(w)({ method: 'PUT', path: '/schedules/paused', body: { ...definition, enabled: false } });
     expect(await w.schedules.fire('paused', Date.now())).toEqual({ fired: false, reason: 'disabled' });
-    expect(await w.schedules.fire('never-created', Date.now())).toEqual({ fired: false, reason: 'unknown-schedule' });
+    expect(await w.schedules.fire('never-created', Date.now())).toEqual({
+      fired: false,
+      reason: 'unknown-schedule',
+    });
   });
 
   it('lists ticks that have no fire as missed', async () => {
     const w = await createWorkerWorld(backends.server.endpoint, demoTasks);
-    await caller(w)({ method: 'PUT', path: '/schedules/gappy', body: { ...definition, expression: 'rate(1 minute)' } });
+    await caller(w)({
+      method: 'PUT',
+      path: '/schedules/gappy',
+      body: { ...definition, expression: 'rate(1 minute)' },
+    });
     const def = await w.schedules.get('gappy', ALICE);
     // Pretend the schedule was made (its last PUT, where a rate's rhythm starts) ten minutes ago and only its third tick was delivered.
     const created = Date.now() - 10 * 60_000;
-    await w.doc.send(new (await import('@aws-sdk/lib-dynamodb')).UpdateCommand({ TableName: w.config.tableName, Key: { pk: 'SCHEDULES', sk: 'gappy' }, UpdateExpression: 'SET createdAt = :c, updatedAt = :c', ExpressionAttributeValues: { ':c': created } }));
+    await w.doc.send(
+      new (await import('@aws-sdk/lib-dynamodb')).UpdateCommand({
+        TableName: w.config.tableName,
+        Key: { pk: 'SCHEDULES', sk: 'gappy' },
+        UpdateExpression: 'SET createdAt = :c, updatedAt = :c',
+        ExpressionAttributeValues: { ':c': created },
+      }),
+    );
     await w.schedules.fire('gappy', created + 3 * 60_000);
     const { fires, missed } = await w.schedules.fires('gappy', def.owner);
     expect(fires.map((f) => f.scheduledTime)).toEqual([created + 3 * 60_000]);
@@ -100,7 +182,11 @@ describe('schedules in AWS: the table and EventBridge Scheduler kept in step', (
 
   it('creates the matching EventBridge schedule, with the scheduled time in its input', async () => {
     const w = await createWorkerWorld(backends.server.endpoint, demoTasks, {}, sync());
-    const res = await caller(w)({ method: 'PUT', path: '/schedules/synced', body: { ...definition, timezone: 'Europe/Berlin' } });
+    const res = await caller(w)({
+      method: 'PUT',
+      path: '/schedules/synced',
+      body: { ...definition, timezone: 'Europe/Berlin' },
+    });
     expect(res.status).toBe(201);
     expect(res.body!.schedule.sync).toEqual({ state: 'SYNCED' });
     const remote = backends.scheduler.schedules.get('leasehold/synced')!;
@@ -109,9 +195,16 @@ describe('schedules in AWS: the table and EventBridge Scheduler kept in step', (
       ScheduleExpressionTimezone: 'Europe/Berlin',
       State: 'ENABLED',
       FlexibleTimeWindow: { Mode: 'OFF' },
-      Target: { Arn: 'arn:aws:lambda:eu-west-1:123456789012:function:fire', RoleArn: 'arn:aws:iam::123456789012:role/scheduler', DeadLetterConfig: { Arn: 'arn:aws:sqs:eu-west-1:123456789012:dlq' } },
+      Target: {
+        Arn: 'arn:aws:lambda:eu-west-1:123456789012:function:fire',
+        RoleArn: 'arn:aws:iam::123456789012:role/scheduler',
+        DeadLetterConfig: { Arn: 'arn:aws:sqs:eu-west-1:123456789012:dlq' },
+      },
     });
-    expect(JSON.parse((remote.Target as { Input: string }).Input)).toEqual({ scheduleName: 'synced', scheduledTime: '<aws.scheduler.scheduled-time>' });
+    expect(JSON.parse((remote.Target as { Input: string }).Input)).toEqual({
+      scheduleName: 'synced',
+      scheduledTime: '<aws.scheduler.scheduled-time>',
+    });
     // A replacement updates it in place.
     await caller(w)({ method: 'PUT', path: '/schedules/synced', body: { ...definition, enabled: false } });
     expect(backends.scheduler.schedules.get('leasehold/synced')).toMatchObject({ State: 'DISABLED' });
@@ -125,7 +218,10 @@ describe('schedules in AWS: the table and EventBridge Scheduler kept in step', (
     expect(failed.status).toBe(503);
     expect(failed.body).toMatchObject({ code: 'SCHEDULE_NOT_SYNCED' });
     expect(failed.body!.detail).toContain('Send the same PUT again');
-    expect((await call({ method: 'GET', path: '/schedules/flaky' })).body!.schedule.sync).toMatchObject({ state: 'FAILED', error: expect.stringContaining('injected failure') });
+    expect((await call({ method: 'GET', path: '/schedules/flaky' })).body!.schedule.sync).toMatchObject({
+      state: 'FAILED',
+      error: expect.stringContaining('injected failure'),
+    });
     expect(backends.scheduler.schedules.has('leasehold/flaky')).toBe(false);
 
     const repaired = await call({ method: 'PUT', path: '/schedules/flaky', body: definition });

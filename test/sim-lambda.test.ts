@@ -33,7 +33,17 @@ const environments: ExecutionEnvironment[] = [];
 afterAll(() => environments.forEach((e) => e.kill()));
 
 async function environment(timeoutMs = 5_000, log: string[] = []): Promise<ExecutionEnvironment> {
-  const e = new ExecutionEnvironment({ functionName: 'probe', functionArn: 'arn:aws:lambda:us-east-1:1:function:probe', handler: 'index.handler', taskRoot: root, timeoutMs, memoryMb: 256, nodePath: process.execPath, environment: { PATH: process.env.PATH ?? '' }, log: (l) => log.push(l) });
+  const e = new ExecutionEnvironment({
+    functionName: 'probe',
+    functionArn: 'arn:aws:lambda:us-east-1:1:function:probe',
+    handler: 'index.handler',
+    taskRoot: root,
+    timeoutMs,
+    memoryMb: 256,
+    nodePath: process.execPath,
+    environment: { PATH: process.env.PATH ?? '' },
+    log: (l) => log.push(l),
+  });
   environments.push(e);
   await e.start();
   return e;
@@ -77,7 +87,9 @@ describe('an execution environment', () => {
     const e = await environment();
     const big = await run(e, { big: 7 * 1024 * 1024 });
     expect(big).toMatchObject({ functionError: 'Unhandled', errorType: 'Function.ResponseSizeTooLarge' });
-    expect(big.body.errorMessage).toMatch(/Response payload size exceeded maximum allowed payload size \(6291556 bytes\)/);
+    expect(big.body.errorMessage).toMatch(
+      /Response payload size exceeded maximum allowed payload size \(6291556 bytes\)/,
+    );
   });
 
   it('reports a handler error, and a crash as an exit of the runtime', async () => {
@@ -107,19 +119,38 @@ describe('the Lambda service', () => {
     nodePath: process.execPath,
     environment: { PATH: process.env.PATH ?? '' },
     asyncConfig: { maximumRetryAttempts: 0, maximumEventAgeMs: 60_000 },
-    resourcePolicy: [{ principal: 'apigateway.amazonaws.com', action: 'lambda:InvokeFunction', sourceArn: 'arn:aws:execute-api:us-east-1:123456789012:api/*/*/health' }],
+    resourcePolicy: [
+      {
+        principal: 'apigateway.amazonaws.com',
+        action: 'lambda:InvokeFunction',
+        sourceArn: 'arn:aws:execute-api:us-east-1:123456789012:api/*/*/health',
+      },
+    ],
     log: () => undefined,
     ...overrides,
   });
   // Only what the service asks of the IAM store.
   const identities = {
     isAllowed: (principal: string) => principal.endsWith('user/allowed'),
-    assumeRole: () => ({ arn: 'arn:aws:sts::123456789012:assumed-role/probe/probe', credentials: { accessKeyId: 'ASIA1', secretAccessKey: 's', sessionToken: 't' } }),
+    assumeRole: () => ({
+      arn: 'arn:aws:sts::123456789012:assumed-role/probe/probe',
+      credentials: { accessKeyId: 'ASIA1', secretAccessKey: 's', sessionToken: 't' },
+    }),
   } as unknown as IdentityStore;
   const services: LambdaService[] = [];
   afterAll(() => Promise.all(services.map((s) => s.close())));
-  const service = (d: FunctionDefinition, destinations: (dest: string, fn: string, record: string) => Promise<void> = async () => undefined) => {
-    const s = new LambdaService({ functions: [d], identities, log: new AccessLog(), accountConcurrency: 1000, idleEnvironmentTtlMs: 60_000, destinations });
+  const service = (
+    d: FunctionDefinition,
+    destinations: (dest: string, fn: string, record: string) => Promise<void> = async () => undefined,
+  ) => {
+    const s = new LambdaService({
+      functions: [d],
+      identities,
+      log: new AccessLog(),
+      accountConcurrency: 1000,
+      idleEnvironmentTtlMs: 60_000,
+      destinations,
+    });
     services.push(s);
     return s;
   };
@@ -127,22 +158,46 @@ describe('the Lambda service', () => {
   it('throttles invocations beyond the reserved concurrency', async () => {
     const s = service(def({ reservedConcurrency: 1 }));
     const caller = { principalArn: 'arn:aws:iam::123456789012:user/allowed' };
-    const results = await Promise.allSettled([s.invoke('probe', JSON.stringify({ sleep: 400 }), caller), s.invoke('probe', JSON.stringify({ sleep: 400 }), caller)]);
+    const results = await Promise.allSettled([
+      s.invoke('probe', JSON.stringify({ sleep: 400 }), caller),
+      s.invoke('probe', JSON.stringify({ sleep: 400 }), caller),
+    ]);
     expect(results.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
-    expect((results.find((r) => r.status === 'rejected') as PromiseRejectedResult).reason).toMatchObject({ code: 'TooManyRequestsException', status: 429 });
+    expect((results.find((r) => r.status === 'rejected') as PromiseRejectedResult).reason).toMatchObject({
+      code: 'TooManyRequestsException',
+      status: 429,
+    });
     expect(s.stats().Probe!.throttles).toBe(1);
   });
 
   it('checks the caller: an identity policy, or the function resource policy for API Gateway with its source ARN', async () => {
     const s = service(def({}));
-    await expect(s.invoke('probe', '{}', { principalArn: 'arn:aws:iam::123456789012:user/other' })).rejects.toMatchObject({ code: 'AccessDeniedException' });
-    await expect(s.invoke('probe', '{}', { service: 'apigateway.amazonaws.com', sourceArn: 'arn:aws:execute-api:us-east-1:123456789012:api/$default/GET/health' })).resolves.toMatchObject({ requestId: expect.any(String) });
-    await expect(s.invoke('probe', '{}', { service: 'apigateway.amazonaws.com', sourceArn: 'arn:aws:execute-api:us-east-1:123456789012:api/$default/GET/tasks' })).rejects.toMatchObject({ code: 'AccessDeniedException' });
+    await expect(
+      s.invoke('probe', '{}', { principalArn: 'arn:aws:iam::123456789012:user/other' }),
+    ).rejects.toMatchObject({ code: 'AccessDeniedException' });
+    await expect(
+      s.invoke('probe', '{}', {
+        service: 'apigateway.amazonaws.com',
+        sourceArn: 'arn:aws:execute-api:us-east-1:123456789012:api/$default/GET/health',
+      }),
+    ).resolves.toMatchObject({ requestId: expect.any(String) });
+    await expect(
+      s.invoke('probe', '{}', {
+        service: 'apigateway.amazonaws.com',
+        sourceArn: 'arn:aws:execute-api:us-east-1:123456789012:api/$default/GET/tasks',
+      }),
+    ).rejects.toMatchObject({ code: 'AccessDeniedException' });
   });
 
   it('behind the HTTP API: a slow integration is API Gateway 503, a failing function 500, a good one its own answer', async () => {
     const s = service(def({}));
-    const route = (routeKey: string, timeoutMs: number) => ({ routeKey, method: routeKey.split(' ')[0]!, path: routeKey.split(' ')[1]!, authorization: 'NONE', integration: { functionArn: def({}).arn, payloadFormatVersion: '2.0', timeoutMs } });
+    const route = (routeKey: string, timeoutMs: number) => ({
+      routeKey,
+      method: routeKey.split(' ')[0]!,
+      path: routeKey.split(' ')[1]!,
+      authorization: 'NONE',
+      integration: { functionArn: def({}).arn, payloadFormatVersion: '2.0', timeoutMs },
+    });
     const gateway = await startGateway({
       apiId: 'api',
       stage: '$default',
@@ -157,7 +212,12 @@ describe('the Lambda service', () => {
       accessLog: () => undefined,
     });
     try {
-      const post = (body: unknown, path = 'health') => fetch(new URL(path, gateway.url), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const post = (body: unknown, path = 'health') =>
+        fetch(new URL(path, gateway.url), {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
       const slow = await post({ sleep: 1_000 }, 'slow/health');
       expect([slow.status, await slow.json()]).toEqual([503, { message: 'Service Unavailable' }]);
       const failing = await post({ fail: true });
@@ -172,13 +232,30 @@ describe('the Lambda service', () => {
 
   it('an asynchronous invocation that fails with no retries left goes to the on-failure destination with Lambda record', async () => {
     const records: { dest: string; record: any }[] = [];
-    const s = service(def({ asyncConfig: { maximumRetryAttempts: 0, maximumEventAgeMs: 60_000, onFailure: 'arn:aws:sqs:us-east-1:123456789012:dlq' } }), async (dest, _fn, record) => void records.push({ dest, record: JSON.parse(record) }));
-    s.invokeAsync('probe', JSON.stringify({ fail: true }), { principalArn: 'arn:aws:iam::123456789012:user/allowed' });
+    const s = service(
+      def({
+        asyncConfig: {
+          maximumRetryAttempts: 0,
+          maximumEventAgeMs: 60_000,
+          onFailure: 'arn:aws:sqs:us-east-1:123456789012:dlq',
+        },
+      }),
+      async (dest, _fn, record) => void records.push({ dest, record: JSON.parse(record) }),
+    );
+    s.invokeAsync('probe', JSON.stringify({ fail: true }), {
+      principalArn: 'arn:aws:iam::123456789012:user/allowed',
+    });
     for (let i = 0; i < 100 && records.length === 0; i++) await new Promise((r) => setTimeout(r, 50));
     expect(records).toHaveLength(1);
     expect(records[0]).toMatchObject({
       dest: 'arn:aws:sqs:us-east-1:123456789012:dlq',
-      record: { version: '1.0', requestContext: { condition: 'RetriesExhausted', approximateInvokeCount: 1 }, requestPayload: { fail: true }, responseContext: { functionError: 'Unhandled' }, responsePayload: { errorType: 'TypeError' } },
+      record: {
+        version: '1.0',
+        requestContext: { condition: 'RetriesExhausted', approximateInvokeCount: 1 },
+        requestPayload: { fail: true },
+        responseContext: { functionError: 'Unhandled' },
+        responsePayload: { errorType: 'TypeError' },
+      },
     });
   });
 });

@@ -37,7 +37,9 @@ class FakeTime implements SchedulerTimers {
     const end = this.t + ms;
     for (;;) {
       await new Promise((r) => setImmediate(r));
-      const due = [...this.queue.entries()].filter(([, v]) => v.at <= end).sort((a, b) => a[1].at - b[1].at || a[0] - b[0])[0];
+      const due = [...this.queue.entries()]
+        .filter(([, v]) => v.at <= end)
+        .sort((a, b) => a[1].at - b[1].at || a[0] - b[0])[0];
       if (!due) break;
       this.queue.delete(due[0]);
       this.t = due[1].at;
@@ -64,9 +66,15 @@ async function setup(options: Setup = {}) {
   const invoked: Array<{ arn: string; roleArn: string; payload: string }> = [];
   const deadLetters: Array<{ queueArn: string; body: string; attributes: Record<string, string> }> = [];
   const auth: SchedulerAuth = {
-    authenticate: async () => ({ caller: { principalArn: `arn:aws:iam::${ACCOUNT}:role/api`, accountId: ACCOUNT } }),
+    authenticate: async () => ({
+      caller: { principalArn: `arn:aws:iam::${ACCOUNT}:role/api`, accountId: ACCOUNT },
+    }),
     isAllowed: (_principal, action) => !(options.deny ?? []).includes(action),
-    canAssume: (roleArn, context) => (options.assumable ?? true) && roleArn === ROLE && context.sourceAccount === ACCOUNT && context.sourceArn === `arn:aws:scheduler:us-east-1:${ACCOUNT}:schedule-group/leasehold`,
+    canAssume: (roleArn, context) =>
+      (options.assumable ?? true) &&
+      roleArn === ROLE &&
+      context.sourceAccount === ACCOUNT &&
+      context.sourceArn === `arn:aws:scheduler:us-east-1:${ACCOUNT}:schedule-group/leasehold`,
   };
   const targets: SchedulerTargets = {
     invokeAsync: async (target) => {
@@ -77,10 +85,24 @@ async function setup(options: Setup = {}) {
       deadLetters.push({ queueArn, ...message });
     },
   };
-  const scheduler = new LocalScheduler({ region: 'us-east-1', accountId: ACCOUNT, now: time.now, random: options.random ?? (() => 0), timers: time, auth, targets, groups: ['default', 'leasehold'] });
+  const scheduler = new LocalScheduler({
+    region: 'us-east-1',
+    accountId: ACCOUNT,
+    now: time.now,
+    random: options.random ?? (() => 0),
+    timers: time,
+    auth,
+    targets,
+    groups: ['default', 'leasehold'],
+  });
   open.push(scheduler);
   const endpoint = await scheduler.listen();
-  const client = new SchedulerClient({ region: 'us-east-1', endpoint, credentials: { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'secret' }, maxAttempts: 1 });
+  const client = new SchedulerClient({
+    region: 'us-east-1',
+    endpoint,
+    credentials: { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'secret' },
+    maxAttempts: 1,
+  });
   return { time, scheduler, client, invoked, deadLetters };
 }
 
@@ -93,7 +115,8 @@ const input = (over: Partial<CreateScheduleCommandInput> = {}): CreateScheduleCo
   Target: {
     Arn: FUNCTION,
     RoleArn: ROLE,
-    Input: '{"scheduledTime":"<aws.scheduler.scheduled-time>","attempt":"<aws.scheduler.attempt-number>","arn":"<aws.scheduler.schedule-arn>"}',
+    Input:
+      '{"scheduledTime":"<aws.scheduler.scheduled-time>","attempt":"<aws.scheduler.attempt-number>","arn":"<aws.scheduler.schedule-arn>"}',
     ...over.Target,
   },
 });
@@ -110,25 +133,45 @@ async function refusal(promise: Promise<unknown>): Promise<Error> {
 describe('API through the real SchedulerClient', () => {
   it('creates, gets, updates, lists and deletes', async () => {
     const { client } = await setup();
-    const created = await client.send(new CreateScheduleCommand(input({ ScheduleExpressionTimezone: 'Europe/Berlin' })));
+    const created = await client.send(
+      new CreateScheduleCommand(input({ ScheduleExpressionTimezone: 'Europe/Berlin' })),
+    );
     expect(created.ScheduleArn).toBe(`arn:aws:scheduler:us-east-1:${ACCOUNT}:schedule/leasehold/reminder`);
     const got = await client.send(new GetScheduleCommand({ Name: 'reminder', GroupName: 'leasehold' }));
-    expect(got).toMatchObject({ Name: 'reminder', GroupName: 'leasehold', State: 'ENABLED', ScheduleExpressionTimezone: 'Europe/Berlin', ActionAfterCompletion: 'NONE' });
+    expect(got).toMatchObject({
+      Name: 'reminder',
+      GroupName: 'leasehold',
+      State: 'ENABLED',
+      ScheduleExpressionTimezone: 'Europe/Berlin',
+      ActionAfterCompletion: 'NONE',
+    });
     expect(got.Target?.RetryPolicy).toEqual({ MaximumEventAgeInSeconds: 86400, MaximumRetryAttempts: 185 });
     expect(got.CreationDate).toEqual(new Date(START));
-    await client.send(new UpdateScheduleCommand(input({ ScheduleExpression: 'cron(0 9 ? * MON-FRI *)', State: 'DISABLED' })));
-    expect(await client.send(new GetScheduleCommand({ Name: 'reminder', GroupName: 'leasehold' }))).toMatchObject({ ScheduleExpression: 'cron(0 9 ? * MON-FRI *)', State: 'DISABLED' });
-    expect((await client.send(new ListSchedulesCommand({ GroupName: 'leasehold' }))).Schedules?.map((s) => s.Name)).toEqual(['reminder']);
+    await client.send(
+      new UpdateScheduleCommand(input({ ScheduleExpression: 'cron(0 9 ? * MON-FRI *)', State: 'DISABLED' })),
+    );
+    expect(
+      await client.send(new GetScheduleCommand({ Name: 'reminder', GroupName: 'leasehold' })),
+    ).toMatchObject({ ScheduleExpression: 'cron(0 9 ? * MON-FRI *)', State: 'DISABLED' });
+    expect(
+      (await client.send(new ListSchedulesCommand({ GroupName: 'leasehold' }))).Schedules?.map((s) => s.Name),
+    ).toEqual(['reminder']);
     await client.send(new DeleteScheduleCommand({ Name: 'reminder', GroupName: 'leasehold' }));
-    expect(await refusal(client.send(new GetScheduleCommand({ Name: 'reminder', GroupName: 'leasehold' })))).toBeInstanceOf(ResourceNotFoundException);
+    expect(
+      await refusal(client.send(new GetScheduleCommand({ Name: 'reminder', GroupName: 'leasehold' }))),
+    ).toBeInstanceOf(ResourceNotFoundException);
   });
 
   it('answers ValidationException saying what is wrong', async () => {
     const { client } = await setup();
-    const zone = await refusal(client.send(new CreateScheduleCommand(input({ ScheduleExpressionTimezone: 'US/Pacific' }))));
+    const zone = await refusal(
+      client.send(new CreateScheduleCommand(input({ ScheduleExpressionTimezone: 'US/Pacific' }))),
+    );
     expect(zone).toBeInstanceOf(ValidationException);
     expect(zone.message).toContain('US/Pacific');
-    const cron = await refusal(client.send(new CreateScheduleCommand(input({ ScheduleExpression: 'cron(0 9 * * 1-5)' }))));
+    const cron = await refusal(
+      client.send(new CreateScheduleCommand(input({ ScheduleExpression: 'cron(0 9 * * 1-5)' }))),
+    );
     expect(cron).toBeInstanceOf(ValidationException);
     expect(cron.message).toContain('six fields');
     const name = await refusal(client.send(new CreateScheduleCommand(input({ Name: 'two words' }))));
@@ -137,8 +180,12 @@ describe('API through the real SchedulerClient', () => {
 
   it('answers ResourceNotFoundException for a missing group, ConflictException for a second create, AccessDeniedException without PassRole', async () => {
     const { client } = await setup();
-    expect(await refusal(client.send(new CreateScheduleCommand(input({ GroupName: 'nope' }))))).toBeInstanceOf(ResourceNotFoundException);
-    expect(await refusal(client.send(new UpdateScheduleCommand(input())))).toBeInstanceOf(ResourceNotFoundException);
+    expect(
+      await refusal(client.send(new CreateScheduleCommand(input({ GroupName: 'nope' })))),
+    ).toBeInstanceOf(ResourceNotFoundException);
+    expect(await refusal(client.send(new UpdateScheduleCommand(input())))).toBeInstanceOf(
+      ResourceNotFoundException,
+    );
     await client.send(new CreateScheduleCommand(input()));
     expect(await refusal(client.send(new CreateScheduleCommand(input())))).toBeInstanceOf(ConflictException);
     const denied = await setup({ deny: ['iam:PassRole'] });
@@ -155,8 +202,15 @@ describe('firing', () => {
     scheduler.start();
     await client.send(new CreateScheduleCommand(input()));
     await time.advance(150_000);
-    expect(invoked.map((i) => JSON.parse(i.payload).scheduledTime)).toEqual(['2026-12-01T08:59:43Z', '2026-12-01T09:00:43Z', '2026-12-01T09:01:43Z']);
-    expect(JSON.parse(invoked[0]!.payload)).toMatchObject({ attempt: '1', arn: `arn:aws:scheduler:us-east-1:${ACCOUNT}:schedule/leasehold/reminder` });
+    expect(invoked.map((i) => JSON.parse(i.payload).scheduledTime)).toEqual([
+      '2026-12-01T08:59:43Z',
+      '2026-12-01T09:00:43Z',
+      '2026-12-01T09:01:43Z',
+    ]);
+    expect(JSON.parse(invoked[0]!.payload)).toMatchObject({
+      attempt: '1',
+      arn: `arn:aws:scheduler:us-east-1:${ACCOUNT}:schedule/leasehold/reminder`,
+    });
     expect(scheduler.fires().map((f) => f.outcome)).toEqual(['delivered', 'delivered', 'delivered']);
   });
 
@@ -165,37 +219,78 @@ describe('firing', () => {
     scheduler.start();
     await client.send(new CreateScheduleCommand(input({ ScheduleExpression: 'rate(5 minutes)' })));
     await time.advance(100_000);
-    await client.send(new UpdateScheduleCommand(input({ ScheduleExpression: 'rate(5 minutes)', FlexibleTimeWindow: { Mode: 'FLEXIBLE', MaximumWindowInMinutes: 2 } })));
+    await client.send(
+      new UpdateScheduleCommand(
+        input({
+          ScheduleExpression: 'rate(5 minutes)',
+          FlexibleTimeWindow: { Mode: 'FLEXIBLE', MaximumWindowInMinutes: 2 },
+        }),
+      ),
+    );
     await time.advance(400_000);
-    expect(invoked.map((i) => JSON.parse(i.payload).scheduledTime)).toEqual(['2026-12-01T08:59:43Z', '2026-12-01T09:01:23Z', '2026-12-01T09:06:23Z']);
+    expect(invoked.map((i) => JSON.parse(i.payload).scheduledTime)).toEqual([
+      '2026-12-01T08:59:43Z',
+      '2026-12-01T09:01:23Z',
+      '2026-12-01T09:06:23Z',
+    ]);
     // random 0.5 of a 2-minute window: each flexible fire lands 60 s after its tick.
-    expect(scheduler.fires().map((f) => new Date(f.at).toISOString())).toEqual(['2026-12-01T08:59:43.512Z', '2026-12-01T09:02:23.000Z', '2026-12-01T09:07:23.000Z']);
+    expect(scheduler.fires().map((f) => new Date(f.at).toISOString())).toEqual([
+      '2026-12-01T08:59:43.512Z',
+      '2026-12-01T09:02:23.000Z',
+      '2026-12-01T09:07:23.000Z',
+    ]);
   });
 
   it('fires a cron schedule at its ticks in its zone', async () => {
     const { client, scheduler, time, invoked } = await setup();
     scheduler.start();
-    await client.send(new CreateScheduleCommand(input({ ScheduleExpression: 'cron(0 10 * * ? *)', ScheduleExpressionTimezone: 'Europe/Berlin' })));
+    await client.send(
+      new CreateScheduleCommand(
+        input({ ScheduleExpression: 'cron(0 10 * * ? *)', ScheduleExpressionTimezone: 'Europe/Berlin' }),
+      ),
+    );
     await time.advance(2 * 86_400_000);
-    expect(invoked.map((i) => JSON.parse(i.payload).scheduledTime)).toEqual(['2026-12-01T09:00:00Z', '2026-12-02T09:00:00Z']);
+    expect(invoked.map((i) => JSON.parse(i.payload).scheduledTime)).toEqual([
+      '2026-12-01T09:00:00Z',
+      '2026-12-02T09:00:00Z',
+    ]);
   });
 
   it('fires at() once, then deletes it with ActionAfterCompletion DELETE and keeps it with NONE', async () => {
     const { client, scheduler, time, invoked } = await setup();
     scheduler.start();
-    await client.send(new CreateScheduleCommand(input({ Name: 'once-delete', ScheduleExpression: 'at(2026-12-01T09:05:00)', ActionAfterCompletion: 'DELETE' })));
-    await client.send(new CreateScheduleCommand(input({ Name: 'once-keep', ScheduleExpression: 'at(2026-12-01T09:05:00)' })));
+    await client.send(
+      new CreateScheduleCommand(
+        input({
+          Name: 'once-delete',
+          ScheduleExpression: 'at(2026-12-01T09:05:00)',
+          ActionAfterCompletion: 'DELETE',
+        }),
+      ),
+    );
+    await client.send(
+      new CreateScheduleCommand(input({ Name: 'once-keep', ScheduleExpression: 'at(2026-12-01T09:05:00)' })),
+    );
     await time.advance(3_600_000);
     expect(invoked).toHaveLength(2);
     expect(scheduler.schedules().map((s) => s.name)).toEqual(['once-keep']);
-    expect(await refusal(client.send(new GetScheduleCommand({ Name: 'once-delete', GroupName: 'leasehold' })))).toBeInstanceOf(ResourceNotFoundException);
+    expect(
+      await refusal(client.send(new GetScheduleCommand({ Name: 'once-delete', GroupName: 'leasehold' }))),
+    ).toBeInstanceOf(ResourceNotFoundException);
   });
 
   it('retries a refused delivery per RetryPolicy, then dead-letters it with Scheduler attributes', async () => {
     const { client, scheduler, time, invoked, deadLetters } = await setup({ failInvoke: true });
     scheduler.start();
-    const target = { Arn: FUNCTION, RoleArn: ROLE, RetryPolicy: { MaximumRetryAttempts: 2, MaximumEventAgeInSeconds: 60 }, DeadLetterConfig: { Arn: DLQ } };
-    await client.send(new CreateScheduleCommand(input({ ScheduleExpression: 'at(2026-12-01T09:00:00)', Target: target })));
+    const target = {
+      Arn: FUNCTION,
+      RoleArn: ROLE,
+      RetryPolicy: { MaximumRetryAttempts: 2, MaximumEventAgeInSeconds: 60 },
+      DeadLetterConfig: { Arn: DLQ },
+    };
+    await client.send(
+      new CreateScheduleCommand(input({ ScheduleExpression: 'at(2026-12-01T09:00:00)', Target: target })),
+    );
     await time.advance(120_000);
     expect(invoked.map((i) => JSON.parse(i.payload).attempt)).toEqual(['1', '2', '3']);
     expect(deadLetters).toHaveLength(1);
@@ -213,13 +308,22 @@ describe('firing', () => {
       },
     });
     expect(JSON.parse(deadLetters[0]!.body).attempt).toBe('3');
-    expect(scheduler.fires().map((f) => [f.attempt, f.outcome])).toEqual([[1, 'failed'], [2, 'failed'], [3, 'failed'], [3, 'dead-lettered']]);
+    expect(scheduler.fires().map((f) => [f.attempt, f.outcome])).toEqual([
+      [1, 'failed'],
+      [2, 'failed'],
+      [3, 'failed'],
+      [3, 'dead-lettered'],
+    ]);
   });
 
   it('does not invoke when Scheduler cannot assume the role, and never fires DISABLED schedules', async () => {
     const { client, scheduler, time, invoked } = await setup({ assumable: false });
     scheduler.start();
-    await client.send(new CreateScheduleCommand(input({ Target: { Arn: FUNCTION, RoleArn: ROLE, RetryPolicy: { MaximumRetryAttempts: 0 } } })));
+    await client.send(
+      new CreateScheduleCommand(
+        input({ Target: { Arn: FUNCTION, RoleArn: ROLE, RetryPolicy: { MaximumRetryAttempts: 0 } } }),
+      ),
+    );
     await client.send(new CreateScheduleCommand(input({ Name: 'off', State: 'DISABLED' })));
     await time.advance(30_000);
     expect(invoked).toHaveLength(0);
@@ -236,9 +340,17 @@ describe('firing', () => {
       GroupName: 'leasehold',
       ScheduleExpression: 'rate(1 minute)',
       FlexibleTimeWindow: { Mode: 'OFF' },
-      Target: { Arn: FUNCTION, RoleArn: ROLE, Input: '{"source":"leasehold.worker","scheduledTime":"<aws.scheduler.scheduled-time>"}', RetryPolicy: { MaximumEventAgeInSeconds: 60, MaximumRetryAttempts: 2 }, DeadLetterConfig: { Arn: DLQ } },
+      Target: {
+        Arn: FUNCTION,
+        RoleArn: ROLE,
+        Input: '{"source":"leasehold.worker","scheduledTime":"<aws.scheduler.scheduled-time>"}',
+        RetryPolicy: { MaximumEventAgeInSeconds: 60, MaximumRetryAttempts: 2 },
+        DeadLetterConfig: { Arn: DLQ },
+      },
     });
-    expect(() => scheduler.putTemplateSchedule({ Name: 'bad', ScheduleExpression: 'rate(1 minute)' })).toThrow(/validation error/);
+    expect(() =>
+      scheduler.putTemplateSchedule({ Name: 'bad', ScheduleExpression: 'rate(1 minute)' }),
+    ).toThrow(/validation error/);
     scheduler.start();
     await time.advance(60_000);
     expect(invoked.map((i) => JSON.parse(i.payload))).toEqual([

@@ -17,37 +17,51 @@ beforeAll(async () => {
 afterAll(() => server.close());
 
 describe('claim (SKIP LOCKED)', () => {
-  it('32 claimers racing over 300 tasks claim every task exactly once and skip none', { timeout: 120_000 }, async () => {
-    const type = 'race';
-    for (let i = 0; i < 300; i += 50) {
-      await Promise.all(Array.from({ length: 50 }, (_, j) => t.store.enqueue({ type, owner: 'racer', payload: { n: i + j } })));
-    }
-    const claims = new Map<string, string[]>();
-    let lostRaces = 0;
-    let claimCalls = 0;
-    // Each claimer is a worker: its own store client and its own claim memory.
-    const claimers = Array.from({ length: 32 }, (_, w) => ({ id: `claimer-${w}`, store: t.peer({ random: Math.random }), memory: new ClaimState() }));
-    await Promise.all(
-      claimers.map(async ({ id, store, memory }) => {
-        for (let idle = 0; idle < 3; ) {
-          const round = await store.claim({ workerId: id, types: [type], max: 4 }, memory);
-          claimCalls++;
-          lostRaces += round.lostRaces;
-          if (round.claimed.length === 0) idle++;
-          for (const c of round.claimed) {
-            claims.set(c.task.id, [...(claims.get(c.task.id) ?? []), id]);
-            await store.complete({ lease: c.lease });
+  it(
+    '32 claimers racing over 300 tasks claim every task exactly once and skip none',
+    { timeout: 120_000 },
+    async () => {
+      const type = 'race';
+      for (let i = 0; i < 300; i += 50) {
+        await Promise.all(
+          Array.from({ length: 50 }, (_, j) =>
+            t.store.enqueue({ type, owner: 'racer', payload: { n: i + j } }),
+          ),
+        );
+      }
+      const claims = new Map<string, string[]>();
+      let lostRaces = 0;
+      let claimCalls = 0;
+      // Each claimer is a worker: its own store client and its own claim memory.
+      const claimers = Array.from({ length: 32 }, (_, w) => ({
+        id: `claimer-${w}`,
+        store: t.peer({ random: Math.random }),
+        memory: new ClaimState(),
+      }));
+      await Promise.all(
+        claimers.map(async ({ id, store, memory }) => {
+          for (let idle = 0; idle < 3;) {
+            const round = await store.claim({ workerId: id, types: [type], max: 4 }, memory);
+            claimCalls++;
+            lostRaces += round.lostRaces;
+            if (round.claimed.length === 0) idle++;
+            for (const c of round.claimed) {
+              claims.set(c.task.id, [...(claims.get(c.task.id) ?? []), id]);
+              await store.complete({ lease: c.lease });
+            }
           }
-        }
-      }),
-    );
-    expect(claims.size).toBe(300);
-    expect([...claims.values()].filter((holders) => holders.length !== 1)).toEqual([]);
-    const tasks = (await t.scanAll()).filter((i) => i.type === type);
-    expect(tasks).toHaveLength(300);
-    expect(tasks.every((i) => i.status === 'SUCCESS' && i.leaseToken === 1 && i.attempts === 1)).toBe(true);
-    console.info(`32 claimers / 300 tasks: ${lostRaces} lost conditional writes (${(lostRaces / 300).toFixed(3)} per claim), ${claimCalls} claim rounds`);
-  });
+        }),
+      );
+      expect(claims.size).toBe(300);
+      expect([...claims.values()].filter((holders) => holders.length !== 1)).toEqual([]);
+      const tasks = (await t.scanAll()).filter((i) => i.type === type);
+      expect(tasks).toHaveLength(300);
+      expect(tasks.every((i) => i.status === 'SUCCESS' && i.leaseToken === 1 && i.attempts === 1)).toBe(true);
+      console.info(
+        `32 claimers / 300 tasks: ${lostRaces} lost conditional writes (${(lostRaces / 300).toFixed(3)} per claim), ${claimCalls} claim rounds`,
+      );
+    },
+  );
 
   it('takes heads in priority, then due time, then age order within a shard', async () => {
     const shard = 3;
@@ -55,7 +69,15 @@ describe('claim (SKIP LOCKED)', () => {
     const store = new TaskStore({ doc: s.doc, config: s.config, clock: s.clock, newId: idsInShard(shard) });
     const now = s.clock.now();
     const enq = (name: string, priority: number, availableAt?: number) =>
-      store.enqueue({ type: 'ordered', owner: 'o', payload: name, priority, ...(availableAt === undefined ? {} : { availableAt }) }).then((r) => r.task.id);
+      store
+        .enqueue({
+          type: 'ordered',
+          owner: 'o',
+          payload: name,
+          priority,
+          ...(availableAt === undefined ? {} : { availableAt }),
+        })
+        .then((r) => r.task.id);
     const names = new Map<string, string>();
     for (const [name, priority, at] of [
       ['low-old', -5, now - 3000],
@@ -85,14 +107,21 @@ describe('claim (SKIP LOCKED)', () => {
     // The worker's claim memory carries that across its rounds.
     const solo = new ClaimState();
     for (let i = 0; i < 8; i++) await store.claim({ workerId: 'solo', types: ['other'], max: 1 }, solo);
-    expect(await drainOrder('solo', solo)).toEqual(['high', 'mid-early', 'mid-early-younger', 'mid-late', 'low-old']);
+    expect(await drainOrder('solo', solo)).toEqual([
+      'high',
+      'mid-early',
+      'mid-early-younger',
+      'mid-late',
+      'low-old',
+    ]);
   });
 
   it('a contended worker still takes a higher priority first', async () => {
     const s = await createTestStore(server.endpoint);
     const store = new TaskStore({ doc: s.doc, config: s.config, clock: s.clock, newId: idsInShard(5) });
     for (let i = 0; i < 20; i++) await store.enqueue({ type: 'mixed', owner: 'o', payload: i, priority: 0 });
-    const urgent = (await store.enqueue({ type: 'mixed', owner: 'o', payload: 'urgent', priority: 9 })).task.id;
+    const urgent = (await store.enqueue({ type: 'mixed', owner: 'o', payload: 'urgent', priority: 9 })).task
+      .id;
     for (let w = 0; w < 5; w++) {
       const { claimed } = await store.claim({ workerId: `fresh-${w}`, types: ['mixed'], max: 1 });
       if (w === 0) expect(claimed[0]!.task.id).toBe(urgent);
@@ -102,7 +131,8 @@ describe('claim (SKIP LOCKED)', () => {
 
   it('a delayed high-priority task never blocks due lower-priority ones, and runs once it is due', async () => {
     const s = await createTestStore(server.endpoint);
-    const delayed = (await s.store.enqueue({ type: 'mixed', owner: 'o', priority: 1000, delayMs: 60_000 })).task;
+    const delayed = (await s.store.enqueue({ type: 'mixed', owner: 'o', priority: 1000, delayMs: 60_000 }))
+      .task;
     for (let i = 0; i < 3; i++) await s.store.enqueue({ type: 'mixed', owner: 'o', priority: -1000 });
     const first = await s.store.claim({ workerId: 'w', types: ['mixed'], max: 10 });
     expect(first.claimed.map((c) => c.task.priority)).toEqual([-1000, -1000, -1000]);
@@ -155,7 +185,10 @@ describe('writes under a lease', () => {
     const c = (await s.store.claim({ workerId: 'w', types: ['deadline-complete'], max: 1 })).claimed[0]!;
     const fault = dropNextAnswer(s.client, 'UpdateItem', 'deadline');
     s.meter.reset();
-    expect(await s.store.complete({ lease: c.lease, result: 'ok' })).toMatchObject({ status: 'SUCCESS', result: 'ok' });
+    expect(await s.store.complete({ lease: c.lease, result: 'ok' })).toMatchObject({
+      status: 'SUCCESS',
+      result: 'ok',
+    });
     expect(fault.dropped).toBe(1);
     expect([s.meter.count('UpdateItem'), s.meter.count('GetItem')]).toEqual([2, 1]);
   });
@@ -187,6 +220,11 @@ describe('writes under a lease', () => {
     const [renewal] = await s.store.renew({ leases: [old.lease] });
     expect(renewal).toMatchObject({ outcome: 'lost', current: { leaseToken: 2 } });
 
-    expect(await s.store.complete({ lease: fresh.lease, result: 'on time' })).toMatchObject({ status: 'SUCCESS', result: 'on time', leaseToken: 2, attempts: 2 });
+    expect(await s.store.complete({ lease: fresh.lease, result: 'on time' })).toMatchObject({
+      status: 'SUCCESS',
+      result: 'on time',
+      leaseToken: 2,
+      attempts: 2,
+    });
   });
 });

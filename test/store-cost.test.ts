@@ -22,7 +22,10 @@ describe('what one short task costs in DynamoDB requests and write units', () =>
   it('enqueue, claim and complete are three writes; a drain costs at most 0.25 queries per task', async () => {
     const s = await createTestStore(server.endpoint);
     const tasks = 400;
-    for (let i = 0; i < tasks; i += 50) await Promise.all(Array.from({ length: 50 }, () => s.store.enqueue({ type: 'short', owner: 'o', payload: { n: i } })));
+    for (let i = 0; i < tasks; i += 50)
+      await Promise.all(
+        Array.from({ length: 50 }, () => s.store.enqueue({ type: 'short', owner: 'o', payload: { n: i } })),
+      );
     const enqueueWrites = s.meter.count(...WRITE_OPERATIONS);
     s.meter.reset();
     let done = 0;
@@ -40,7 +43,9 @@ describe('what one short task costs in DynamoDB requests and write units', () =>
       queries: s.meter.count(...QUERY_OPERATIONS) / tasks,
       reads: s.meter.count(...READ_OPERATIONS) / tasks,
     };
-    console.info(`per short task: ${JSON.stringify(perTask)} (requests by operation: ${JSON.stringify(Object.fromEntries(s.meter.sent))})`);
+    console.info(
+      `per short task: ${JSON.stringify(perTask)} (requests by operation: ${JSON.stringify(Object.fromEntries(s.meter.sent))})`,
+    );
     expect(perTask.writes).toBe(3);
     expect(perTask.reads).toBe(0);
     expect(perTask.queries).toBeLessThanOrEqual(0.25);
@@ -62,10 +67,20 @@ describe('what one short task costs in DynamoDB requests and write units', () =>
   it('each store write leaves the item its transition computes, so the transitions price every edge as the store pays it', async () => {
     const s = await createTestStore(server.endpoint, { backoffBaseMs: 1_000 }, { random: () => 0.5 });
     const { config, clock } = s;
-    const read = async (id: string) => (await s.doc.send(new GetCommand({ TableName: config.tableName, Key: taskKey(id), ConsistentRead: true }))).Item as TaskItem;
+    const read = async (id: string) =>
+      (
+        await s.doc.send(
+          new GetCommand({ TableName: config.tableName, Key: taskKey(id), ConsistentRead: true }),
+        )
+      ).Item as TaskItem;
     const byTransition: Record<string, number> = {};
     /** Runs one store operation on the task and checks the item after it against the edge applied to the item before it (write ids aside). */
-    const step = async <T>(id: string, name: string, act: () => Promise<T>, transition: (before: TaskItem, now: number) => edge.Transition): Promise<T> => {
+    const step = async <T>(
+      id: string,
+      name: string,
+      act: () => Promise<T>,
+      transition: (before: TaskItem, now: number) => edge.Transition,
+    ): Promise<T> => {
       const before = await read(id);
       const now = clock.now();
       const out = await act();
@@ -79,8 +94,18 @@ describe('what one short task costs in DynamoDB requests and write units', () =>
       return out;
     };
     const claimOne = async (id: string, type: string): Promise<Lease> =>
-      step(id, 'claimed', async () => (await s.store.claim({ workerId: 'w', types: [type], max: 1 })).claimed[0]!.lease, (b, now) =>
-        edge.claimed({ id, type, shard: b.shard, readySk: b.readySk! }, 'w', now, leaseExpiry(now, config), config),
+      step(
+        id,
+        'claimed',
+        async () => (await s.store.claim({ workerId: 'w', types: [type], max: 1 })).claimed[0]!.lease,
+        (b, now) =>
+          edge.claimed(
+            { id, type, shard: b.shard, readySk: b.readySk! },
+            'w',
+            now,
+            leaseExpiry(now, config),
+            config,
+          ),
       );
     const expire = () => clock.advance(config.leaseTimeoutMs + config.clockSkewMs + 1);
 
@@ -94,48 +119,133 @@ describe('what one short task costs in DynamoDB requests and write units', () =>
       clock.advance(config.heartbeatIntervalMs);
       const leaseUntil = leaseExpiry(clock.now(), config);
       const sweepAt = sweepKeyAfterRenewal(lease.sweepAt, leaseUntil, config);
-      const [renewal] = await step(task.id, `renewed ${i + 1}`, () => s.store.renew({ leases: [lease] }), () => edge.renewed(lease, leaseUntil, sweepAt));
+      const [renewal] = await step(
+        task.id,
+        `renewed ${i + 1}`,
+        () => s.store.renew({ leases: [lease] }),
+        () => edge.renewed(lease, leaseUntil, sweepAt),
+      );
       if (renewal?.outcome !== 'renewed') throw new Error(`renewal ${i + 1}: ${renewal?.outcome}`);
       lease = renewal.lease;
     }
-    await step(task.id, 'failedRetry', () => s.store.fail({ lease, error: 'boom' }), (_, now) => {
-      const outcome = decideFailure(lease, now, true, { baseMs: config.backoffBaseMs, maxMs: config.backoffMaxMs }, () => 0.5);
-      if (outcome.status !== 'QUEUED') throw new Error('expected a retry');
-      return edge.failedRetry(lease, now, outcome.availableAt, 'boom');
-    });
+    await step(
+      task.id,
+      'failedRetry',
+      () => s.store.fail({ lease, error: 'boom' }),
+      (_, now) => {
+        const outcome = decideFailure(
+          lease,
+          now,
+          true,
+          { baseMs: config.backoffBaseMs, maxMs: config.backoffMaxMs },
+          () => 0.5,
+        );
+        if (outcome.status !== 'QUEUED') throw new Error('expected a retry');
+        return edge.failedRetry(lease, now, outcome.availableAt, 'boom');
+      },
+    );
     clock.advance(config.backoffBaseMs);
-    await step(task.id, 'promoted', () => s.store.promote({ id: task.id }), (b, now) => edge.promoted(b.sweepPk!, now));
+    await step(
+      task.id,
+      'promoted',
+      () => s.store.promote({ id: task.id }),
+      (b, now) => edge.promoted(b.sweepPk!, now),
+    );
     lease = await claimOne(task.id, 'walk');
-    await step(task.id, 'released', () => s.store.release({ lease, progress: { fraction: 0.5, note: 'half' } }), (_, now) => edge.released(lease, now, { fraction: 0.5, note: 'half' }));
+    await step(
+      task.id,
+      'released',
+      () => s.store.release({ lease, progress: { fraction: 0.5, note: 'half' } }),
+      (_, now) => edge.released(lease, now, { fraction: 0.5, note: 'half' }),
+    );
     lease = await claimOne(task.id, 'walk');
-    await step(task.id, 'cancelRequested', () => s.store.requestCancel({ id: task.id }), (_, now) => edge.cancelRequested(now));
-    await step(task.id, 'cancelledRunning', () => s.store.finishCancel({ lease }), (_, now) => edge.cancelledRunning(lease, now, config));
-    await step(task.id, 'retried', () => s.store.retry({ id: task.id }), (b, now) => edge.retried(b, now));
+    await step(
+      task.id,
+      'cancelRequested',
+      () => s.store.requestCancel({ id: task.id }),
+      (_, now) => edge.cancelRequested(now),
+    );
+    await step(
+      task.id,
+      'cancelledRunning',
+      () => s.store.finishCancel({ lease }),
+      (_, now) => edge.cancelledRunning(lease, now, config),
+    );
+    await step(
+      task.id,
+      'retried',
+      () => s.store.retry({ id: task.id }),
+      (b, now) => edge.retried(b, now),
+    );
     lease = await claimOne(task.id, 'walk');
     expire();
-    await step(task.id, 'recoveredRequeue', () => s.store.recover(), (b, now) => edge.recoveredRequeue(b, now));
+    await step(
+      task.id,
+      'recoveredRequeue',
+      () => s.store.recover(),
+      (b, now) => edge.recoveredRequeue(b, now),
+    );
     lease = await claimOne(task.id, 'walk');
-    await step(task.id, 'completed', () => s.store.complete({ lease, result: { ok: true } }), (_, now) => edge.completed(lease, now, JSON.stringify({ ok: true }), config));
+    await step(
+      task.id,
+      'completed',
+      () => s.store.complete({ lease, result: { ok: true } }),
+      (_, now) => edge.completed(lease, now, JSON.stringify({ ok: true }), config),
+    );
 
     // The other ways out: a queued task cancelled, a lease recovered on its last attempt, a cancel finished by recovery.
     const { task: queuedTask } = await s.store.enqueue({ type: 'cancelled', owner: 'o', delayMs: 60_000 });
-    await step(queuedTask.id, 'cancelledQueued', () => s.store.requestCancel({ id: queuedTask.id }), (_, now) => edge.cancelledQueued(now, config));
+    await step(
+      queuedTask.id,
+      'cancelledQueued',
+      () => s.store.requestCancel({ id: queuedTask.id }),
+      (_, now) => edge.cancelledQueued(now, config),
+    );
     const { task: last } = await s.store.enqueue({ type: 'last', owner: 'o', maxAttempts: 1 });
     await claimOne(last.id, 'last');
     expire();
-    await step(last.id, 'recoveredFail', () => s.store.recover(), (b, now) => {
-      const decision = decideRecovery(b, now, config);
-      if (decision.action !== 'fail') throw new Error(`expected a failure, got ${decision.action}`);
-      return edge.recoveredFail(b, now, decision.error, config);
-    });
+    await step(
+      last.id,
+      'recoveredFail',
+      () => s.store.recover(),
+      (b, now) => {
+        const decision = decideRecovery(b, now, config);
+        if (decision.action !== 'fail') throw new Error(`expected a failure, got ${decision.action}`);
+        return edge.recoveredFail(b, now, decision.error, config);
+      },
+    );
     const { task: abandoned } = await s.store.enqueue({ type: 'abandoned', owner: 'o' });
     await claimOne(abandoned.id, 'abandoned');
-    await step(abandoned.id, 'cancelRequested (abandoned)', () => s.store.requestCancel({ id: abandoned.id }), (_, now) => edge.cancelRequested(now));
+    await step(
+      abandoned.id,
+      'cancelRequested (abandoned)',
+      () => s.store.requestCancel({ id: abandoned.id }),
+      (_, now) => edge.cancelRequested(now),
+    );
     expire();
-    await step(abandoned.id, 'recoveredCancel', () => s.store.recover(), (b, now) => edge.recoveredCancel(b, now, config));
+    await step(
+      abandoned.id,
+      'recoveredCancel',
+      () => s.store.recover(),
+      (b, now) => edge.recoveredCancel(b, now, config),
+    );
 
     console.info(`write units by transition: ${JSON.stringify(byTransition)}`);
-    expect(byTransition).toMatchObject({ enqueued: 3, claimed: 3, completed: 2, failedRetry: 3, promoted: 3, released: 3, cancelRequested: 1, cancelledRunning: 2, retried: 2, recoveredRequeue: 3, cancelledQueued: 2, recoveredFail: 2, recoveredCancel: 2 });
+    expect(byTransition).toMatchObject({
+      enqueued: 3,
+      claimed: 3,
+      completed: 2,
+      failedRetry: 3,
+      promoted: 3,
+      released: 3,
+      cancelRequested: 1,
+      cancelledRunning: 2,
+      retried: 2,
+      recoveredRequeue: 3,
+      cancelledQueued: 2,
+      recoveredFail: 2,
+      recoveredCancel: 2,
+    });
     expect([1, 2, 3, 4, 5].map((i) => byTransition[`renewed ${i}`])).toEqual([1, 1, 1, 1, 3]);
   });
 });

@@ -9,55 +9,66 @@ beforeAll(async () => {
 afterAll(() => server.close());
 
 describe('concurrency limits (slot leases, no transactions)', () => {
-  it('with a type limit of 3 and 10 racing claimers, never more than 3 run at once', { timeout: 60_000 }, async () => {
-    const s = await createTestStore(server.endpoint, { typeConcurrency: 'limited=3' });
-    for (let i = 0; i < 30; i++) await s.store.enqueue({ type: 'limited', owner: 'o' });
-    let running = 0;
-    let peak = 0;
-    let done = 0;
-    let sampledViolations = 0;
-    const sampler = setInterval(() => {
-      void s.scanAll().then((items) => {
-        const now = s.clock.now();
-        const live = items.filter((i) => i.type === 'limited' && i.status === 'RUNNING' && Number(i.leaseUntil) > now).length;
-        if (live > 3) sampledViolations++;
-      });
-    }, 30);
-    await Promise.all(
-      Array.from({ length: 10 }, async (_, w) => {
-        const store = s.peer({ random: Math.random });
-        for (let idle = 0; idle < 40 && done < 30; ) {
-          const { claimed } = await store.claim({ workerId: `w${w}`, types: ['limited'], max: 2 });
-          if (claimed.length === 0) {
-            idle++;
-            await new Promise((r) => setTimeout(r, 2));
-            continue;
+  it(
+    'with a type limit of 3 and 10 racing claimers, never more than 3 run at once',
+    { timeout: 60_000 },
+    async () => {
+      const s = await createTestStore(server.endpoint, { typeConcurrency: 'limited=3' });
+      for (let i = 0; i < 30; i++) await s.store.enqueue({ type: 'limited', owner: 'o' });
+      let running = 0;
+      let peak = 0;
+      let done = 0;
+      let sampledViolations = 0;
+      const sampler = setInterval(() => {
+        void s.scanAll().then((items) => {
+          const now = s.clock.now();
+          const live = items.filter(
+            (i) => i.type === 'limited' && i.status === 'RUNNING' && Number(i.leaseUntil) > now,
+          ).length;
+          if (live > 3) sampledViolations++;
+        });
+      }, 30);
+      await Promise.all(
+        Array.from({ length: 10 }, async (_, w) => {
+          const store = s.peer({ random: Math.random });
+          for (let idle = 0; idle < 40 && done < 30;) {
+            const { claimed } = await store.claim({ workerId: `w${w}`, types: ['limited'], max: 2 });
+            if (claimed.length === 0) {
+              idle++;
+              await new Promise((r) => setTimeout(r, 2));
+              continue;
+            }
+            running += claimed.length;
+            peak = Math.max(peak, running);
+            await new Promise((r) => setTimeout(r, 40));
+            for (const c of claimed) {
+              running--;
+              await store.complete({ lease: c.lease });
+              done++;
+            }
           }
-          running += claimed.length;
-          peak = Math.max(peak, running);
-          await new Promise((r) => setTimeout(r, 40));
-          for (const c of claimed) {
-            running--;
-            await store.complete({ lease: c.lease });
-            done++;
-          }
-        }
-      }),
-    );
-    clearInterval(sampler);
-    expect(done).toBe(30);
-    expect(peak).toBeLessThanOrEqual(3);
-    expect(peak).toBeGreaterThanOrEqual(2);
-    expect(sampledViolations).toBe(0);
-  });
+        }),
+      );
+      clearInterval(sampler);
+      expect(done).toBe(30);
+      expect(peak).toBeLessThanOrEqual(3);
+      expect(peak).toBeGreaterThanOrEqual(2);
+      expect(sampledViolations).toBe(0);
+    },
+  );
 
   it('admits exactly the limit: three claimers at once get one task each, a fourth gets none', async () => {
     const s = await createTestStore(server.endpoint, { typeConcurrency: 'exact=3' });
     for (let i = 0; i < 8; i++) await s.store.enqueue({ type: 'exact', owner: 'o' });
-    const rounds = await Promise.all([1, 2, 3].map((w) => s.peer({ random: Math.random }).claim({ workerId: `w${w}`, types: ['exact'], max: 1 })));
+    const rounds = await Promise.all(
+      [1, 2, 3].map((w) =>
+        s.peer({ random: Math.random }).claim({ workerId: `w${w}`, types: ['exact'], max: 1 }),
+      ),
+    );
     let held = rounds.reduce((sum, r) => sum + r.claimed.length, 0);
     // A claimer that lost a slot race in its round takes a free slot on the next one.
-    for (let i = 0; held < 3 && i < 5; i++) held += (await s.peer().claim({ workerId: `late${i}`, types: ['exact'], max: 1 })).claimed.length;
+    for (let i = 0; held < 3 && i < 5; i++)
+      held += (await s.peer().claim({ workerId: `late${i}`, types: ['exact'], max: 1 })).claimed.length;
     expect(held).toBe(3);
     expect((await s.peer().claim({ workerId: 'w4', types: ['exact'], max: 1 })).claimed).toHaveLength(0);
   });
@@ -89,9 +100,15 @@ describe('concurrency limits (slot leases, no transactions)', () => {
     // Taking over a slot first recovered the task the dead holder left on it, so RUNNING never exceeds 3.
     const items = await s.scanAll();
     expect(items.filter((i) => i.type === 'slots' && i.status === 'RUNNING')).toHaveLength(3);
-    expect(items.filter((i) => i.type === 'slots' && i.status === 'RUNNING').every((i) => i.leaseOwner === 'lives')).toBe(true);
+    expect(
+      items
+        .filter((i) => i.type === 'slots' && i.status === 'RUNNING')
+        .every((i) => i.leaseOwner === 'lives'),
+    ).toBe(true);
     // The dead holder's late writes are refused.
-    await expect(s.store.complete({ lease: dead.claimed[0]!.lease })).rejects.toMatchObject({ name: 'LeaseLostError' });
+    await expect(s.store.complete({ lease: dead.claimed[0]!.lease })).rejects.toMatchObject({
+      name: 'LeaseLostError',
+    });
   });
 
   it('a slot renewal that fails marks the task lost without extending the task lease', async () => {

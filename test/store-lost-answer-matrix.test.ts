@@ -18,10 +18,21 @@
  * back consistently through a client without faults.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { DynamoDBClient, DynamoDBServiceException, InternalServerError, ThrottlingException } from '@aws-sdk/client-dynamodb';
+import {
+  DynamoDBClient,
+  DynamoDBServiceException,
+  InternalServerError,
+  ThrottlingException,
+} from '@aws-sdk/client-dynamodb';
 import { GetCommand, PutCommand, ScanCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { defineConfig, type LeaseholdConfig } from '../shared/config.js';
-import { IdempotencyConflictError, LeaseholdError, LeaseLostError, TaskNotFoundError, TaskStateConflictError } from '../shared/errors.js';
+import {
+  IdempotencyConflictError,
+  LeaseholdError,
+  LeaseLostError,
+  TaskNotFoundError,
+  TaskStateConflictError,
+} from '../shared/errors.js';
 import { leaseIsFree } from '../shared/lease-rules.js';
 import { LockClient, LockLostError, LockNotAcquiredError, type Lock } from '../shared/locks/lock-client.js';
 import type { ClaimResult } from '../shared/store/claim.js';
@@ -32,7 +43,14 @@ import { ensureTable } from '../shared/store/table-setup.js';
 import type { TaskItem } from '../shared/store/task-item.js';
 import { TaskStore } from '../shared/store/task-store.js';
 import type { Task } from '../shared/task-model.js';
-import { fastRetryStrategy, FaultInjector, injectFault, type FaultHandle, type FaultKind, type FaultRule } from './support/fault-injection.js';
+import {
+  fastRetryStrategy,
+  FaultInjector,
+  injectFault,
+  type FaultHandle,
+  type FaultKind,
+  type FaultRule,
+} from './support/fault-injection.js';
 import { ManualClock, sequentialIds } from './support/manual-clock.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 
@@ -48,7 +66,9 @@ let tables = 0;
 
 beforeAll(async () => {
   server = await startTestDynamo();
-  reader = documentClientFor(new DynamoDBClient({ endpoint: server.endpoint, region: 'us-east-1', credentials }));
+  reader = documentClientFor(
+    new DynamoDBClient({ endpoint: server.endpoint, region: 'us-east-1', credentials }),
+  );
 });
 afterAll(() => server.close());
 
@@ -74,7 +94,12 @@ async function newWorld(): Promise<World> {
     typeConcurrency: `${TYPE}=1`,
     requestDeadlineMs: 9_000,
   });
-  const client = new DynamoDBClient({ endpoint: server.endpoint, region: 'us-east-1', credentials, retryStrategy: fastRetryStrategy(3) });
+  const client = new DynamoDBClient({
+    endpoint: server.endpoint,
+    region: 'us-east-1',
+    credentials,
+    retryStrategy: fastRetryStrategy(3),
+  });
   const faults = new FaultInjector(client);
   const doc = documentClientFor(client);
   await ensureTable(client, config.tableName);
@@ -99,7 +124,9 @@ async function snapshot(w: World): Promise<Snapshot> {
   const items: Item[] = [];
   let startKey: Record<string, unknown> | undefined;
   do {
-    const out = await reader.send(new ScanCommand({ TableName: w.config.tableName, ConsistentRead: true, ExclusiveStartKey: startKey }));
+    const out = await reader.send(
+      new ScanCommand({ TableName: w.config.tableName, ConsistentRead: true, ExclusiveStartKey: startKey }),
+    );
     items.push(...((out.Items ?? []) as Item[]));
     startKey = out.LastEvaluatedKey;
   } while (startKey);
@@ -111,16 +138,19 @@ async function snapshot(w: World): Promise<Snapshot> {
   };
 }
 
-const show = (v: unknown) => JSON.stringify(v, (_k, x: unknown) => (x instanceof Error ? `${x.name}: ${x.message}` : x));
+const show = (v: unknown) =>
+  JSON.stringify(v, (_k, x: unknown) => (x instanceof Error ? `${x.name}: ${x.message}` : x));
 
 /** The one task of the case (a second one would be a duplicate enqueue). */
 function theTask(snap: Snapshot): TaskItem {
-  if (snap.tasks.length !== 1) throw new Error(`expected exactly one task, found ${snap.tasks.length}: ${show(snap.tasks)}`);
+  if (snap.tasks.length !== 1)
+    throw new Error(`expected exactly one task, found ${snap.tasks.length}: ${show(snap.tasks)}`);
   return snap.tasks[0]!;
 }
 
 /** The slot a case took of a limit (a case takes at most one per limit; which index is random). */
-const slotOf = (snap: Snapshot, scope: 'global' | 'type') => snap.slots.find((s) => s.pk === (scope === 'global' ? 'LIMIT#global' : `LIMIT#type#${TYPE}`));
+const slotOf = (snap: Snapshot, scope: 'global' | 'type') =>
+  snap.slots.find((s) => s.pk === (scope === 'global' ? 'LIMIT#global' : `LIMIT#type#${TYPE}`));
 const theLock = (snap: Snapshot) => snap.locks.find((l) => l.pk === `LOCK#${LOCK_KEY}`);
 
 /** Classifies the task: 'applied' or 'unchanged' by the given predicates, anything else is a wrong state. */
@@ -130,9 +160,22 @@ function classify(what: unknown, applied: boolean, unchanged: boolean): State {
   throw new Error(`neither applied once nor unchanged: ${show(what)}`);
 }
 
-const isQueuedAtHead = (t: TaskItem, attempts: number) => t.status === 'QUEUED' && t.attempts === attempts && t.readyPk !== undefined && t.leaseOwner === undefined && t.sweepPk === undefined;
-const isRunning = (t: TaskItem, lease: Pick<Lease, 'owner' | 'token'>, status: 'RUNNING' | 'CANCEL_REQUESTED' = 'RUNNING') =>
-  t.status === status && t.leaseOwner === lease.owner && t.leaseToken === lease.token && t.attempts === 1 && t.readyPk === undefined;
+const isQueuedAtHead = (t: TaskItem, attempts: number) =>
+  t.status === 'QUEUED' &&
+  t.attempts === attempts &&
+  t.readyPk !== undefined &&
+  t.leaseOwner === undefined &&
+  t.sweepPk === undefined;
+const isRunning = (
+  t: TaskItem,
+  lease: Pick<Lease, 'owner' | 'token'>,
+  status: 'RUNNING' | 'CANCEL_REQUESTED' = 'RUNNING',
+) =>
+  t.status === status &&
+  t.leaseOwner === lease.owner &&
+  t.leaseToken === lease.token &&
+  t.attempts === 1 &&
+  t.readyPk === undefined;
 
 // ---------------------------------------------------------------------------------------------------
 // Answers that are not thrown errors, made into errors so every row ends the same way.
@@ -153,16 +196,38 @@ class SweepErrors extends Error {
   }
 }
 
-const REFUSALS = [LeaseLostError, TaskStateConflictError, TaskNotFoundError, IdempotencyConflictError, LockNotAcquiredError, Refused];
+const REFUSALS = [
+  LeaseLostError,
+  TaskStateConflictError,
+  TaskNotFoundError,
+  IdempotencyConflictError,
+  LockNotAcquiredError,
+  Refused,
+];
 function isRefusal(error: unknown): boolean {
-  return REFUSALS.some((c) => error instanceof c) || (error instanceof LockLostError && error.reason === 'taken-over');
+  return (
+    REFUSALS.some((c) => error instanceof c) ||
+    (error instanceof LockLostError && error.reason === 'taken-over')
+  );
 }
 
-const SDK_ERROR_NAMES = ['ThrottlingException', 'ProvisionedThroughputExceededException', 'RequestLimitExceeded', 'InternalServerError'];
+const SDK_ERROR_NAMES = [
+  'ThrottlingException',
+  'ProvisionedThroughputExceededException',
+  'RequestLimitExceeded',
+  'InternalServerError',
+];
 /** A Leasehold error, or a modelled DynamoDB error, or "nothing done"; never a bare Error, AbortError or TypeError. */
 function isTyped(error: unknown): boolean {
-  if (error instanceof SweepErrors) return error.errors.every((e) => ['WriteOutcomeUnknownError', ...SDK_ERROR_NAMES].some((n) => e.startsWith(`${n}:`)));
-  return error instanceof LeaseholdError || error instanceof DynamoDBServiceException || error instanceof NothingDone;
+  if (error instanceof SweepErrors)
+    return error.errors.every((e) =>
+      ['WriteOutcomeUnknownError', ...SDK_ERROR_NAMES].some((n) => e.startsWith(`${n}:`)),
+    );
+  return (
+    error instanceof LeaseholdError ||
+    error instanceof DynamoDBServiceException ||
+    error instanceof NothingDone
+  );
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -207,12 +272,16 @@ interface Row {
  * reading up to sixteen shard partitions, which keeps two hundred cases fast.
  */
 const PRIORITY = 1;
-const enqueueTask = (w: World, extra: { maxAttempts?: number; delayMs?: number } = {}) => w.store.enqueue({ type: TYPE, owner: 'o', payload: { n: 1 }, priority: PRIORITY, ...extra }).then((r) => r.task);
+const enqueueTask = (w: World, extra: { maxAttempts?: number; delayMs?: number } = {}) =>
+  w.store
+    .enqueue({ type: TYPE, owner: 'o', payload: { n: 1 }, priority: PRIORITY, ...extra })
+    .then((r) => r.task);
 
 async function claimedTask(w: World, extra: { maxAttempts?: number } = {}): Promise<Setup> {
   const task = await enqueueTask(w, extra);
   const lease = (await w.store.claim({ workerId: WORKER, types: [TYPE], max: 1 })).claimed[0]?.lease;
-  if (!lease || lease.slots.length !== 2) throw new Error(`setup: expected a claim with two slots, got ${show(lease)}`);
+  if (!lease || lease.slots.length !== 2)
+    throw new Error(`setup: expected a claim with two slots, got ${show(lease)}`);
   return { task, lease };
 }
 
@@ -224,7 +293,8 @@ const claimRow = (name: string, target: Row['target']): Row => ({
   setup: async (w) => ({ task: await enqueueTask(w) }),
   act: async (w) => {
     const r = await w.store.claim({ workerId: WORKER, types: [TYPE], max: 1 });
-    if (r.claimed.length === 0) throw new NothingDone(`claim round claimed nothing (lost races ${r.lostRaces})`);
+    if (r.claimed.length === 0)
+      throw new NothingDone(`claim round claimed nothing (lost races ${r.lostRaces})`);
     return r;
   },
   state: (snap) => {
@@ -268,13 +338,24 @@ const renewRow = (name: string, target: Row['target'], decidedBy: 'task' | 'glob
   answer: (value, _s, snap) => {
     const renewedUntil = snap.now + 60_000;
     expect(value).toMatchObject({ outcome: 'renewed', lease: { leaseUntil: renewedUntil, token: 1 } });
-    expect([theTask(snap).leaseUntil, slotOf(snap, 'global')?.leaseUntil, slotOf(snap, 'type')?.leaseUntil]).toEqual([renewedUntil, renewedUntil, renewedUntil]);
+    expect([
+      theTask(snap).leaseUntil,
+      slotOf(snap, 'global')?.leaseUntil,
+      slotOf(snap, 'type')?.leaseUntil,
+    ]).toEqual([renewedUntil, renewedUntil, renewedUntil]);
   },
   known: (s, value) => ({ held: [value ? (value as { lease: Lease }).lease : s.lease!] }),
 });
 
 /** Writes that end a lease (complete, fail, release, finishCancel): on an error the caller still has the lease. */
-const endLeaseRow = (row: Pick<Row, 'name' | 'setup' | 'act' | 'answer'> & { ends: (t: TaskItem) => boolean; from?: 'RUNNING' | 'CANCEL_REQUESTED'; target?: Row['target']; decidedBy?: 'task' | 'global-slot' }): Row => ({
+const endLeaseRow = (
+  row: Pick<Row, 'name' | 'setup' | 'act' | 'answer'> & {
+    ends: (t: TaskItem) => boolean;
+    from?: 'RUNNING' | 'CANCEL_REQUESTED';
+    target?: Row['target'];
+    decidedBy?: 'task' | 'global-slot';
+  },
+): Row => ({
   target: row.target ?? TASK_WRITE,
   ...row,
   state: (snap, s) => {
@@ -298,7 +379,8 @@ const completeRow = (name: string, target?: Row['target'], decidedBy?: 'global-s
     ...(decidedBy ? { decidedBy } : {}),
     setup: (w) => claimedTask(w),
     act: (w, s) => w.store.complete({ lease: s.lease!, result: 42 }),
-    ends: (t) => t.status === 'SUCCESS' && t.result === '42' && t.leaseOwner === undefined && t.finishedAt !== undefined,
+    ends: (t) =>
+      t.status === 'SUCCESS' && t.result === '42' && t.leaseOwner === undefined && t.finishedAt !== undefined,
     answer: (v) => expect(v).toMatchObject({ status: 'SUCCESS', result: 42, attempts: 1 }),
   });
 
@@ -320,7 +402,8 @@ const recoveryRow = (name: string, maxAttempts: number, ends: (t: TaskItem) => b
     const t = theTask(snap);
     return classify(t, ends(t), isRunning(t, s.lease!));
   },
-  answer: (v) => expect(v).toMatchObject(maxAttempts > 1 ? { requeued: 1, failed: 0 } : { requeued: 0, failed: 1 }),
+  answer: (v) =>
+    expect(v).toMatchObject(maxAttempts > 1 ? { requeued: 1, failed: 0 } : { requeued: 0, failed: 1 }),
   // The holder is dead: whatever recovery did, nobody but that holder knows of the lease.
   known: (s) => ({ expiring: [s.lease!] }),
 });
@@ -331,17 +414,40 @@ const ROWS: Row[] = [
     target: { operation: 'PutItem', pk: 'TASK#' },
     setup: async () => ({}),
     act: (w) => w.store.enqueue({ type: TYPE, owner: 'o', payload: { n: 1 }, priority: PRIORITY }),
-    state: (snap) => (snap.tasks.length === 0 ? 'unchanged' : classify(snap.tasks, isQueuedAtHead(theTask(snap), 0), false)),
-    answer: (v, _s, snap) => expect(v).toMatchObject({ created: true, task: { id: theTask(snap).id, status: 'QUEUED', attempts: 0 } }),
+    state: (snap) =>
+      snap.tasks.length === 0 ? 'unchanged' : classify(snap.tasks, isQueuedAtHead(theTask(snap), 0), false),
+    answer: (v, _s, snap) =>
+      expect(v).toMatchObject({
+        created: true,
+        task: { id: theTask(snap).id, status: 'QUEUED', attempts: 0 },
+      }),
     known: () => ({}),
   },
   {
     name: 'enqueue (idempotency key)',
     target: { operation: 'PutItem', pk: 'TASK#' },
     setup: async () => ({}),
-    act: (w) => w.store.enqueue({ type: TYPE, owner: 'o', payload: { n: 1 }, priority: PRIORITY, idempotencyKey: 'key-1' }),
-    state: (snap) => (snap.tasks.length === 0 ? 'unchanged' : classify(snap.tasks, isQueuedAtHead(theTask(snap), 0) && theTask(snap).idempotencyKey === 'key-1', false)),
-    answer: (v, _s, snap) => expect(v).toMatchObject({ created: true, task: { id: theTask(snap).id, status: 'QUEUED', idempotencyKey: 'key-1' } }),
+    act: (w) =>
+      w.store.enqueue({
+        type: TYPE,
+        owner: 'o',
+        payload: { n: 1 },
+        priority: PRIORITY,
+        idempotencyKey: 'key-1',
+      }),
+    state: (snap) =>
+      snap.tasks.length === 0
+        ? 'unchanged'
+        : classify(
+            snap.tasks,
+            isQueuedAtHead(theTask(snap), 0) && theTask(snap).idempotencyKey === 'key-1',
+            false,
+          ),
+    answer: (v, _s, snap) =>
+      expect(v).toMatchObject({
+        created: true,
+        task: { id: theTask(snap).id, status: 'QUEUED', idempotencyKey: 'key-1' },
+      }),
     known: () => ({}),
   },
   {
@@ -351,7 +457,11 @@ const ROWS: Row[] = [
     act: (w, s) => w.store.requestCancel({ id: s.task!.id }),
     state: (snap) => {
       const t = theTask(snap);
-      return classify(t, t.status === 'CANCELLED' && t.readyPk === undefined && t.attempts === 0, isQueuedAtHead(t, 0));
+      return classify(
+        t,
+        t.status === 'CANCELLED' && t.readyPk === undefined && t.attempts === 0,
+        isQueuedAtHead(t, 0),
+      );
     },
     answer: (v) => expect(v).toMatchObject({ status: 'CANCELLED' }),
     known: () => ({}),
@@ -379,7 +489,11 @@ const ROWS: Row[] = [
     act: (w, s) => w.store.retry({ id: s.task!.id }),
     state: (snap) => {
       const t = theTask(snap);
-      return classify(t, isQueuedAtHead(t, 0) && t.finishedAt === undefined, t.status === 'FAILED' && t.attempts === 1);
+      return classify(
+        t,
+        isQueuedAtHead(t, 0) && t.finishedAt === undefined,
+        t.status === 'FAILED' && t.attempts === 1,
+      );
     },
     answer: (v) => expect(v).toMatchObject({ status: 'QUEUED', attempts: 0 }),
     known: () => ({}),
@@ -392,14 +506,21 @@ const ROWS: Row[] = [
     setup: (w) => claimedTask(w, { maxAttempts: 3 }),
     act: (w, s) => w.store.fail({ lease: s.lease!, error: 'boom' }),
     // Back in the queue after a backoff: in the delay index until promoted, one attempt spent.
-    ends: (t) => t.status === 'QUEUED' && t.attempts === 1 && t.leaseOwner === undefined && t.readyPk === undefined && String(t.sweepPk).startsWith('DELAY#') && t.error === 'boom',
+    ends: (t) =>
+      t.status === 'QUEUED' &&
+      t.attempts === 1 &&
+      t.leaseOwner === undefined &&
+      t.readyPk === undefined &&
+      String(t.sweepPk).startsWith('DELAY#') &&
+      t.error === 'boom',
     answer: (v) => expect(v).toMatchObject({ status: 'QUEUED', attempts: 1, error: 'boom' }),
   }),
   endLeaseRow({
     name: 'fail (final)',
     setup: (w) => claimedTask(w, { maxAttempts: 1 }),
     act: (w, s) => w.store.fail({ lease: s.lease!, error: 'boom' }),
-    ends: (t) => t.status === 'FAILED' && t.attempts === 1 && t.leaseOwner === undefined && t.finishedAt !== undefined,
+    ends: (t) =>
+      t.status === 'FAILED' && t.attempts === 1 && t.leaseOwner === undefined && t.finishedAt !== undefined,
     answer: (v) => expect(v).toMatchObject({ status: 'FAILED', attempts: 1, error: 'boom' }),
   }),
   endLeaseRow({
@@ -422,8 +543,17 @@ const ROWS: Row[] = [
     ends: (t) => t.status === 'CANCELLED' && t.leaseOwner === undefined && t.finishedAt !== undefined,
     answer: (v) => expect(v).toMatchObject({ status: 'CANCELLED' }),
   }),
-  recoveryRow('recovery fix (requeue)', 3, (t) => isQueuedAtHead(t, 1) && String(t.error).startsWith('lease expired')),
-  recoveryRow('recovery fix (fail)', 1, (t) => t.status === 'FAILED' && t.attempts === 1 && t.leaseOwner === undefined && t.finishedAt !== undefined),
+  recoveryRow(
+    'recovery fix (requeue)',
+    3,
+    (t) => isQueuedAtHead(t, 1) && String(t.error).startsWith('lease expired'),
+  ),
+  recoveryRow(
+    'recovery fix (fail)',
+    1,
+    (t) =>
+      t.status === 'FAILED' && t.attempts === 1 && t.leaseOwner === undefined && t.finishedAt !== undefined,
+  ),
   {
     name: 'promote',
     target: TASK_WRITE,
@@ -433,12 +563,17 @@ const ROWS: Row[] = [
       return { task };
     },
     act: async (w, s) => {
-      if (!(await w.store.promote({ id: s.task!.id }))) throw new Refused('promote answered false (not waiting)');
+      if (!(await w.store.promote({ id: s.task!.id })))
+        throw new Refused('promote answered false (not waiting)');
       return true;
     },
     state: (snap) => {
       const t = theTask(snap);
-      return classify(t, isQueuedAtHead(t, 0) && t.dueReadyPk === undefined, t.status === 'QUEUED' && t.readyPk === undefined && String(t.sweepPk).startsWith('DELAY#'));
+      return classify(
+        t,
+        isQueuedAtHead(t, 0) && t.dueReadyPk === undefined,
+        t.status === 'QUEUED' && t.readyPk === undefined && String(t.sweepPk).startsWith('DELAY#'),
+      );
     },
     answer: (v) => expect(v).toBe(true),
     known: () => ({}),
@@ -446,7 +581,11 @@ const ROWS: Row[] = [
   claimRow('slot take (global limit)', { operation: 'UpdateItem', pk: 'LIMIT#global' }),
   claimRow('slot take (type limit)', { operation: 'UpdateItem', pk: 'LIMIT#type#' }),
   renewRow('slot renew', { operation: 'UpdateItem', pk: 'LIMIT#global' }, 'global-slot'),
-  completeRow('slot release (after complete)', { operation: 'UpdateItem', pk: 'LIMIT#global' }, 'global-slot'),
+  completeRow(
+    'slot release (after complete)',
+    { operation: 'UpdateItem', pk: 'LIMIT#global' },
+    'global-slot',
+  ),
   {
     name: 'lock acquire',
     target: { operation: 'UpdateItem', pk: 'LOCK#' },
@@ -475,7 +614,7 @@ const ROWS: Row[] = [
     act: async (w, s) => {
       const lock = s.lock!;
       const renewedUntil = w.clock.now() + 300;
-      for (const until = Date.now() + 2_000; Date.now() < until; ) {
+      for (const until = Date.now() + 2_000; Date.now() < until;) {
         if (lock.signal.aborted) throw lock.signal.reason;
         if (lock.leaseUntil === renewedUntil) return lock;
         await new Promise((r) => setTimeout(r, 10));
@@ -485,7 +624,8 @@ const ROWS: Row[] = [
     },
     state: (snap, s) => {
       const l = theLock(snap);
-      if (l?.holder !== s.lock!.holder || l.lockToken !== 1) throw new Error(`the lock changed hands: ${show(l)}`);
+      if (l?.holder !== s.lock!.holder || l.lockToken !== 1)
+        throw new Error(`the lock changed hands: ${show(l)}`);
       return classify(l, l.leaseUntil === snap.now + 300, l.leaseUntil === s.before);
     },
     answer: (v) => expect((v as Lock).signal.aborted).toBe(false),
@@ -502,7 +642,11 @@ const ROWS: Row[] = [
     },
     state: (snap, s) => {
       const l = theLock(snap);
-      return classify(l, l !== undefined && l.holder === undefined && l.lockToken === 1, l?.holder === s.lock!.holder);
+      return classify(
+        l,
+        l !== undefined && l.holder === undefined && l.lockToken === 1,
+        l?.holder === s.lock!.holder,
+      );
     },
     answer: (v) => expect(v).toBe(true),
     known: (s, value, state) => ({ locks: value || state === 'applied' ? [] : [s.lock!] }),
@@ -519,12 +663,28 @@ interface Column {
   arm(faults: FaultInjector, target: Row['target']): FaultHandle | undefined;
 }
 
-const SINGLE_FAULTS: FaultKind[] = ['lost-network', 'lost-deadline', 'deadline-before', 'throttled', 'throughput-exceeded', 'server-error-before', 'server-error-after'];
+const SINGLE_FAULTS: FaultKind[] = [
+  'lost-network',
+  'lost-deadline',
+  'deadline-before',
+  'throttled',
+  'throughput-exceeded',
+  'server-error-before',
+  'server-error-after',
+];
 
 const COLUMNS: Column[] = [
   { name: 'no fault', single: true, arm: () => undefined },
-  ...SINGLE_FAULTS.map((fault): Column => ({ name: fault, single: true, arm: (faults, target) => faults.inject({ ...target, fault }) })),
-  { name: 'throttled-throughout', single: false, arm: (faults, target) => faults.inject({ ...target, fault: 'throttled', times: Infinity }) },
+  ...SINGLE_FAULTS.map((fault): Column => ({
+    name: fault,
+    single: true,
+    arm: (faults, target) => faults.inject({ ...target, fault }),
+  })),
+  {
+    name: 'throttled-throughout',
+    single: false,
+    arm: (faults, target) => faults.inject({ ...target, fault: 'throttled', times: Infinity }),
+  },
   {
     name: 'outcome-unknown',
     single: false,
@@ -546,42 +706,73 @@ function checkNothingStranded(snap: Snapshot, known: Known, config: LeaseholdCon
   const held = known.held ?? [];
   const all = [...held, ...(known.expiring ?? [])];
   for (const t of snap.tasks) {
-    if (t.attempts < 0 || t.attempts > t.maxAttempts) problems.push(`task ${t.id} has ${t.attempts} of ${t.maxAttempts} attempts`);
+    if (t.attempts < 0 || t.attempts > t.maxAttempts)
+      problems.push(`task ${t.id} has ${t.attempts} of ${t.maxAttempts} attempts`);
     if (t.status !== 'RUNNING' && t.status !== 'CANCEL_REQUESTED') continue;
     if (!all.some((l) => l.taskId === t.id && l.owner === t.leaseOwner && l.token === t.leaseToken)) {
-      problems.push(`task ${t.id} is ${t.status} under ${t.leaseOwner}/${t.leaseToken}, a lease nobody knows of`);
+      problems.push(
+        `task ${t.id} is ${t.status} under ${t.leaseOwner}/${t.leaseToken}, a lease nobody knows of`,
+      );
     }
   }
   const live = snap.slots.filter((s) => !leaseIsFree(s, snap.now, config));
   for (const slot of live) {
     const scope = slot.pk.slice('LIMIT#'.length);
     const index = Number(slot.sk.slice('SLOT#'.length));
-    const mine = (l: Lease) => l.owner === slot.holder && l.slots.some((x) => x.scope === scope && x.index === index && x.token === slot.slotToken);
+    const mine = (l: Lease) =>
+      l.owner === slot.holder &&
+      l.slots.some((x) => x.scope === scope && x.index === index && x.token === slot.slotToken);
     const owner = held.find(mine);
     const ending = (known.expiring ?? []).find(mine);
     if (owner) {
       const task = snap.tasks.find((t) => t.id === owner.taskId);
-      if (!task || task.leaseToken !== owner.token || (task.status !== 'RUNNING' && task.status !== 'CANCEL_REQUESTED')) problems.push(`slot ${slot.pk}/${slot.sk} is held for task ${owner.taskId}, which is not leased: ${show(task)}`);
-      else if ((task.leaseUntil ?? 0) > (slot.leaseUntil ?? 0)) problems.push(`task ${task.id}'s lease (${task.leaseUntil}) outlives its slot ${slot.pk} (${slot.leaseUntil})`);
+      if (
+        !task ||
+        task.leaseToken !== owner.token ||
+        (task.status !== 'RUNNING' && task.status !== 'CANCEL_REQUESTED')
+      )
+        problems.push(
+          `slot ${slot.pk}/${slot.sk} is held for task ${owner.taskId}, which is not leased: ${show(task)}`,
+        );
+      else if ((task.leaseUntil ?? 0) > (slot.leaseUntil ?? 0))
+        problems.push(
+          `task ${task.id}'s lease (${task.leaseUntil}) outlives its slot ${slot.pk} (${slot.leaseUntil})`,
+        );
     } else if (ending) {
-      if ((slot.leaseUntil ?? 0) > ending.leaseUntil) problems.push(`slot ${slot.pk}/${slot.sk} of an ended lease is held past that lease (${slot.leaseUntil} > ${ending.leaseUntil})`);
+      if ((slot.leaseUntil ?? 0) > ending.leaseUntil)
+        problems.push(
+          `slot ${slot.pk}/${slot.sk} of an ended lease is held past that lease (${slot.leaseUntil} > ${ending.leaseUntil})`,
+        );
     } else {
-      problems.push(`slot ${slot.pk}/${slot.sk} is held by ${slot.holder} (token ${slot.slotToken}, task ${slot.taskId}) until ${slot.leaseUntil}, and no lease its holder knows of has it`);
+      problems.push(
+        `slot ${slot.pk}/${slot.sk} is held by ${slot.holder} (token ${slot.slotToken}, task ${slot.taskId}) until ${slot.leaseUntil}, and no lease its holder knows of has it`,
+      );
     }
   }
   for (const lease of held) {
     for (const s of lease.slots) {
-      const slot = live.find((x) => x.pk === `LIMIT#${s.scope}` && x.sk === `SLOT#${String(s.index).padStart(5, '0')}`);
-      if (slot?.holder !== lease.owner || slot.slotToken !== s.token) problems.push(`lease ${lease.taskId}/${lease.token} holds slot ${s.scope}#${s.index} (token ${s.token}), but the table says ${show(slot)}`);
+      const slot = live.find(
+        (x) => x.pk === `LIMIT#${s.scope}` && x.sk === `SLOT#${String(s.index).padStart(5, '0')}`,
+      );
+      if (slot?.holder !== lease.owner || slot.slotToken !== s.token)
+        problems.push(
+          `lease ${lease.taskId}/${lease.token} holds slot ${s.scope}#${s.index} (token ${s.token}), but the table says ${show(slot)}`,
+        );
     }
   }
   for (const l of snap.locks.filter((x) => !leaseIsFree(x, snap.now, config))) {
     const lock = (known.locks ?? []).find((k) => k.holder === l.holder && k.token === l.lockToken);
-    if (!lock) problems.push(`lock ${l.pk} is held by ${l.holder} (token ${l.lockToken}) until ${l.leaseUntil}, and no lock its holder knows of has it`);
+    if (!lock)
+      problems.push(
+        `lock ${l.pk} is held by ${l.holder} (token ${l.lockToken}) until ${l.leaseUntil}, and no lock its holder knows of has it`,
+      );
   }
   for (const lock of known.locks ?? []) {
     const l = snap.locks.find((x) => x.pk === `LOCK#${lock.key}`);
-    if (l?.holder !== lock.holder || l.lockToken !== lock.token) problems.push(`lock ${lock.key} is held by its caller (token ${lock.token}), but the table says ${show(l)}`);
+    if (l?.holder !== lock.holder || l.lockToken !== lock.token)
+      problems.push(
+        `lock ${lock.key} is held by its caller (token ${lock.token}), but the table says ${show(l)}`,
+      );
   }
   return problems;
 }
@@ -607,15 +798,24 @@ describe.concurrent.each(ROWS)('$name', (row) => {
       }
       w.faults.clear();
       if (outcome.ok && (outcome.value as Lock | undefined)?.release) locks.push(outcome.value as Lock);
-      if (fault) expect(fault.fired, `the ${column.name} fault never fired: no ${show(row.target)} request was sent`).toBeGreaterThan(0);
+      if (fault)
+        expect(
+          fault.fired,
+          `the ${column.name} fault never fired: no ${show(row.target)} request was sent`,
+        ).toBeGreaterThan(0);
 
       const snap = await snapshot(w);
       const state = row.state(snap, s);
-      const told = outcome.ok ? 'success' : `${(outcome.error as Error)?.name}: ${(outcome.error as Error)?.message}`;
+      const told = outcome.ok
+        ? 'success'
+        : `${(outcome.error as Error)?.name}: ${(outcome.error as Error)?.message}`;
       const context = `the caller was told ${told}; the table says the ${row.name} ${state === 'applied' ? 'applied' : 'did not apply'}`;
       if (!outcome.ok) {
         expect(isRefusal(outcome.error), `a refusal, yet nothing refused the write (${context})`).toBe(false);
-        expect(column.single, `an error from a single ${column.name} fault, which the store should have ridden out (${context})`).toBe(false);
+        expect(
+          column.single,
+          `an error from a single ${column.name} fault, which the store should have ridden out (${context})`,
+        ).toBe(false);
         expect(isTyped(outcome.error), `an untyped error (${context})`).toBe(true);
         // Throttled throughout, the write never reached DynamoDB.
         if (column.name === 'throttled-throughout') expect(state, context).toBe('unchanged');
@@ -638,55 +838,87 @@ describe.concurrent.each(ROWS)('$name', (row) => {
 // moves while it is on its way) must not start the task; the claim gives the task and its slots back.
 
 describe.concurrent('claim whose answer lands late', () => {
-  it.for(SINGLE_FAULTS)('× %s: the task and its slots are given back, the attempt not spent', async (fault, { expect }) => {
-    const w = await newWorld();
-    try {
-      const task = await enqueueTask(w);
-      const hit = w.faults.inject({ ...TASK_WRITE, fault, onFire: () => w.clock.advance(w.config.leaseTimeoutMs - w.config.clockSkewMs) });
-      const round = await w.store.claim({ workerId: WORKER, types: [TYPE], max: 1 });
-      w.faults.clear();
-      expect(hit.fired).toBe(1);
-      expect(round.claimed).toEqual([]);
-      const snap = await snapshot(w);
-      const t = theTask(snap);
-      expect(t.id).toBe(task.id);
-      // Claimed once (token 1), given back once: QUEUED at its head with no attempt spent.
-      expect(isQueuedAtHead(t, 0) && t.leaseToken === 1, show(t)).toBe(true);
-      expect(checkNothingStranded(snap, {}, w.config)).toEqual([]);
-      expect(snap.slots.every((x) => x.holder === undefined), show(snap.slots)).toBe(true);
-    } finally {
-      w.client.destroy();
-    }
-  });
+  it.for(SINGLE_FAULTS)(
+    '× %s: the task and its slots are given back, the attempt not spent',
+    async (fault, { expect }) => {
+      const w = await newWorld();
+      try {
+        const task = await enqueueTask(w);
+        const hit = w.faults.inject({
+          ...TASK_WRITE,
+          fault,
+          onFire: () => w.clock.advance(w.config.leaseTimeoutMs - w.config.clockSkewMs),
+        });
+        const round = await w.store.claim({ workerId: WORKER, types: [TYPE], max: 1 });
+        w.faults.clear();
+        expect(hit.fired).toBe(1);
+        expect(round.claimed).toEqual([]);
+        const snap = await snapshot(w);
+        const t = theTask(snap);
+        expect(t.id).toBe(task.id);
+        // Claimed once (token 1), given back once: QUEUED at its head with no attempt spent.
+        expect(isQueuedAtHead(t, 0) && t.leaseToken === 1, show(t)).toBe(true);
+        expect(checkNothingStranded(snap, {}, w.config)).toEqual([]);
+        expect(
+          snap.slots.every((x) => x.holder === undefined),
+          show(snap.slots),
+        ).toBe(true);
+      } finally {
+        w.client.destroy();
+      }
+    },
+  );
 });
 
 // ---------------------------------------------------------------------------------------------------
 // The injector itself: its faults look to the SDK and the store like the real thing.
 
 describe('fault injector', () => {
-  const client = (maxAttempts: number) => new DynamoDBClient({ endpoint: server.endpoint, region: 'us-east-1', credentials, retryStrategy: fastRetryStrategy(maxAttempts) });
+  const client = (maxAttempts: number) =>
+    new DynamoDBClient({
+      endpoint: server.endpoint,
+      region: 'us-east-1',
+      credentials,
+      retryStrategy: fastRetryStrategy(maxAttempts),
+    });
   const item = (id: string) => ({ pk: `TASK#${id}`, sk: 'TASK' });
 
   it('answers throttling as the SDK’s ThrottlingException, after the SDK’s own retries, without writing', async () => {
     const w = await newWorld();
     const c = client(2);
     const fault = injectFault(c, { operation: 'PutItem', fault: 'throttled', times: Infinity });
-    const error = await documentClientFor(c).send(new PutCommand({ TableName: w.config.tableName, Item: item('a') })).catch((e: unknown) => e);
+    const error = await documentClientFor(c)
+      .send(new PutCommand({ TableName: w.config.tableName, Item: item('a') }))
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ThrottlingException);
     expect(error).toMatchObject({ $metadata: { httpStatusCode: 400, attempts: 2 } });
     expect(isTransient(error)).toBe(true);
     expect(fault.fired).toBe(2);
-    expect((await reader.send(new GetCommand({ TableName: w.config.tableName, Key: item('a'), ConsistentRead: true }))).Item).toBeUndefined();
+    expect(
+      (
+        await reader.send(
+          new GetCommand({ TableName: w.config.tableName, Key: item('a'), ConsistentRead: true }),
+        )
+      ).Item,
+    ).toBeUndefined();
   });
 
   it('a 500 after applying: InternalServerError, and the write is there', async () => {
     const w = await newWorld();
     const c = client(1);
     injectFault(c, { operation: 'PutItem', fault: 'server-error-after' });
-    const error = await documentClientFor(c).send(new PutCommand({ TableName: w.config.tableName, Item: item('b') })).catch((e: unknown) => e);
+    const error = await documentClientFor(c)
+      .send(new PutCommand({ TableName: w.config.tableName, Item: item('b') }))
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(InternalServerError);
     expect(error).toMatchObject({ $fault: 'server', $metadata: { httpStatusCode: 500 } });
-    expect((await reader.send(new GetCommand({ TableName: w.config.tableName, Key: item('b'), ConsistentRead: true }))).Item).toMatchObject(item('b'));
+    expect(
+      (
+        await reader.send(
+          new GetCommand({ TableName: w.config.tableName, Key: item('b'), ConsistentRead: true }),
+        )
+      ).Item,
+    ).toMatchObject(item('b'));
   });
 
   it('faults only the nth matching request, and a chained rule only once its trigger fired', async () => {
@@ -695,10 +927,30 @@ describe('fault injector', () => {
     const faults = new FaultInjector(c);
     const doc = documentClientFor(c);
     const second = faults.inject({ operation: 'PutItem', pk: 'TASK#', nth: 2, fault: 'deadline-before' });
-    const reads = faults.inject({ operation: 'GetItem', fault: 'server-error-before', times: Infinity, after: second });
-    const put = (id: string) => doc.send(new PutCommand({ TableName: w.config.tableName, Item: item(id) })).then(() => 'ok', (e: Error) => e.name);
-    const get = (id: string) => doc.send(new GetCommand({ TableName: w.config.tableName, Key: item(id) })).then(() => 'ok', (e: Error) => e.name);
-    expect([await get('c'), await put('c'), await put('d'), await put('e'), await get('c'), await get('c')]).toEqual(['ok', 'ok', 'AbortError', 'ok', 'InternalServerError', 'InternalServerError']);
+    const reads = faults.inject({
+      operation: 'GetItem',
+      fault: 'server-error-before',
+      times: Infinity,
+      after: second,
+    });
+    const put = (id: string) =>
+      doc.send(new PutCommand({ TableName: w.config.tableName, Item: item(id) })).then(
+        () => 'ok',
+        (e: Error) => e.name,
+      );
+    const get = (id: string) =>
+      doc.send(new GetCommand({ TableName: w.config.tableName, Key: item(id) })).then(
+        () => 'ok',
+        (e: Error) => e.name,
+      );
+    expect([
+      await get('c'),
+      await put('c'),
+      await put('d'),
+      await put('e'),
+      await get('c'),
+      await get('c'),
+    ]).toEqual(['ok', 'ok', 'AbortError', 'ok', 'InternalServerError', 'InternalServerError']);
     expect([second.fired, reads.fired]).toEqual([1, 2]);
   });
 });

@@ -20,7 +20,11 @@ beforeAll(async () => {
 afterAll(() => server.close());
 
 /** Claims one task at a time until none is left; the priorities in the order they were claimed. */
-async function claimOneByOne(store: Awaited<ReturnType<typeof createTestStore>>['store'], types: string[], priorities: Map<string, number>): Promise<number[]> {
+async function claimOneByOne(
+  store: Awaited<ReturnType<typeof createTestStore>>['store'],
+  types: string[],
+  priorities: Map<string, number>,
+): Promise<number[]> {
   const order: number[] = [];
   for (let round = 0; round < 200; round++) {
     const { claimed } = await store.claim({ workerId: 'w', types, max: 1 });
@@ -56,23 +60,28 @@ describe('strict priority across shards and types', () => {
     let release!: () => void;
     const blocker = new Promise<void>((r) => (release = r));
     const started: number[] = [];
-    const w = await createWorkerWorld(server.endpoint, [
-      defineTask({
-        name: 'job',
-        schema: z.object({ priority: z.number(), block: z.boolean().optional() }),
-        handler: async ({ priority, block }) => {
-          if (block) await blocker;
-          else started.push(priority);
-        },
-      }),
-    ], { workerConcurrency: 1, idleStopMs: 500 });
+    const w = await createWorkerWorld(
+      server.endpoint,
+      [
+        defineTask({
+          name: 'job',
+          schema: z.object({ priority: z.number(), block: z.boolean().optional() }),
+          handler: async ({ priority, block }) => {
+            if (block) await blocker;
+            else started.push(priority);
+          },
+        }),
+      ],
+      { workerConcurrency: 1, idleStopMs: 500 },
+    );
     await w.submitter.enqueue({ type: 'job', owner: 'o', payload: { priority: 0, block: true } });
     const worker = w.worker('only');
     const run = worker.run();
     while (worker.running === 0) await sleep(10);
     // Queued by another process while the only slot is busy.
     const producer = w.peer();
-    for (const priority of [3, -2, 10, 0, 7, 1, -5, 5]) await producer.enqueue({ type: 'job', owner: 'o', payload: { priority }, priority });
+    for (const priority of [3, -2, 10, 0, 7, 1, -5, 5])
+      await producer.enqueue({ type: 'job', owner: 'o', payload: { priority }, priority });
     // The running task outlasts one poll interval, as a real one does.
     await sleep(w.config.pollIntervalMs * 2);
     release();
@@ -83,7 +92,11 @@ describe('strict priority across shards and types', () => {
   it('a lower priority never starts while a default task waits in a shard the worker has not read yet', async () => {
     const t = await createTestStore(server.endpoint);
     const priorities = new Map<string, number>();
-    for (let i = 0; i < 3; i++) priorities.set((await t.store.enqueue({ type: 'low', owner: 'o', payload: i, priority: -1 })).task.id, -1);
+    for (let i = 0; i < 3; i++)
+      priorities.set(
+        (await t.store.enqueue({ type: 'low', owner: 'o', payload: i, priority: -1 })).task.id,
+        -1,
+      );
     // One default task, in whichever shard its id lands.
     priorities.set((await t.store.enqueue({ type: 'low', owner: 'o', payload: 'x' })).task.id, 0);
     const order = await claimOneByOne(t.store, ['low'], priorities);
@@ -95,7 +108,8 @@ describe('strict priority across shards and types', () => {
     for (let i = 0; i < 40; i++) await t.store.enqueue({ type: 'bulk', owner: 'o', payload: i });
     const first = await t.store.claim({ workerId: 'w', types: ['bulk'], max: 4 });
     expect(first.claimed).toHaveLength(4);
-    const urgent = (await t.peer().enqueue({ type: 'bulk', owner: 'o', payload: 'urgent', priority: 50 })).task.id;
+    const urgent = (await t.peer().enqueue({ type: 'bulk', owner: 'o', payload: 'urgent', priority: 50 }))
+      .task.id;
     t.clock.advance(1_000);
     const next = await t.store.claim({ workerId: 'w', types: ['bulk'], max: 4 });
     expect(next.claimed[0]?.task.id).toBe(urgent);

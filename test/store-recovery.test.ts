@@ -8,8 +8,10 @@ beforeAll(async () => {
 });
 afterAll(() => server.close());
 
-const expire = (s: { clock: { advance(ms: number): void }; config: { leaseTimeoutMs: number; clockSkewMs: number } }) =>
-  s.clock.advance(s.config.leaseTimeoutMs + s.config.clockSkewMs + 1);
+const expire = (s: {
+  clock: { advance(ms: number): void };
+  config: { leaseTimeoutMs: number; clockSkewMs: number };
+}) => s.clock.advance(s.config.leaseTimeoutMs + s.config.clockSkewMs + 1);
 
 describe('recovery of expired leases', () => {
   it('two recoveries sweeping the same expired tasks at once fix each task exactly once', async () => {
@@ -30,9 +32,17 @@ describe('recovery of expired leases', () => {
 
     const items = await s.scanAll();
     const requeued = items.filter((i) => i.type === 'requeue-me');
-    expect(requeued.every((i) => i.status === 'QUEUED' && i.attempts === 1 && i.leaseToken === 1 && i.leaseOwner === undefined)).toBe(true);
+    expect(
+      requeued.every(
+        (i) => i.status === 'QUEUED' && i.attempts === 1 && i.leaseToken === 1 && i.leaseOwner === undefined,
+      ),
+    ).toBe(true);
     const failed = items.filter((i) => i.type === 'fail-me');
-    expect(failed.every((i) => i.status === 'FAILED' && i.attempts === 1 && String(i.error).includes('lease expired'))).toBe(true);
+    expect(
+      failed.every(
+        (i) => i.status === 'FAILED' && i.attempts === 1 && String(i.error).includes('lease expired'),
+      ),
+    ).toBe(true);
 
     // A third sweep finds nothing left, and the requeued tasks are claimable again.
     expect(await s.store.recover()).toMatchObject({ requeued: 0, failed: 0, skipped: 0 });

@@ -10,7 +10,14 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { writeCost, transitionCost, type WriteCost } from '../bench/write-cost.js';
 import { defineConfig } from '../shared/config.js';
-import { decideFailure, decideRecovery, leaseExpiry, retentionExpiry, sweepKeyAfterRenewal, sweepSlackMs } from '../shared/lease-rules.js';
+import {
+  decideFailure,
+  decideRecovery,
+  leaseExpiry,
+  retentionExpiry,
+  sweepKeyAfterRenewal,
+  sweepSlackMs,
+} from '../shared/lease-rules.js';
 import type { Candidate } from '../shared/store/claim-state.js';
 import type { Lease, ProgressReport } from '../shared/store/inputs.js';
 import {
@@ -36,7 +43,18 @@ import {
   type Transition,
 } from '../shared/store/transitions.js';
 import type { TaskItem } from '../shared/store/task-item.js';
-import { DEFAULT_PRIORITY, delaySweepPartition, INDEX, leaseSweepPartition, ownerSortKey, PRIORITY_LIMIT, readyPartition, readySortKey, shardForId, taskKey } from '../shared/table-layout.js';
+import {
+  DEFAULT_PRIORITY,
+  delaySweepPartition,
+  INDEX,
+  leaseSweepPartition,
+  ownerSortKey,
+  PRIORITY_LIMIT,
+  readyPartition,
+  readySortKey,
+  shardForId,
+  taskKey,
+} from '../shared/table-layout.js';
 import { TaskStatus } from '../shared/task-model.js';
 
 type Item = Record<string, unknown>;
@@ -96,7 +114,10 @@ const isSet = (v: unknown) => v !== undefined;
 
 function readyKeysOf(item: Item): { pk: string; sk: string } {
   const [type, shard, priority] = [item.type as string, item.shard as number, item.priority as number];
-  return { pk: readyPartition(type, shard, priority), sk: readySortKey(priority, item.availableAt as number, item.createdAt as number, item.id as string) };
+  return {
+    pk: readyPartition(type, shard, priority),
+    sk: readySortKey(priority, item.availableAt as number, item.createdAt as number, item.id as string),
+  };
 }
 
 /**
@@ -115,8 +136,15 @@ function violations(item: Item, queuedAt?: number): string[] {
   const carriesDueKeys = isSet(item[DUE_READY.partition]) || isSet(item[DUE_READY.sort]);
   const hasLease = isSet(item.leaseOwner) || isSet(item.leaseUntil);
   check(shard === shardForId(item.id as string), 'shard is fixed by the id');
-  check(item[INDEX.owner.partition] === item.owner && item[INDEX.owner.sort] === ownerSortKey(item.createdAt as number, item.id as string), 'in the owner index under its owner');
-  check((item.attempts as number) >= 0 && (item.attempts as number) <= (item.maxAttempts as number), '0 <= attempts <= maxAttempts');
+  check(
+    item[INDEX.owner.partition] === item.owner &&
+      item[INDEX.owner.sort] === ownerSortKey(item.createdAt as number, item.id as string),
+    'in the owner index under its owner',
+  );
+  check(
+    (item.attempts as number) >= 0 && (item.attempts as number) <= (item.maxAttempts as number),
+    '0 <= attempts <= maxAttempts',
+  );
   const ready = readyKeysOf(item);
   switch (status) {
     case TaskStatus.QUEUED: {
@@ -124,13 +152,27 @@ function violations(item: Item, queuedAt?: number): string[] {
       check(inReady !== inSweep, 'QUEUED: in exactly one of ready index and delay sweep');
       check((item.attempts as number) < (item.maxAttempts as number), 'QUEUED: an attempt left');
       if (inReady) {
-        check(item[INDEX.ready.partition] === ready.pk && item[INDEX.ready.sort] === ready.sk, 'ready: keys of its type, shard or lane, priority, due time, age');
+        check(
+          item[INDEX.ready.partition] === ready.pk && item[INDEX.ready.sort] === ready.sk,
+          'ready: keys of its type, shard or lane, priority, due time, age',
+        );
         check(!carriesDueKeys, 'ready: no due-ready keys');
       } else {
-        check(item[INDEX.sweep.partition] === delaySweepPartition(shard) && item[INDEX.sweep.sort] === item.availableAt, 'delayed: DELAY#<shard> at its due time');
-        check(item[DUE_READY.partition] === ready.pk && item[DUE_READY.sort] === ready.sk, 'delayed: carries the ready keys it is promoted to');
+        check(
+          item[INDEX.sweep.partition] === delaySweepPartition(shard) &&
+            item[INDEX.sweep.sort] === item.availableAt,
+          'delayed: DELAY#<shard> at its due time',
+        );
+        check(
+          item[DUE_READY.partition] === ready.pk && item[DUE_READY.sort] === ready.sk,
+          'delayed: carries the ready keys it is promoted to',
+        );
       }
-      if (queuedAt !== undefined) check(inReady === (item.availableAt as number) <= queuedAt, 'queued by this write: in the ready index iff due');
+      if (queuedAt !== undefined)
+        check(
+          inReady === (item.availableAt as number) <= queuedAt,
+          'queued by this write: in the ready index iff due',
+        );
       break;
     }
     case TaskStatus.RUNNING:
@@ -139,14 +181,24 @@ function violations(item: Item, queuedAt?: number): string[] {
       check(!inReady && !carriesDueKeys, 'leased: not in the ready index');
       check(isSet(item.leaseOwner) && typeof leaseUntil === 'number', 'leased: holder and expiry');
       check(item[INDEX.sweep.partition] === leaseSweepPartition(shard), 'leased: in LEASE#<shard>');
-      check(sweepAt >= leaseUntil && sweepAt <= leaseUntil + SLACK, 'leased: leaseUntil <= sweepAt <= leaseUntil + slack');
-      check((item.leaseToken as number) >= 1 && (item.attempts as number) >= 1, 'leased: claimed at least once');
+      check(
+        sweepAt >= leaseUntil && sweepAt <= leaseUntil + SLACK,
+        'leased: leaseUntil <= sweepAt <= leaseUntil + slack',
+      );
+      check(
+        (item.leaseToken as number) >= 1 && (item.attempts as number) >= 1,
+        'leased: claimed at least once',
+      );
       break;
     }
     default: {
       check(!inReady && !inSweep && !carriesDueKeys, 'terminal: in neither index');
       check(!hasLease, 'terminal: no lease fields');
-      check(typeof item.finishedAt === 'number' && item.expiresAt === retentionExpiry(item.finishedAt as number, config), 'terminal: finishedAt and its TTL');
+      check(
+        typeof item.finishedAt === 'number' &&
+          item.expiresAt === retentionExpiry(item.finishedAt as number, config),
+        'terminal: finishedAt and its TTL',
+      );
     }
   }
   return out;
@@ -259,11 +311,26 @@ function edgesFrom(item: Item, now: number, x: Inputs): Edge[] {
   switch (task.status) {
     case TaskStatus.QUEUED:
       if (delayed) {
-        if ((item[INDEX.sweep.sort] as number) <= now) edges.push({ name: 'promoted', t: promoted(item[INDEX.sweep.partition] as string, now), indexWrites: { ready: 1, sweep: 1 } });
+        if ((item[INDEX.sweep.sort] as number) <= now)
+          edges.push({
+            name: 'promoted',
+            t: promoted(item[INDEX.sweep.partition] as string, now),
+            indexWrites: { ready: 1, sweep: 1 },
+          });
         edges.push({ name: 'cancelledQueued', t: cancelledQueued(now, config), indexWrites: { sweep: 1 } });
       } else {
-        const candidate: Candidate = { id: task.id, type: task.type, shard: task.shard, readySk: task.readySk! };
-        edges.push({ name: 'claimed', t: claimed(candidate, x.workerId, now, leaseExpiry(now, config), config), indexWrites: { ready: 1, sweep: 1 }, candidate });
+        const candidate: Candidate = {
+          id: task.id,
+          type: task.type,
+          shard: task.shard,
+          readySk: task.readySk!,
+        };
+        edges.push({
+          name: 'claimed',
+          t: claimed(candidate, x.workerId, now, leaseExpiry(now, config), config),
+          indexWrites: { ready: 1, sweep: 1 },
+          candidate,
+        });
         edges.push({ name: 'cancelledQueued', t: cancelledQueued(now, config), indexWrites: { ready: 1 } });
       }
       break;
@@ -272,24 +339,77 @@ function edgesFrom(item: Item, now: number, x: Inputs): Edge[] {
       const lease = leaseOf(item);
       const leaseUntil = leaseExpiry(now, config);
       const sweepAt = sweepKeyAfterRenewal(lease.sweepAt, leaseUntil, config);
-      edges.push({ name: 'renewed', t: renewed(lease, leaseUntil, sweepAt, x.progress), indexWrites: sweepAt === undefined ? {} : { sweep: 2 } });
-      edges.push({ name: 'completed', t: completed(lease, now, JSON.stringify({ ok: true }), config), indexWrites: { sweep: 1 }, leavesLease: true });
+      edges.push({
+        name: 'renewed',
+        t: renewed(lease, leaseUntil, sweepAt, x.progress),
+        indexWrites: sweepAt === undefined ? {} : { sweep: 2 },
+      });
+      edges.push({
+        name: 'completed',
+        t: completed(lease, now, JSON.stringify({ ok: true }), config),
+        indexWrites: { sweep: 1 },
+        leavesLease: true,
+      });
       if (task.status === TaskStatus.RUNNING) {
-        const outcome = decideFailure(lease, now, x.retryable, { baseMs: x.backoffBaseMs, maxMs: config.backoffMaxMs }, () => x.random);
+        const outcome = decideFailure(
+          lease,
+          now,
+          x.retryable,
+          { baseMs: x.backoffBaseMs, maxMs: config.backoffMaxMs },
+          () => x.random,
+        );
         if (outcome.status === TaskStatus.QUEUED) {
-          edges.push({ name: 'failedRetry', t: failedRetry(lease, now, outcome.availableAt, x.error, x.progress), indexWrites: outcome.availableAt <= now ? { ready: 1, sweep: 1 } : { sweep: 2 }, leavesLease: true });
+          edges.push({
+            name: 'failedRetry',
+            t: failedRetry(lease, now, outcome.availableAt, x.error, x.progress),
+            indexWrites: outcome.availableAt <= now ? { ready: 1, sweep: 1 } : { sweep: 2 },
+            leavesLease: true,
+          });
         } else {
-          edges.push({ name: 'failedFinal', t: failedFinal(lease, now, x.error, config, x.progress), indexWrites: { sweep: 1 }, leavesLease: true });
+          edges.push({
+            name: 'failedFinal',
+            t: failedFinal(lease, now, x.error, config, x.progress),
+            indexWrites: { sweep: 1 },
+            leavesLease: true,
+          });
         }
-        edges.push({ name: 'released', t: released(lease, now, x.progress), indexWrites: lease.availableAt <= now ? { ready: 1, sweep: 1 } : { sweep: 2 }, leavesLease: true });
+        edges.push({
+          name: 'released',
+          t: released(lease, now, x.progress),
+          indexWrites: lease.availableAt <= now ? { ready: 1, sweep: 1 } : { sweep: 2 },
+          leavesLease: true,
+        });
         edges.push({ name: 'cancelRequested', t: cancelRequested(now), indexWrites: {} });
       } else {
-        edges.push({ name: 'cancelledRunning', t: cancelledRunning(lease, now, config), indexWrites: { sweep: 1 }, leavesLease: true });
+        edges.push({
+          name: 'cancelledRunning',
+          t: cancelledRunning(lease, now, config),
+          indexWrites: { sweep: 1 },
+          leavesLease: true,
+        });
       }
       const decision = decideRecovery(task, now, config);
-      if (decision.action === 'requeue') edges.push({ name: 'recoveredRequeue', t: recoveredRequeue(task, now), indexWrites: { ready: 1, sweep: 1 }, leavesLease: true });
-      if (decision.action === 'fail') edges.push({ name: 'recoveredFail', t: recoveredFail(task, now, decision.error, config), indexWrites: { sweep: 1 }, leavesLease: true });
-      if (decision.action === 'cancel') edges.push({ name: 'recoveredCancel', t: recoveredCancel(task, now, config), indexWrites: { sweep: 1 }, leavesLease: true });
+      if (decision.action === 'requeue')
+        edges.push({
+          name: 'recoveredRequeue',
+          t: recoveredRequeue(task, now),
+          indexWrites: { ready: 1, sweep: 1 },
+          leavesLease: true,
+        });
+      if (decision.action === 'fail')
+        edges.push({
+          name: 'recoveredFail',
+          t: recoveredFail(task, now, decision.error, config),
+          indexWrites: { sweep: 1 },
+          leavesLease: true,
+        });
+      if (decision.action === 'cancel')
+        edges.push({
+          name: 'recoveredCancel',
+          t: recoveredCancel(task, now, config),
+          indexWrites: { sweep: 1 },
+          leavesLease: true,
+        });
       break;
     }
     case TaskStatus.FAILED:
@@ -308,7 +428,11 @@ const stamp = () => `w-${String(++writes).padStart(34, '0')}`;
 const write = (item: Item, t: Transition): Item => ({ ...applyTransition(item, t), writeId: stamp() });
 
 const expectedCost = (indexWrites: IndexWrites): WriteCost => {
-  const indexes = { ready: indexWrites.ready ?? 0, sweep: indexWrites.sweep ?? 0, owner: indexWrites.owner ?? 0 };
+  const indexes = {
+    ready: indexWrites.ready ?? 0,
+    sweep: indexWrites.sweep ?? 0,
+    owner: indexWrites.owner ?? 0,
+  };
   return { table: 1, indexes, total: 1 + indexes.ready + indexes.sweep + indexes.owner };
 };
 
@@ -316,7 +440,10 @@ const expectedCost = (indexWrites: IndexWrites): WriteCost => {
 function takeEdge(before: Item, edge: Edge, now: number): Item {
   expect(holds(edge.t, before), `${edge.name}: its condition accepts the state it was chosen for`).toBe(true);
   const after = write(before, edge.t);
-  expect(violations(after, after.status === TaskStatus.QUEUED ? now : undefined), `${edge.name} from ${String(before.status)}`).toEqual([]);
+  expect(
+    violations(after, after.status === TaskStatus.QUEUED ? now : undefined),
+    `${edge.name} from ${String(before.status)}`,
+  ).toEqual([]);
   // Items here are under 1 KB: one table write unit, plus the index writes the membership change costs.
   expect(transitionCost(before, edge.t), `${edge.name}: write units`).toEqual(expectedCost(edge.indexWrites));
   expect(writeCost(before, after)).toEqual(transitionCost(before, edge.t));
@@ -332,12 +459,18 @@ function takeEdge(before: Item, edge: Edge, now: number): Item {
 const arbTask = fc.record({
   id: fc.stringMatching(/^[A-Za-z0-9_-]{1,32}$/),
   type: fc.constantFrom('email.send', 'report.build', 'x'),
-  priority: fc.oneof(fc.constant(DEFAULT_PRIORITY), fc.integer({ min: -PRIORITY_LIMIT, max: PRIORITY_LIMIT })),
+  priority: fc.oneof(
+    fc.constant(DEFAULT_PRIORITY),
+    fc.integer({ min: -PRIORITY_LIMIT, max: PRIORITY_LIMIT }),
+  ),
   owner: fc.constantFrom('alice@example.com', 'arn:aws:iam::123456789012:role/caller'),
   // Often one or two, so walks reach the last attempt.
   maxAttempts: fc.oneof(fc.integer({ min: 1, max: 2 }), fc.integer({ min: 1, max: 10 })),
   // Some tasks a moment old (live leases), some days old (expired ones).
-  createdAt: fc.oneof(fc.integer({ min: T0 - 3 * MINUTE, max: T0 }), fc.integer({ min: T0 - 10 * DAY, max: T0 })),
+  createdAt: fc.oneof(
+    fc.integer({ min: T0 - 3 * MINUTE, max: T0 }),
+    fc.integer({ min: T0 - 10 * DAY, max: T0 }),
+  ),
   token: fc.integer({ min: 0, max: 1_000_000 }),
   payload: fc.json({ maxDepth: 1 }).filter((j) => j.length <= 64),
 });
@@ -349,10 +482,24 @@ const arbInputs: fc.Arbitrary<Inputs> = fc.record({
   retryable: fc.boolean(),
   backoffBaseMs: fc.constantFrom(0, 1_000, 60_000),
   error: fc.string({ maxLength: 32 }),
-  progress: fc.option(fc.record({ fraction: fc.double({ min: 0, max: 1, noNaN: true }), note: fc.option(fc.string({ maxLength: 32 }), { nil: undefined }) }), { nil: undefined }),
+  progress: fc.option(
+    fc.record({
+      fraction: fc.double({ min: 0, max: 1, noNaN: true }),
+      note: fc.option(fc.string({ maxLength: 32 }), { nil: undefined }),
+    }),
+    { nil: undefined },
+  ),
 });
 
-const KINDS = ['ready', 'delayed', TaskStatus.RUNNING, TaskStatus.CANCEL_REQUESTED, TaskStatus.SUCCESS, TaskStatus.FAILED, TaskStatus.CANCELLED] as const;
+const KINDS = [
+  'ready',
+  'delayed',
+  TaskStatus.RUNNING,
+  TaskStatus.CANCEL_REQUESTED,
+  TaskStatus.SUCCESS,
+  TaskStatus.FAILED,
+  TaskStatus.CANCELLED,
+] as const;
 
 /** The fields every task has, as enqueue writes them (status and placement come from the state). */
 function baseItem(task: ArbTask, rest: { attempts: number; availableAt: number; updatedAt: number }): Item {
@@ -374,29 +521,49 @@ function baseItem(task: ArbTask, rest: { attempts: number; availableAt: number; 
   };
 }
 
-const sortedTimes = (from: number, count: number) => fc.array(fc.integer({ min: from, max: T0 }), { minLength: count, maxLength: count }).map((ts) => ts.sort((a, b) => a - b));
+const sortedTimes = (from: number, count: number) =>
+  fc
+    .array(fc.integer({ min: from, max: T0 }), { minLength: count, maxLength: count })
+    .map((ts) => ts.sort((a, b) => a - b));
 
 function arbState(task: ArbTask, kind: (typeof KINDS)[number]): fc.Arbitrary<Item> {
   const attemptsBelowMax = fc.integer({ min: 0, max: task.maxAttempts - 1 });
   switch (kind) {
     case 'ready':
-      return fc.tuple(attemptsBelowMax, sortedTimes(task.createdAt, 2)).map(([attempts, [availableAt, updatedAt]]) => {
-        const item = baseItem(task, { attempts, availableAt: availableAt!, updatedAt: updatedAt! });
-        const ready = readyKeysOf(item);
-        return { ...item, status: TaskStatus.QUEUED, readyPk: ready.pk, readySk: ready.sk };
-      });
+      return fc
+        .tuple(attemptsBelowMax, sortedTimes(task.createdAt, 2))
+        .map(([attempts, [availableAt, updatedAt]]) => {
+          const item = baseItem(task, { attempts, availableAt: availableAt!, updatedAt: updatedAt! });
+          const ready = readyKeysOf(item);
+          return { ...item, status: TaskStatus.QUEUED, readyPk: ready.pk, readySk: ready.sk };
+        });
     case 'delayed':
       // Due some time within the week (or already due, and not promoted yet).
-      return fc.tuple(attemptsBelowMax, fc.integer({ min: task.createdAt, max: T0 + 7 * DAY })).map(([attempts, availableAt]) => {
-        const item = baseItem(task, { attempts, availableAt, updatedAt: task.createdAt });
-        const ready = readyKeysOf(item);
-        return { ...item, status: TaskStatus.QUEUED, sweepPk: delaySweepPartition(item.shard as number), sweepAt: availableAt, dueReadyPk: ready.pk, dueReadySk: ready.sk };
-      });
+      return fc
+        .tuple(attemptsBelowMax, fc.integer({ min: task.createdAt, max: T0 + 7 * DAY }))
+        .map(([attempts, availableAt]) => {
+          const item = baseItem(task, { attempts, availableAt, updatedAt: task.createdAt });
+          const ready = readyKeysOf(item);
+          return {
+            ...item,
+            status: TaskStatus.QUEUED,
+            sweepPk: delaySweepPartition(item.shard as number),
+            sweepAt: availableAt,
+            dueReadyPk: ready.pk,
+            dueReadySk: ready.sk,
+          };
+        });
     case TaskStatus.RUNNING:
     case TaskStatus.CANCEL_REQUESTED:
       // Due, claimed, last renewed (in that order); the sweep key anywhere the slack allows.
       return fc
-        .tuple(fc.integer({ min: 1, max: task.maxAttempts }), sortedTimes(task.createdAt, 3), fc.integer({ min: 0, max: SLACK }), fc.constantFrom('w-1', 'w-2'), fc.option(fc.double({ min: 0, max: 1, noNaN: true }), { nil: undefined }))
+        .tuple(
+          fc.integer({ min: 1, max: task.maxAttempts }),
+          sortedTimes(task.createdAt, 3),
+          fc.integer({ min: 0, max: SLACK }),
+          fc.constantFrom('w-1', 'w-2'),
+          fc.option(fc.double({ min: 0, max: 1, noNaN: true }), { nil: undefined }),
+        )
         .map(([attempts, [availableAt, startedAt, renewedAt], ahead, leaseOwner, progress]) => {
           const leaseUntil = leaseExpiry(renewedAt!, config);
           return {
@@ -412,17 +579,21 @@ function arbState(task: ArbTask, kind: (typeof KINDS)[number]): fc.Arbitrary<Ite
           };
         });
     default:
-      return fc.tuple(fc.integer({ min: 0, max: task.maxAttempts }), sortedTimes(task.createdAt, 2)).map(([attempts, [availableAt, finishedAt]]) => ({
-        ...baseItem(task, { attempts, availableAt: availableAt!, updatedAt: finishedAt! }),
-        status: kind,
-        finishedAt,
-        expiresAt: retentionExpiry(finishedAt!, config),
-        ...(kind === TaskStatus.SUCCESS ? { result: '{"ok":true}' } : { error: 'boom' }),
-      }));
+      return fc
+        .tuple(fc.integer({ min: 0, max: task.maxAttempts }), sortedTimes(task.createdAt, 2))
+        .map(([attempts, [availableAt, finishedAt]]) => ({
+          ...baseItem(task, { attempts, availableAt: availableAt!, updatedAt: finishedAt! }),
+          status: kind,
+          finishedAt,
+          expiresAt: retentionExpiry(finishedAt!, config),
+          ...(kind === TaskStatus.SUCCESS ? { result: '{"ok":true}' } : { error: 'boom' }),
+        }));
   }
 }
 
-const arbAnyState = fc.tuple(arbTask, fc.constantFrom(...KINDS)).chain(([task, kind]) => arbState(task, kind));
+const arbAnyState = fc
+  .tuple(arbTask, fc.constantFrom(...KINDS))
+  .chain(([task, kind]) => arbState(task, kind));
 
 /** Picks one edge; a user's cancel less often than the rest, so walks get past the queue (cancel, retry, cancel...). */
 function pickEdge(edges: Edge[], pick: number): Edge {
@@ -449,30 +620,52 @@ describe('task state transitions (pure, fixed clock)', () => {
           // A claim cannot be taken twice from the head it read; its undo puts the task back at that head.
           if (edge.name === 'claimed') {
             expect(holds(edge.t, after)).toBe(false);
-            const undo: Edge = { name: 'claimUndone', t: claimUndone(edge.candidate!, after.writeId as string), indexWrites: { ready: 1, sweep: 1 } };
+            const undo: Edge = {
+              name: 'claimUndone',
+              t: claimUndone(edge.candidate!, after.writeId as string),
+              indexWrites: { ready: 1, sweep: 1 },
+            };
             seen.add('claimUndone');
             const undone = takeEdge(after, undo, now);
-            for (const field of ['status', 'attempts', INDEX.ready.partition, INDEX.ready.sort, INDEX.sweep.partition, 'leaseOwner', 'leaseUntil']) expect(undone[field], field).toEqual(state[field]);
+            for (const field of [
+              'status',
+              'attempts',
+              INDEX.ready.partition,
+              INDEX.ready.sort,
+              INDEX.sweep.partition,
+              'leaseOwner',
+              'leaseUntil',
+            ])
+              expect(undone[field], field).toEqual(state[field]);
           }
           // A renewal between recovery's read and its write makes recovery's fix refused; the holder's own edges still apply.
           if (edge.name === 'renewed') {
-            for (const other of edges.filter((e) => e.leavesLease)) expect(holds(other.t, after), `${other.name} after a renewal`).toBe(!other.name.startsWith('recovered'));
+            for (const other of edges.filter((e) => e.leavesLease))
+              expect(holds(other.t, after), `${other.name} after a renewal`).toBe(
+                !other.name.startsWith('recovered'),
+              );
           }
           // A cancel request refuses the holder's fail and release (it finishes the cancel instead) and recovery's
           // fix read before it; a success is still recorded.
           if (edge.name === 'cancelRequested') {
-            for (const other of edges.filter((e) => e.leavesLease)) expect(holds(other.t, after), `${other.name} after a cancel request`).toBe(other.name === 'completed');
+            for (const other of edges.filter((e) => e.leavesLease))
+              expect(holds(other.t, after), `${other.name} after a cancel request`).toBe(
+                other.name === 'completed',
+              );
           }
         }
         // Exactly one way out of a lease: whichever edge applies first, every other one chosen from the same read is refused.
         // Conditions refuse what an edge must not do: promote a task before it is due, claim past the last attempt.
-        if (state.status === TaskStatus.QUEUED && isSet(state.sweepPk)) expect(holds(promoted(state.sweepPk as string, now), state)).toBe((state.sweepAt as number) <= now);
+        if (state.status === TaskStatus.QUEUED && isSet(state.sweepPk))
+          expect(holds(promoted(state.sweepPk as string, now), state)).toBe((state.sweepAt as number) <= now);
         const claim = edges.find((e) => e.name === 'claimed');
         if (claim) expect(holds(claim.t, { ...state, attempts: state.maxAttempts })).toBe(false);
         const leaving = edges.filter((e) => e.leavesLease);
         for (const first of leaving) {
           const after = write(state, first.t);
-          for (const other of leaving) if (other !== first) expect(holds(other.t, after), `${other.name} after ${first.name}`).toBe(false);
+          for (const other of leaving)
+            if (other !== first)
+              expect(holds(other.t, after), `${other.name} after ${first.name}`).toBe(false);
         }
       }),
       { numRuns: 1_000 },
@@ -485,34 +678,59 @@ describe('task state transitions (pure, fixed clock)', () => {
     const seen = new Set<EdgeName>();
     const step = fc.record({
       // A moment (renewals), a lease or two (expiry), or days (delayed tasks, retention).
-      advance: fc.oneof({ arbitrary: fc.integer({ min: 0, max: 20_000 }), weight: 4 }, { arbitrary: fc.integer({ min: 0, max: 3 * MINUTE }), weight: 2 }, { arbitrary: fc.integer({ min: 0, max: 8 * DAY }), weight: 1 }),
+      advance: fc.oneof(
+        { arbitrary: fc.integer({ min: 0, max: 20_000 }), weight: 4 },
+        { arbitrary: fc.integer({ min: 0, max: 3 * MINUTE }), weight: 2 },
+        { arbitrary: fc.integer({ min: 0, max: 8 * DAY }), weight: 1 },
+      ),
       pick: fc.nat(),
       inputs: arbInputs,
     });
     fc.assert(
-      fc.property(arbTask, fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 7 * DAY })), fc.array(step, { minLength: 1, maxLength: 40 }), (task, delayMs, steps) => {
-        let now = T0;
-        const record = { ...baseItem({ ...task, createdAt: now, token: 0 }, { attempts: 0, availableAt: now + delayMs, updatedAt: now }) };
-        delete record.ownerPk;
-        delete record.ownerSk;
-        const enqueue = enqueued(record as unknown as TaskItem, now);
-        expect(holds(enqueue, undefined)).toBe(true);
-        let item: Item = { ...applyTransition(record, enqueue), writeId: stamp() };
-        seen.add('enqueued');
-        expect(violations(item, now)).toEqual([]);
-        expect(writeCost(undefined, item)).toEqual(expectedCost(delayMs === 0 ? { ready: 1, owner: 1 } : { sweep: 1, owner: 1 }));
-        let lastClaim: { candidate: Candidate; writeId: string } | undefined;
-        for (const s of steps) {
-          now += s.advance;
-          const edges = edgesFrom(item, now, s.inputs);
-          if (lastClaim && item.writeId === lastClaim.writeId) edges.push({ name: 'claimUndone', t: claimUndone(lastClaim.candidate, lastClaim.writeId), indexWrites: { ready: 1, sweep: 1 }, leavesLease: true });
-          if (edges.length === 0) break; // SUCCESS: nothing leaves it
-          const edge = pickEdge(edges, s.pick);
-          seen.add(edge.name);
-          item = takeEdge(item, edge, now);
-          lastClaim = edge.name === 'claimed' ? { candidate: edge.candidate!, writeId: item.writeId as string } : lastClaim;
-        }
-      }),
+      fc.property(
+        arbTask,
+        fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 7 * DAY })),
+        fc.array(step, { minLength: 1, maxLength: 40 }),
+        (task, delayMs, steps) => {
+          let now = T0;
+          const record = {
+            ...baseItem(
+              { ...task, createdAt: now, token: 0 },
+              { attempts: 0, availableAt: now + delayMs, updatedAt: now },
+            ),
+          };
+          delete record.ownerPk;
+          delete record.ownerSk;
+          const enqueue = enqueued(record as unknown as TaskItem, now);
+          expect(holds(enqueue, undefined)).toBe(true);
+          let item: Item = { ...applyTransition(record, enqueue), writeId: stamp() };
+          seen.add('enqueued');
+          expect(violations(item, now)).toEqual([]);
+          expect(writeCost(undefined, item)).toEqual(
+            expectedCost(delayMs === 0 ? { ready: 1, owner: 1 } : { sweep: 1, owner: 1 }),
+          );
+          let lastClaim: { candidate: Candidate; writeId: string } | undefined;
+          for (const s of steps) {
+            now += s.advance;
+            const edges = edgesFrom(item, now, s.inputs);
+            if (lastClaim && item.writeId === lastClaim.writeId)
+              edges.push({
+                name: 'claimUndone',
+                t: claimUndone(lastClaim.candidate, lastClaim.writeId),
+                indexWrites: { ready: 1, sweep: 1 },
+                leavesLease: true,
+              });
+            if (edges.length === 0) break; // SUCCESS: nothing leaves it
+            const edge = pickEdge(edges, s.pick);
+            seen.add(edge.name);
+            item = takeEdge(item, edge, now);
+            lastClaim =
+              edge.name === 'claimed'
+                ? { candidate: edge.candidate!, writeId: item.writeId as string }
+                : lastClaim;
+          }
+        },
+      ),
       { numRuns: 1_000 },
     );
     expect([...seen].sort()).toEqual([...EDGES].sort());
@@ -523,10 +741,21 @@ describe('task state transitions (pure, fixed clock)', () => {
     fc.assert(
       fc.property(arbTask, (task) => {
         let now = T0;
-        const record = baseItem({ ...task, createdAt: now, token: 0 }, { attempts: 0, availableAt: now, updatedAt: now });
-        const queued: Item = { ...applyTransition(record, enqueued(record as unknown as TaskItem, now)), writeId: stamp() };
+        const record = baseItem(
+          { ...task, createdAt: now, token: 0 },
+          { attempts: 0, availableAt: now, updatedAt: now },
+        );
+        const queued: Item = {
+          ...applyTransition(record, enqueued(record as unknown as TaskItem, now)),
+          writeId: stamp(),
+        };
         const enqueueCost = writeCost(undefined, queued);
-        const candidate: Candidate = { id: task.id, type: task.type, shard: shardForId(task.id), readySk: queued.readySk as string };
+        const candidate: Candidate = {
+          id: task.id,
+          type: task.type,
+          shard: shardForId(task.id),
+          readySk: queued.readySk as string,
+        };
         const claim = claimed(candidate, 'w-1', now, leaseExpiry(now, config), config);
         let item = write(queued, claim);
         const claimCost = transitionCost(queued, claim);
@@ -552,8 +781,29 @@ describe('task state transitions (pure, fixed clock)', () => {
   });
 
   it('under a lease the fence (claim token and owner) is the last condition part, the one the seeded bug swaps', () => {
-    const lease = { taskId: 't', type: 'x', owner: 'w', token: 7, leaseUntil: T0, sweepAt: T0, shard: 0, priority: 0, createdAt: T0, availableAt: T0, attempts: 1, maxAttempts: 3, slots: [] };
-    const fenced = [renewed(lease, T0, undefined), completed(lease, T0, 'null', config), failedRetry(lease, T0, T0, 'e'), failedFinal(lease, T0, 'e', config), released(lease, T0), cancelledRunning(lease, T0, config)];
+    const lease = {
+      taskId: 't',
+      type: 'x',
+      owner: 'w',
+      token: 7,
+      leaseUntil: T0,
+      sweepAt: T0,
+      shard: 0,
+      priority: 0,
+      createdAt: T0,
+      availableAt: T0,
+      attempts: 1,
+      maxAttempts: 3,
+      slots: [],
+    };
+    const fenced = [
+      renewed(lease, T0, undefined),
+      completed(lease, T0, 'null', config),
+      failedRetry(lease, T0, T0, 'e'),
+      failedFinal(lease, T0, 'e', config),
+      released(lease, T0),
+      cancelledRunning(lease, T0, config),
+    ];
     for (const t of fenced) {
       const last = conditionOf({ assign: {}, require: t.require.slice(-1) }).params();
       expect(last.ConditionExpression).toContain('#leaseToken');

@@ -92,7 +92,14 @@ describe('TimerSet: delays past the platform limit', () => {
 
 describe('backoff bounds', () => {
   const config = defineConfig();
-  const withBackoff = (maxMs: number) => [defineTask({ name: 'monthly', schema: z.unknown(), backoff: { baseMs: 1_000, maxMs }, handler: () => 'ok' })];
+  const withBackoff = (maxMs: number) => [
+    defineTask({
+      name: 'monthly',
+      schema: z.unknown(),
+      backoff: { baseMs: 1_000, maxMs },
+      handler: () => 'ok',
+    }),
+  ];
 
   it('a task type may back off for up to 7 days, and is refused with a clear error past that', () => {
     expect(() => new TaskRegistry(withBackoff(7 * DAY), config)).not.toThrow();
@@ -104,7 +111,12 @@ describe('backoff bounds', () => {
     }
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as ConfigError).code).toBe('CONFIG_INVALID');
-    expect((error as ConfigError).problems).toEqual([{ path: 'task monthly.backoff.maxMs', message: 'must be at most 604800000 ms (7 days), like LEASEHOLD_BACKOFF_MAX_MS' }]);
+    expect((error as ConfigError).problems).toEqual([
+      {
+        path: 'task monthly.backoff.maxMs',
+        message: 'must be at most 604800000 ms (7 days), like LEASEHOLD_BACKOFF_MAX_MS',
+      },
+    ]);
   });
 });
 
@@ -119,7 +131,13 @@ describe('a retry due further away than a timer can wait', () => {
     // A 6-day backoff (the largest the type allows is 7) seen from a worker whose clock runs 30 days
     // behind the table's: the promotion is due about 34-36 days ahead by the worker's own clock.
     const w = await createWorkerWorld(server.endpoint, [
-      defineTask({ name: 'far', schema: z.unknown(), maxAttempts: 2, backoff: { baseMs: 6 * DAY, maxMs: 6 * DAY }, handler: () => Promise.reject(new Error('upstream down')) }),
+      defineTask({
+        name: 'far',
+        schema: z.unknown(),
+        maxAttempts: 2,
+        backoff: { baseMs: 6 * DAY, maxMs: 6 * DAY },
+        handler: () => Promise.reject(new Error('upstream down')),
+      }),
     ]);
     const store = w.peer();
     const promote = store.promote.bind(store);
@@ -136,7 +154,15 @@ describe('a retry due further away than a timer can wait', () => {
     try {
       const { task } = await w.submitter.enqueue({ type: 'far', owner: 'o' });
       const metrics = new RecordingMetrics();
-      const worker = new Worker({ store, registry: w.registry, config: w.config, workerId: 'behind', logger: silentLogger(), metrics, clock: new ManualClock(Date.now() - 30 * DAY) });
+      const worker = new Worker({
+        store,
+        registry: w.registry,
+        config: w.config,
+        workerId: 'behind',
+        logger: silentLogger(),
+        metrics,
+        clock: new ManualClock(Date.now() - 30 * DAY),
+      });
       const stop = new AbortController();
       const run = worker.run({ stop: stop.signal, idleStopMs: Number.POSITIVE_INFINITY });
       while (metrics.get('TasksRetried') === 0) await sleep(10);

@@ -32,15 +32,23 @@ describe('sanitizeProgress', () => {
   });
 
   it('cuts a note to the store limit, never inside a surrogate pair', () => {
-    expect(sanitizeProgress(0.5, 'x'.repeat(10_000))).toEqual({ fraction: 0.5, note: 'x'.repeat(MAX_PROGRESS_NOTE_CHARS) });
+    expect(sanitizeProgress(0.5, 'x'.repeat(10_000))).toEqual({
+      fraction: 0.5,
+      note: 'x'.repeat(MAX_PROGRESS_NOTE_CHARS),
+    });
     const emoji = `${'x'.repeat(MAX_PROGRESS_NOTE_CHARS - 1)}😀😀`; // the pair straddles the limit
-    expect(sanitizeProgress(0.5, emoji)).toEqual({ fraction: 0.5, note: 'x'.repeat(MAX_PROGRESS_NOTE_CHARS - 1) });
+    expect(sanitizeProgress(0.5, emoji)).toEqual({
+      fraction: 0.5,
+      note: 'x'.repeat(MAX_PROGRESS_NOTE_CHARS - 1),
+    });
     expect(sanitizeProgress(0.5, 'short')).toEqual({ fraction: 0.5, note: 'short' });
   });
 
   it('refuses a fraction that is not a number, or a note that is not a string, with a ValidationError naming it', () => {
     expect(() => sanitizeProgress('50%', undefined)).toThrow(ValidationError);
-    expect(() => sanitizeProgress('50%', undefined)).toThrow(/progress: fraction: must be a number from 0 to 1 \(got string\)/);
+    expect(() => sanitizeProgress('50%', undefined)).toThrow(
+      /progress: fraction: must be a number from 0 to 1 \(got string\)/,
+    );
     expect(() => sanitizeProgress(0.5, 7)).toThrow(/note: must be a string \(got number\)/);
   });
 });
@@ -92,12 +100,25 @@ describe('a handler that reports bad progress', () => {
     const clock = new ManualClock(Date.now());
     const store = w.peer({ clock });
     const queue = new TaskSubmitter(store, w.registry, w.config);
-    const empty = (await queue.enqueue({ type: 'job', owner: 'o', payload: { name: 'empty-batch', items: 0 } })).task;
-    const innocent = (await queue.enqueue({ type: 'job', owner: 'o', payload: { name: 'innocent', items: 1_000 } })).task;
+    const empty = (
+      await queue.enqueue({ type: 'job', owner: 'o', payload: { name: 'empty-batch', items: 0 } })
+    ).task;
+    const innocent = (
+      await queue.enqueue({ type: 'job', owner: 'o', payload: { name: 'innocent', items: 1_000 } })
+    ).task;
     const history = new MemoryHistory('w1');
     const metrics = new RecordingMetrics();
     recordHistory(store.events, history);
-    const worker = new Worker({ store, registry: w.registry, config: w.config, events: store.events, workerId: 'w1', logger: silentLogger(), metrics, clock });
+    const worker = new Worker({
+      store,
+      registry: w.registry,
+      config: w.config,
+      events: store.events,
+      workerId: 'w1',
+      logger: silentLogger(),
+      metrics,
+      clock,
+    });
     const stop = new AbortController();
     const run = worker.run({ stop: stop.signal });
     await waitFor(() => reported.size === 2);
@@ -105,7 +126,11 @@ describe('a handler that reports bad progress', () => {
     // Past the lease and the skew margin in three steps, waiting at each for both leases to be renewed
     // beyond it; recovery sweeps after each step, as the recovery Lambda would.
     const recovery = w.peer({ clock });
-    const renewedTo = (task: string, leaseUntil: number) => history.events.some((e) => e.ev === 'renew' && e.task === task && e.outcome === 'renewed' && (e.leaseUntil ?? 0) >= leaseUntil);
+    const renewedTo = (task: string, leaseUntil: number) =>
+      history.events.some(
+        (e) =>
+          e.ev === 'renew' && e.task === task && e.outcome === 'renewed' && (e.leaseUntil ?? 0) >= leaseUntil,
+      );
     let requeued = 0;
     for (let step = 0; step < 3; step++) {
       clock.advance(w.config.leaseTimeoutMs * 0.6);
@@ -121,10 +146,25 @@ describe('a handler that reports bad progress', () => {
     expect(requeued).toBe(0);
     expect(metrics.get('LeasesLost')).toBe(0);
     expect(metrics.get('LateCompletionsRejected')).toBe(0);
-    expect(history.events.filter((e) => e.ev === 'start').map((e) => e.task).sort()).toEqual([empty.id, innocent.id].sort());
-    expect(await w.store.get({ id: innocent.id })).toMatchObject({ status: 'SUCCESS', attempts: 1, result: 'innocent' });
+    expect(
+      history.events
+        .filter((e) => e.ev === 'start')
+        .map((e) => e.task)
+        .sort(),
+    ).toEqual([empty.id, innocent.id].sort());
+    expect(await w.store.get({ id: innocent.id })).toMatchObject({
+      status: 'SUCCESS',
+      attempts: 1,
+      result: 'innocent',
+    });
     // The last report that fit: -Infinity clamped to 0 with the note cut to the store's limit.
-    expect(await w.store.get({ id: empty.id })).toMatchObject({ status: 'SUCCESS', attempts: 1, result: 'empty-batch', progress: 0, progressNote: 'n'.repeat(MAX_PROGRESS_NOTE_CHARS) });
+    expect(await w.store.get({ id: empty.id })).toMatchObject({
+      status: 'SUCCESS',
+      attempts: 1,
+      result: 'empty-batch',
+      progress: 0,
+      progressNote: 'n'.repeat(MAX_PROGRESS_NOTE_CHARS),
+    });
     expect(refused).toBeInstanceOf(ValidationError);
   });
 });

@@ -9,7 +9,12 @@ import { systemClock } from '../shared/clock.js';
 import { loadConfig, type LeaseholdConfig } from '../shared/config.js';
 import { ValidationError } from '../shared/errors.js';
 import type { LeaseEventMap } from '../shared/events.js';
-import { defineTask, NonRetryableError, type TaskContext, type TaskDefinition } from '../shared/tasks/define.js';
+import {
+  defineTask,
+  NonRetryableError,
+  type TaskContext,
+  type TaskDefinition,
+} from '../shared/tasks/define.js';
 import { TaskRegistry } from '../shared/tasks/registry.js';
 import { TaskSubmitter } from '../shared/tasks/task-submitter.js';
 import { RecordingMetrics } from '../shared/metrics.js';
@@ -21,7 +26,10 @@ import { silentLogger } from './support/worker-world.js';
 const START = Date.UTC(2026, 11, 1, 9, 0, 0);
 
 beforeEach(() => {
-  vi.useFakeTimers({ now: START, toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
+  vi.useFakeTimers({
+    now: START,
+    toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'],
+  });
 });
 afterEach(() => {
   vi.useRealTimers();
@@ -41,13 +49,25 @@ interface World {
   events<K extends keyof LeaseEventMap>(name: K): LeaseEventMap[K][];
 }
 
-function world(definitions: TaskDefinition[], options: { monotonic?: () => number; overrides?: Partial<LeaseholdConfig> } = {}): World {
+function world(
+  definitions: TaskDefinition[],
+  options: { monotonic?: () => number; overrides?: Partial<LeaseholdConfig> } = {},
+): World {
   const settings = { ...config, ...options.overrides };
   const store = new FakeLeaseStore(systemClock(), settings);
   const registry = new TaskRegistry(definitions, settings);
   const metrics = new RecordingMetrics();
   const seen = new Map<string, unknown[]>();
-  const worker = new Worker({ store, registry, config: settings, workerId: 'w1', events: store.events, logger: silentLogger(), metrics, monotonic: options.monotonic ?? (() => Date.now()) });
+  const worker = new Worker({
+    store,
+    registry,
+    config: settings,
+    workerId: 'w1',
+    events: store.events,
+    logger: silentLogger(),
+    metrics,
+    monotonic: options.monotonic ?? (() => Date.now()),
+  });
   return {
     store,
     worker,
@@ -57,7 +77,8 @@ function world(definitions: TaskDefinition[], options: { monotonic?: () => numbe
       let summary: RunSummary | undefined;
       const running = worker.run(runOptions).then((s) => (summary = s));
       // Ten virtual hours at most: a worker that never stops fails the test instead of hanging it.
-      for (let i = 0; summary === undefined && i < 36_000_000 / stepMs; i++) await vi.advanceTimersByTimeAsync(stepMs);
+      for (let i = 0; summary === undefined && i < 36_000_000 / stepMs; i++)
+        await vi.advanceTimersByTimeAsync(stepMs);
       await running;
       return summary!;
     },
@@ -100,7 +121,12 @@ describe('worker runtime (fake store, fake timers)', () => {
     expect(summary).toMatchObject({ claimed: 1, stoppedBecause: 'idle', timersArmed: 0, heartbeatRounds: 2 });
     expect(seen).toEqual([{ taskId: task.id, attempt: 1, token: 1 }]);
     expect(renewals.map((r) => r.outcome)).toEqual(['renewed', 'renewed']);
-    expect(w.store.get(task.id)).toMatchObject({ status: 'SUCCESS', result: { greeting: 'hello Ada' }, progress: 0.5, progressNote: 'half way' });
+    expect(w.store.get(task.id)).toMatchObject({
+      status: 'SUCCESS',
+      result: { greeting: 'hello Ada' },
+      progress: 0.5,
+      progressNote: 'half way',
+    });
     expect(w.metrics.get('TasksSucceeded')).toBe(1);
     expect(w.metrics.get('LeaseRenewalsOk')).toBe(2);
     expect(w.metrics.timings.get('QueueWait')).toEqual([0]);
@@ -125,24 +151,54 @@ describe('worker runtime (fake store, fake timers)', () => {
     const summary = await w.run({}, 100);
     expect(summary.claimed).toBe(6);
     expect(w.store.get(recovers.id)).toMatchObject({ status: 'SUCCESS', attempts: 3, result: 'ok' });
-    expect(w.store.get(exhausts.id)).toMatchObject({ status: 'FAILED', attempts: 3, error: 'Error: failure 3' });
+    expect(w.store.get(exhausts.id)).toMatchObject({
+      status: 'FAILED',
+      attempts: 3,
+      error: 'Error: failure 3',
+    });
     expect(w.store.calls.filter((c) => c.op === 'promote')).toHaveLength(4);
     expect(w.metrics.get('DelayedPromoted')).toBe(4);
     expect(w.metrics.get('TasksRetried')).toBe(4);
   });
 
   it('a NonRetryableError fails the task at once; "task:finished" tells a subscriber it failed for good', async () => {
-    const w = world([defineTask({ name: 'fatal', schema: z.unknown(), handler: () => Promise.reject(new NonRetryableError('bad input')) })]);
+    const w = world([
+      defineTask({
+        name: 'fatal',
+        schema: z.unknown(),
+        handler: () => Promise.reject(new NonRetryableError('bad input')),
+      }),
+    ]);
     const finished = w.events('task:finished');
     const task = w.store.add({ type: 'fatal' });
     await w.run();
-    expect(w.store.get(task.id)).toMatchObject({ status: 'FAILED', attempts: 1, error: 'NonRetryableError: bad input' });
-    expect(finished).toEqual([expect.objectContaining({ taskId: task.id, type: 'fatal', status: 'FAILED', by: 'worker', error: 'NonRetryableError: bad input' })]);
+    expect(w.store.get(task.id)).toMatchObject({
+      status: 'FAILED',
+      attempts: 1,
+      error: 'NonRetryableError: bad input',
+    });
+    expect(finished).toEqual([
+      expect.objectContaining({
+        taskId: task.id,
+        type: 'fatal',
+        status: 'FAILED',
+        by: 'worker',
+        error: 'NonRetryableError: bad input',
+      }),
+    ]);
   });
 
   it('aborts a handler that exceeds its timeout and counts a failed attempt', async () => {
     let reason: unknown;
-    const w = world([defineTask({ name: 'slow', schema: z.unknown(), timeoutMs: 30_000, maxAttempts: 1, handler: (_p, ctx) => untilAborted(ctx.signal).catch((e: unknown) => Promise.reject((reason = e))) })]);
+    const w = world([
+      defineTask({
+        name: 'slow',
+        schema: z.unknown(),
+        timeoutMs: 30_000,
+        maxAttempts: 1,
+        handler: (_p, ctx) => untilAborted(ctx.signal).catch((e: unknown) => Promise.reject((reason = e))),
+      }),
+    ]);
     const task = w.store.add({ type: 'slow' });
     await w.run();
     expect(reason).toBeInstanceOf(TaskAbortedError);
@@ -202,7 +258,11 @@ describe('worker runtime (fake store, fake timers)', () => {
     await run;
     expect(lost).toEqual([{ taskId: task.id, token: 1 }]);
     expect(answers).toEqual([expect.objectContaining({ write: 'complete', outcome: 'refused' })]);
-    expect(w.store.get(task.id)).toMatchObject({ status: 'RUNNING', leaseOwner: 'other-worker', leaseToken: 2 });
+    expect(w.store.get(task.id)).toMatchObject({
+      status: 'RUNNING',
+      leaseOwner: 'other-worker',
+      leaseToken: 2,
+    });
     expect(w.metrics.get('LeasesLost')).toBe(1);
     expect(w.metrics.get('LateCompletionsRejected')).toBe(1);
   });
@@ -235,7 +295,14 @@ describe('worker runtime (fake store, fake timers)', () => {
   });
 
   it('an invocation near its deadline releases its tasks unspent; no timer stays armed', async () => {
-    const w = world([defineTask({ name: 'slow', schema: z.unknown(), timeoutMs: 60_000, handler: (_p, ctx) => untilAborted(ctx.signal) })]);
+    const w = world([
+      defineTask({
+        name: 'slow',
+        schema: z.unknown(),
+        timeoutMs: 60_000,
+        handler: (_p, ctx) => untilAborted(ctx.signal),
+      }),
+    ]);
     const task = w.store.add({ type: 'slow' });
     // Claimed with time to spare; then the invocation's time runs short (as when a later claim of a
     // shorter type started it near its end): the drain margin begins at once.
@@ -251,7 +318,9 @@ describe('worker runtime (fake store, fake timers)', () => {
   });
 
   it('claims no type whose timeout no longer fits the invocation', async () => {
-    const w = world([defineTask({ name: 'long', schema: z.unknown(), timeoutMs: 120_000, handler: () => 'x' })]);
+    const w = world([
+      defineTask({ name: 'long', schema: z.unknown(), timeoutMs: 120_000, handler: () => 'x' }),
+    ]);
     w.store.add({ type: 'long' });
     const summary = await w.run({ remainingTimeMs: () => 100_000 });
     expect(summary).toMatchObject({ claimed: 0, stoppedBecause: 'deadline' });
@@ -259,7 +328,13 @@ describe('worker runtime (fake store, fake timers)', () => {
   });
 
   it('a handler that ignores the drain is abandoned: its lease is released and its late completion refused', async () => {
-    const w = world([defineTask({ name: 'deaf', schema: z.unknown(), handler: () => new Promise((resolve) => setTimeout(() => resolve('late'), 60_000)) })]);
+    const w = world([
+      defineTask({
+        name: 'deaf',
+        schema: z.unknown(),
+        handler: () => new Promise((resolve) => setTimeout(() => resolve('late'), 60_000)),
+      }),
+    ]);
     const task = w.store.add({ type: 'deaf' });
     const stop = new AbortController();
     const answers = w.events('write:answered');
@@ -276,11 +351,20 @@ describe('worker runtime (fake store, fake timers)', () => {
 
   it('measures event-loop lag when a handler blocks the heartbeat timer', async () => {
     let blocked = 0;
-    const w = world([defineTask({ name: 'cpu', schema: z.unknown(), handler: async (_p, ctx) => {
-      await ctx.sleep(5_000);
-      blocked = 15_000; // the next tick looks 15 s late, as after a CPU-bound stretch
-      await ctx.sleep(30_000);
-    } })], { monotonic: () => Date.now() + blocked });
+    const w = world(
+      [
+        defineTask({
+          name: 'cpu',
+          schema: z.unknown(),
+          handler: async (_p, ctx) => {
+            await ctx.sleep(5_000);
+            blocked = 15_000; // the next tick looks 15 s late, as after a CPU-bound stretch
+            await ctx.sleep(30_000);
+          },
+        }),
+      ],
+      { monotonic: () => Date.now() + blocked },
+    );
     w.store.add({ type: 'cpu' });
     const summary = await w.run();
     expect(summary.maxEventLoopLagMs).toBe(15_000);
@@ -312,7 +396,15 @@ describe('worker runtime (fake store, fake timers)', () => {
   });
 
   it('stays up while a retry of its own is due within the idle window, and stops idle after it', async () => {
-    const w = world([defineTask({ name: 'once', schema: z.unknown(), maxAttempts: 2, backoff: { baseMs: 8_000, maxMs: 8_000 }, handler: (_p, ctx) => (ctx.attempt === 1 ? Promise.reject(new Error('first')) : 'ok') })]);
+    const w = world([
+      defineTask({
+        name: 'once',
+        schema: z.unknown(),
+        maxAttempts: 2,
+        backoff: { baseMs: 8_000, maxMs: 8_000 },
+        handler: (_p, ctx) => (ctx.attempt === 1 ? Promise.reject(new Error('first')) : 'ok'),
+      }),
+    ]);
     const task = w.store.add({ type: 'once' });
     const summary = await w.run({ idleStopMs: 5_000 }, 100);
     expect(summary).toMatchObject({ claimed: 2, stoppedBecause: 'idle' });
@@ -338,23 +430,45 @@ describe('worker runtime (fake store, fake timers)', () => {
 
 describe('task definitions', () => {
   it('refuses unknown types and payloads that fail the schema at enqueue time, writing nothing', async () => {
-    const registry = new TaskRegistry([defineTask({ name: 'typed', schema: z.object({ n: z.number().int() }), handler: () => 1 })], config);
+    const registry = new TaskRegistry(
+      [defineTask({ name: 'typed', schema: z.object({ n: z.number().int() }), handler: () => 1 })],
+      config,
+    );
     const enqueued: unknown[] = [];
-    const queue = new TaskSubmitter({ enqueue: async (input) => (enqueued.push(input), Promise.reject(new Error('unreachable'))) }, registry, config);
+    const queue = new TaskSubmitter(
+      { enqueue: async (input) => (enqueued.push(input), Promise.reject(new Error('unreachable'))) },
+      registry,
+      config,
+    );
     const unknown = await queue.enqueue({ type: 'nope', owner: 'o' }).catch((e: unknown) => e);
     expect(unknown).toBeInstanceOf(ValidationError);
-    expect((unknown as ValidationError).problems).toEqual([{ path: 'type', message: 'unknown task type "nope"; known types: typed' }]);
-    const bad = (await queue.enqueue({ type: 'typed', payload: { n: 1.5 }, owner: 'o' }).catch((e: unknown) => e)) as ValidationError;
+    expect((unknown as ValidationError).problems).toEqual([
+      { path: 'type', message: 'unknown task type "nope"; known types: typed' },
+    ]);
+    const bad = (await queue
+      .enqueue({ type: 'typed', payload: { n: 1.5 }, owner: 'o' })
+      .catch((e: unknown) => e)) as ValidationError;
     expect(bad.problems.map((p) => p.path)).toEqual(['payload.n']);
     expect(enqueued).toEqual([]);
   });
 
   it('decides outcomes from how the handler ended and why it was aborted (pure)', () => {
-    expect(decideOutcome({ kind: 'resolved', result: 1 }, 'lease-lost', 10)).toEqual({ write: 'complete', result: 1 });
-    expect(decideOutcome({ kind: 'rejected', error: new Error('x'), retryable: true }, 'shutdown', 10)).toEqual({ write: 'release' });
+    expect(decideOutcome({ kind: 'resolved', result: 1 }, 'lease-lost', 10)).toEqual({
+      write: 'complete',
+      result: 1,
+    });
+    expect(
+      decideOutcome({ kind: 'rejected', error: new Error('x'), retryable: true }, 'shutdown', 10),
+    ).toEqual({ write: 'release' });
     expect(decideOutcome({ kind: 'abandoned' }, 'cancel-requested', 10)).toEqual({ write: 'finish-cancel' });
-    expect(decideOutcome({ kind: 'abandoned' }, 'timeout', 10)).toEqual({ write: 'fail', error: 'timed out after 10 ms', retryable: true });
-    expect(decideOutcome({ kind: 'rejected', error: new TypeError('bad'), retryable: false }, undefined, 10)).toEqual({ write: 'fail', error: 'TypeError: bad', retryable: false });
+    expect(decideOutcome({ kind: 'abandoned' }, 'timeout', 10)).toEqual({
+      write: 'fail',
+      error: 'timed out after 10 ms',
+      retryable: true,
+    });
+    expect(
+      decideOutcome({ kind: 'rejected', error: new TypeError('bad'), retryable: false }, undefined, 10),
+    ).toEqual({ write: 'fail', error: 'TypeError: bad', retryable: false });
   });
 });
 

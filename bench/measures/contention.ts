@@ -19,7 +19,9 @@ export async function claimContention(ctx: BenchContext): Promise<Measure[]> {
     const queries = sum(runtimes.map((r) => r.meter.count('Query')));
     for (const r of runtimes) r.client.destroy();
     const perClaim = result.lostRaces / result.claimed;
-    ctx.log(`${workers} workers: ${result.lostRaces} lost races over ${result.claimed} claims (${round(perClaim, 4)} per claim), ${Math.round(result.elapsedMs)} ms`);
+    ctx.log(
+      `${workers} workers: ${result.lostRaces} lost races over ${result.claimed} claims (${round(perClaim, 4)} per claim), ${Math.round(result.elapsedMs)} ms`,
+    );
     results.push(
       measure({
         group: '2. claim contention',

@@ -25,7 +25,14 @@ export async function enqueueToStart(ctx: BenchContext): Promise<Measure[]> {
   });
   const registry = new TaskRegistry([stamp], table.config);
   const stop = new AbortController();
-  const worker = new Worker({ store: r.store, registry, config: table.config, workerId: 'bench-latency', logger: quietLogger(), metrics: new RecordingMetrics() });
+  const worker = new Worker({
+    store: r.store,
+    registry,
+    config: table.config,
+    workerId: 'bench-latency',
+    logger: quietLogger(),
+    metrics: new RecordingMetrics(),
+  });
   const running = worker.run({ stop: stop.signal, idleStopMs: Number.POSITIVE_INFINITY });
   await sleep(2 * pollIntervalMs); // warm: a few empty polls behind it
   for (let n = 0; n < tasks; n++) {
@@ -33,7 +40,8 @@ export async function enqueueToStart(ctx: BenchContext): Promise<Measure[]> {
     enqueuedAt.set(n, performance.now());
     await r.store.enqueue({ type: 'bench.stamp', owner: 'bench', payload: { n } });
   }
-  for (let waited = 0; latencies.length < tasks && waited < 10 * pollIntervalMs; waited += 50) await sleep(50);
+  for (let waited = 0; latencies.length < tasks && waited < 10 * pollIntervalMs; waited += 50)
+    await sleep(50);
   stop.abort();
   await running;
   r.client.destroy();
@@ -44,7 +52,13 @@ export async function enqueueToStart(ctx: BenchContext): Promise<Measure[]> {
   ctx.log(`p50 ${p50.toFixed(0)} ms, p99 ${p99.toFixed(0)} ms at a poll interval of ${pollIntervalMs} ms`);
   const parameters = { tasks, pollIntervalMs, arrivalGapMs: 'uniform 0-150', max: round(sorted.at(-1)!, 1) };
   return [
-    measure({ group: '4. enqueue to start', name: 'latency p50', value: round(p50, 1), unit: 'ms', parameters: { ...parameters, ratioToPoll: round(p50 / pollIntervalMs, 3) } }),
+    measure({
+      group: '4. enqueue to start',
+      name: 'latency p50',
+      value: round(p50, 1),
+      unit: 'ms',
+      parameters: { ...parameters, ratioToPoll: round(p50 / pollIntervalMs, 3) },
+    }),
     measure({
       group: '4. enqueue to start',
       name: 'latency p99',

@@ -33,13 +33,16 @@ export async function lockThroughput(ctx: BenchContext): Promise<Measure[]> {
   const results: Measure[] = [];
   for (const scenario of ['distinct', 'shared'] as const) {
     const nodes = await runNodes(ctx.endpoint, table.config.tableName, scenario, durationMs);
-    const total = (k: 'attempts' | 'acquired' | 'conflicts' | 'lostReleases' | 'errors') => sum(nodes.map((n) => n[k]));
+    const total = (k: 'attempts' | 'acquired' | 'conflicts' | 'lostReleases' | 'errors') =>
+      sum(nodes.map((n) => n[k]));
     // Divided by the slowest node's time: the nodes run side by side, and the last one ends the run.
     const perSecond = total('acquired') / (Math.max(...nodes.map((n) => n.elapsedMs)) / 1000);
     const conflictPct = (100 * total('conflicts')) / total('attempts');
     const label = scenario === 'distinct' ? 'distinct keys' : 'one shared key';
     const firstError = nodes.find((n) => n.firstError)?.firstError;
-    ctx.log(`${label}: ${total('acquired')} of ${total('attempts')} acquired (${Math.round(perSecond)}/s), ${total('conflicts')} conflicts (${round(conflictPct, 3)} %), ${total('errors')} errors${firstError ? ` (${firstError})` : ''}`);
+    ctx.log(
+      `${label}: ${total('acquired')} of ${total('attempts')} acquired (${Math.round(perSecond)}/s), ${total('conflicts')} conflicts (${round(conflictPct, 3)} %), ${total('errors')} errors${firstError ? ` (${firstError})` : ''}`,
+    );
     const parameters = {
       processes: PROCESSES,
       loopsPerProcess: LOOPS,
@@ -70,7 +73,11 @@ export async function lockThroughput(ctx: BenchContext): Promise<Measure[]> {
         unit: '%',
         ...(distinct ? { target: { op: '<=' as const, value: 0.5 } } : {}),
         parameters,
-        ...(distinct ? {} : { note: `all ${PROCESSES * LOOPS} loops try one key without retries: while one holds it, every other attempt conflicts by nature` }),
+        ...(distinct
+          ? {}
+          : {
+              note: `all ${PROCESSES * LOOPS} loops try one key without retries: while one holds it, every other attempt conflicts by nature`,
+            }),
       }),
     );
   }
@@ -78,17 +85,34 @@ export async function lockThroughput(ctx: BenchContext): Promise<Measure[]> {
 }
 
 /** Starts the nodes, starts them together once all are ready, and collects their summaries. */
-async function runNodes(endpoint: string, tableName: string, scenario: LockScenario, durationMs: number): Promise<LockNodeSummary[]> {
+async function runNodes(
+  endpoint: string,
+  tableName: string,
+  scenario: LockScenario,
+  durationMs: number,
+): Promise<LockNodeSummary[]> {
   // Start-up (tsx, the SDK, the warm-up lock) takes seconds on a busy machine and is not measured.
   const started = await Promise.allSettled(
     Array.from({ length: PROCESSES }, () =>
-      startNodeProcess(['--import', 'tsx', 'bench/lock-node.ts', endpoint, tableName, scenario, String(LOOPS), String(durationMs)], {
-        env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
-        ready: /^ready$/m,
-        what: 'a lock node',
-        timeoutMs: 60_000,
-        stdin: true,
-      }),
+      startNodeProcess(
+        [
+          '--import',
+          'tsx',
+          'bench/lock-node.ts',
+          endpoint,
+          tableName,
+          scenario,
+          String(LOOPS),
+          String(durationMs),
+        ],
+        {
+          env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
+          ready: /^ready$/m,
+          what: 'a lock node',
+          timeoutMs: 60_000,
+          stdin: true,
+        },
+      ),
     ),
   );
   const nodes = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
@@ -100,11 +124,16 @@ async function runNodes(endpoint: string, tableName: string, scenario: LockScena
     await Promise.all(nodes.map((n) => n.exited));
     clearTimeout(guard);
     return nodes.map((node) => {
-      const line = node.output().split('\n').findLast((l) => l.startsWith('{'));
-      if (node.child.exitCode !== 0 || !line) throw new Error(`a lock node failed (exit ${node.child.exitCode}):\n${node.output()}`);
+      const line = node
+        .output()
+        .split('\n')
+        .findLast((l) => l.startsWith('{'));
+      if (node.child.exitCode !== 0 || !line)
+        throw new Error(`a lock node failed (exit ${node.child.exitCode}):\n${node.output()}`);
       return JSON.parse(line) as LockNodeSummary;
     });
   } finally {
-    for (const node of nodes) if (node.child.exitCode === null && node.child.signalCode === null) node.child.kill();
+    for (const node of nodes)
+      if (node.child.exitCode === null && node.child.signalCode === null) node.child.kill();
   }
 }

@@ -25,7 +25,11 @@ export async function recoveryLatency(ctx: BenchContext): Promise<Measure[]> {
   const { config } = table;
   const r = table.runtime();
   // The stack processes read the same settings from their environment.
-  const env = { ...lambdaEnvironment(config), LEASEHOLD_TABLE: config.tableName, LEASEHOLD_DYNAMODB_ENDPOINT: ctx.endpoint };
+  const env = {
+    ...lambdaEnvironment(config),
+    LEASEHOLD_TABLE: config.tableName,
+    LEASEHOLD_DYNAMODB_ENDPOINT: ctx.endpoint,
+  };
   let serial = 0;
   const startWorker = async () => {
     const id = `bench-recovery-worker-${++serial}`;
@@ -42,19 +46,27 @@ export async function recoveryLatency(ctx: BenchContext): Promise<Measure[]> {
     }
     for (let k = 0; k < kills; k++) {
       const { task } = await r.store.enqueue({ type: 'demo.sleep', owner: 'bench', payload: { ms: 60_000 } });
-      const holder = await waitFor(async () => {
-        const t = await r.store.get({ id: task.id });
-        return t.status === 'RUNNING' && t.leaseOwner ? t.leaseOwner : undefined;
-      }, 30_000, 'the task to start');
+      const holder = await waitFor(
+        async () => {
+          const t = await r.store.get({ id: task.id });
+          return t.status === 'RUNNING' && t.leaseOwner ? t.leaseOwner : undefined;
+        },
+        30_000,
+        'the task to start',
+      );
       const victim = workers.get(holder);
       if (!victim) throw new Error(`task ${task.id} is held by ${holder}, not a worker this measure started`);
       victim.child.kill('SIGKILL');
       const killedAt = performance.now();
       workers.delete(holder);
-      await waitFor(async () => {
-        const t = await r.store.get({ id: task.id });
-        return t.status === 'RUNNING' && t.attempts === 2 ? true : undefined;
-      }, 30_000, 'the task to run again');
+      await waitFor(
+        async () => {
+          const t = await r.store.get({ id: task.id });
+          return t.status === 'RUNNING' && t.attempts === 2 ? true : undefined;
+        },
+        30_000,
+        'the task to run again',
+      );
       latencies.push(performance.now() - killedAt);
       // Free the survivor's slot for the next round, and bring the worker count back to two.
       await r.store.requestCancel({ id: task.id });
@@ -68,10 +80,25 @@ export async function recoveryLatency(ctx: BenchContext): Promise<Measure[]> {
   const sorted = [...latencies].sort((a, b) => a - b);
   const bound = config.leaseTimeoutMs + config.recoveryIntervalMs;
   const allowed = bound + config.clockSkewMs + config.pollIntervalMs;
-  ctx.log(`${kills} kills: p50 ${percentile(sorted, 50).toFixed(0)} ms, max ${sorted.at(-1)!.toFixed(0)} ms (leaseTimeout + recoveryInterval = ${bound} ms)`);
-  const parameters = { kills, leaseTimeoutMs: config.leaseTimeoutMs, heartbeatIntervalMs: config.heartbeatIntervalMs, recoveryIntervalMs: config.recoveryIntervalMs, clockSkewMs: config.clockSkewMs, pollIntervalMs: config.pollIntervalMs };
+  ctx.log(
+    `${kills} kills: p50 ${percentile(sorted, 50).toFixed(0)} ms, max ${sorted.at(-1)!.toFixed(0)} ms (leaseTimeout + recoveryInterval = ${bound} ms)`,
+  );
+  const parameters = {
+    kills,
+    leaseTimeoutMs: config.leaseTimeoutMs,
+    heartbeatIntervalMs: config.heartbeatIntervalMs,
+    recoveryIntervalMs: config.recoveryIntervalMs,
+    clockSkewMs: config.clockSkewMs,
+    pollIntervalMs: config.pollIntervalMs,
+  };
   return [
-    measure({ group: '5. recovery', name: 'kill to running again, p50', value: round(percentile(sorted, 50), 1), unit: 'ms', parameters: { ...parameters, ratioToLeasePlusInterval: round(percentile(sorted, 50) / bound, 3) } }),
+    measure({
+      group: '5. recovery',
+      name: 'kill to running again, p50',
+      value: round(percentile(sorted, 50), 1),
+      unit: 'ms',
+      parameters: { ...parameters, ratioToLeasePlusInterval: round(percentile(sorted, 50) / bound, 3) },
+    }),
     measure({
       group: '5. recovery',
       name: 'kill to running again, max',

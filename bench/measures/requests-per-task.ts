@@ -28,32 +28,67 @@ export async function requestsPerTask(ctx: BenchContext): Promise<Measure[]> {
   const writes = (enqueueWrites + r.meter.count(...WRITE_OPERATIONS)) / tasks;
   const queries = r.meter.count(...QUERY_OPERATIONS) / tasks;
   const reads = r.meter.count(...READ_OPERATIONS) / tasks;
-  const readUnits = (sum(QUERY_OPERATIONS.map((op) => r.meter.capacity.get(op) ?? 0)) + sum(READ_OPERATIONS.map((op) => r.meter.capacity.get(op) ?? 0))) / tasks;
-  const tableWriteUnits = (enqueueUnits + sum(WRITE_OPERATIONS.map((op) => r.meter.capacity.get(op) ?? 0))) / tasks;
+  const readUnits =
+    (sum(QUERY_OPERATIONS.map((op) => r.meter.capacity.get(op) ?? 0)) +
+      sum(READ_OPERATIONS.map((op) => r.meter.capacity.get(op) ?? 0))) /
+    tasks;
+  const tableWriteUnits =
+    (enqueueUnits + sum(WRITE_OPERATIONS.map((op) => r.meter.capacity.get(op) ?? 0))) / tasks;
   r.client.destroy();
-  const parameters = { tasks, workerConcurrency: table.config.workerConcurrency, claimWindow: table.config.claimWindow, byOperation };
+  const parameters = {
+    tasks,
+    workerConcurrency: table.config.workerConcurrency,
+    claimWindow: table.config.claimWindow,
+    byOperation,
+  };
 
   const idleType = await queriesWithIdleType(ctx, tasks);
   const lifecycle = await sampledLifecycle(ctx.endpoint, table.config.tableName);
   const long = await longTask(ctx);
   return [
-    measure({ group, name: 'write requests per short task', value: round(writes, 4), unit: 'requests', target: { op: '<=', value: 3 }, parameters }),
-    measure({ group, name: 'queries per short task', value: round(queries, 4), unit: 'requests', target: { op: '<=', value: 0.25 }, parameters }),
+    measure({
+      group,
+      name: 'write requests per short task',
+      value: round(writes, 4),
+      unit: 'requests',
+      target: { op: '<=', value: 3 },
+      parameters,
+    }),
+    measure({
+      group,
+      name: 'queries per short task',
+      value: round(queries, 4),
+      unit: 'requests',
+      target: { op: '<=', value: 0.25 },
+      parameters,
+    }),
     measure({
       group,
       name: 'queries per short task, worker also serving an idle type',
       value: idleType,
       unit: 'requests',
-      parameters: { tasks, note: 'each empty partition (16 per type) costs a worker one query per poll interval' },
+      parameters: {
+        tasks,
+        note: 'each empty partition (16 per type) costs a worker one query per poll interval',
+      },
     }),
-    measure({ group, name: 'item reads per short task', value: round(reads, 4), unit: 'requests', parameters }),
+    measure({
+      group,
+      name: 'item reads per short task',
+      value: round(reads, 4),
+      unit: 'requests',
+      parameters,
+    }),
     measure({
       group,
       name: 'read units per short task',
       value: round(readUnits, 4),
       unit: 'RCU',
       target: { op: '<=', value: 0.5 },
-      parameters: { ...parameters, source: 'ConsumedCapacity reported by dynalite (eventually consistent index queries)' },
+      parameters: {
+        ...parameters,
+        source: 'ConsumedCapacity reported by dynalite (eventually consistent index queries)',
+      },
     }),
     measure({
       group,
@@ -69,10 +104,21 @@ export async function requestsPerTask(ctx: BenchContext): Promise<Measure[]> {
       value: lifecycle.renewalMean,
       unit: 'WCU',
       target: { op: '<=', value: 1 },
-      parameters: { renewals: lifecycle.renewals, leaseTimeoutMs: lifecycle.config.leaseTimeoutMs, heartbeatIntervalMs: lifecycle.config.heartbeatIntervalMs, clockSkewMs: lifecycle.config.clockSkewMs },
+      parameters: {
+        renewals: lifecycle.renewals,
+        leaseTimeoutMs: lifecycle.config.leaseTimeoutMs,
+        heartbeatIntervalMs: lifecycle.config.heartbeatIntervalMs,
+        clockSkewMs: lifecycle.config.clockSkewMs,
+      },
       note: 'a renewal moves the sweep-index key only when the lease outruns the slack (lease - heartbeat - skew) it was filed with: 1 in 5 with the defaults, which costs 3 WCU instead of 1',
     }),
-    measure({ group, name: 'write requests per task that renews 5 times', value: long.writes, unit: 'requests', parameters: long.parameters }),
+    measure({
+      group,
+      name: 'write requests per task that renews 5 times',
+      value: long.writes,
+      unit: 'requests',
+      parameters: long.parameters,
+    }),
   ];
 }
 
@@ -97,18 +143,25 @@ export async function sampledLifecycle(endpoint: string, tableName: string) {
   const client = createDynamoClient(config);
   const doc = documentClientFor(client);
   const store = new TaskStore({ doc, config, clock });
-  const read = async (id: string) => (await doc.send(new GetCommand({ TableName: tableName, Key: taskKey(id), ConsistentRead: true }))).Item;
+  const read = async (id: string) =>
+    (await doc.send(new GetCommand({ TableName: tableName, Key: taskKey(id), ConsistentRead: true }))).Item;
   try {
-    const { task } = await store.enqueue({ type: 'bench.sample', owner: 'someone@example.com', payload: { to: 'someone@example.com', template: 'welcome' } });
+    const { task } = await store.enqueue({
+      type: 'bench.sample',
+      owner: 'someone@example.com',
+      payload: { to: 'someone@example.com', template: 'welcome' },
+    });
     const queued = await read(task.id);
-    let { lease } = (await store.claim({ workerId: 'bench-sampler', types: ['bench.sample'], max: 1 })).claimed[0]!;
+    let { lease } = (await store.claim({ workerId: 'bench-sampler', types: ['bench.sample'], max: 1 }))
+      .claimed[0]!;
     const running = await read(task.id);
     const renewals: number[] = [];
     let before = running;
     for (let i = 0; i < 5; i++) {
       clock.advance(config.heartbeatIntervalMs);
       const [renewal] = await store.renew({ leases: [lease] });
-      if (renewal?.outcome !== 'renewed') throw new Error(`renewal ${i + 1} of the sampled task did not renew: ${renewal?.outcome}`);
+      if (renewal?.outcome !== 'renewed')
+        throw new Error(`renewal ${i + 1} of the sampled task did not renew: ${renewal?.outcome}`);
       lease = renewal.lease;
       const after = await read(task.id);
       renewals.push(writeCost(before, after).total);
@@ -116,7 +169,11 @@ export async function sampledLifecycle(endpoint: string, tableName: string) {
     }
     await store.complete({ lease, result: { ok: true } });
     const finished = await read(task.id);
-    const steps = { enqueue: writeCost(undefined, queued), claim: writeCost(queued, running), complete: writeCost(before, finished) };
+    const steps = {
+      enqueue: writeCost(undefined, queued),
+      claim: writeCost(queued, running),
+      complete: writeCost(before, finished),
+    };
     const total = steps.enqueue.total + steps.claim.total + steps.complete.total;
     return { steps, total, renewals, renewalMean: round(sum(renewals) / renewals.length, 3), config };
   } finally {
@@ -128,9 +185,17 @@ export async function sampledLifecycle(endpoint: string, tableName: string) {
 async function longTask(ctx: BenchContext) {
   const tasks = ctx.quick ? 8 : 32;
   const heartbeatIntervalMs = 200;
-  const table = await benchTable(ctx.endpoint, 'renewing', { leaseTimeoutMs: 2_000, heartbeatIntervalMs, clockSkewMs: 100, requestDeadlineMs: 150 });
+  const table = await benchTable(ctx.endpoint, 'renewing', {
+    leaseTimeoutMs: 2_000,
+    heartbeatIntervalMs,
+    clockSkewMs: 100,
+    requestDeadlineMs: 150,
+  });
   const r = table.runtime();
-  await enqueueMany(r.store, tasks, 8, { type: 'bench.wait', payload: { ms: Math.round(heartbeatIntervalMs * 5.5) } });
+  await enqueueMany(r.store, tasks, 8, {
+    type: 'bench.wait',
+    payload: { ms: Math.round(heartbeatIntervalMs * 5.5) },
+  });
   const enqueueWrites = r.meter.count(...WRITE_OPERATIONS);
   r.meter.reset();
   await drain([r], tasks, { concurrency: tasks, types: ['bench.wait'] });
@@ -138,5 +203,13 @@ async function longTask(ctx: BenchContext) {
   const writes = (enqueueWrites + r.meter.count(...WRITE_OPERATIONS)) / tasks;
   r.client.destroy();
   // Claim and complete are one update each; the rest are renewals.
-  return { writes: round(writes, 3), parameters: { tasks, heartbeatIntervalMs, handlerMs: heartbeatIntervalMs * 5.5, renewalsPerTask: round(updates / tasks - 2, 3) } };
+  return {
+    writes: round(writes, 3),
+    parameters: {
+      tasks,
+      heartbeatIntervalMs,
+      handlerMs: heartbeatIntervalMs * 5.5,
+      renewalsPerTask: round(updates / tasks - 2, 3),
+    },
+  };
 }

@@ -27,7 +27,9 @@ export async function throughputRatio(ctx: BenchContext): Promise<Measure[]> {
     }
     r.client.destroy();
     const best = { bare: Math.max(...bare), runtime: Math.max(...runtime) };
-    ctx.log(`concurrency ${concurrency}: runtime ${best.runtime.toFixed(0)} tasks/s, bare loop ${best.bare.toFixed(0)} tasks/s`);
+    ctx.log(
+      `concurrency ${concurrency}: runtime ${best.runtime.toFixed(0)} tasks/s, bare loop ${best.bare.toFixed(0)} tasks/s`,
+    );
     results.push(
       measure({
         group: '3. throughput',
@@ -35,7 +37,13 @@ export async function throughputRatio(ctx: BenchContext): Promise<Measure[]> {
         value: round(best.runtime / best.bare, 3),
         unit: 'ratio',
         target: { op: '>=', value: 0.75 },
-        parameters: { tasks, concurrency, repeats, runtimeTasksPerS: runtime.map((v) => round(v, 1)), bareTasksPerS: bare.map((v) => round(v, 1)) },
+        parameters: {
+          tasks,
+          concurrency,
+          repeats,
+          runtimeTasksPerS: runtime.map((v) => round(v, 1)),
+          bareTasksPerS: bare.map((v) => round(v, 1)),
+        },
       }),
     );
   }
@@ -58,7 +66,14 @@ async function bareLoop(r: BenchRuntime, tasks: number, lanes: number, repeat: n
         await doc.send(
           new PutCommand({
             TableName: config.tableName,
-            Item: { pk, sk: 'TASK', status: 'QUEUED', payload: { n }, [INDEX.ready.partition]: partition, [INDEX.ready.sort]: `${now}#${pk}` },
+            Item: {
+              pk,
+              sk: 'TASK',
+              status: 'QUEUED',
+              payload: { n },
+              [INDEX.ready.partition]: partition,
+              [INDEX.ready.sort]: `${now}#${pk}`,
+            },
           }),
         );
         const head = await doc.send(
@@ -78,12 +93,22 @@ async function bareLoop(r: BenchRuntime, tasks: number, lanes: number, repeat: n
             Key: key,
             UpdateExpression: 'SET #s = :running REMOVE #rp, #rs',
             ConditionExpression: '#s = :queued',
-            ExpressionAttributeNames: { '#s': 'status', '#rp': INDEX.ready.partition, '#rs': INDEX.ready.sort },
+            ExpressionAttributeNames: {
+              '#s': 'status',
+              '#rp': INDEX.ready.partition,
+              '#rs': INDEX.ready.sort,
+            },
             ExpressionAttributeValues: { ':running': 'RUNNING', ':queued': 'QUEUED' },
           }),
         );
         await doc.send(
-          new UpdateCommand({ TableName: config.tableName, Key: key, UpdateExpression: 'SET #s = :done', ExpressionAttributeNames: { '#s': 'status' }, ExpressionAttributeValues: { ':done': 'SUCCESS' } }),
+          new UpdateCommand({
+            TableName: config.tableName,
+            Key: key,
+            UpdateExpression: 'SET #s = :done',
+            ExpressionAttributeNames: { '#s': 'status' },
+            ExpressionAttributeValues: { ':done': 'SUCCESS' },
+          }),
         );
       }
     }),

@@ -5,7 +5,11 @@
  */
 import type { APIGatewayProxyEventV2WithIAMAuthorizer } from 'aws-lambda';
 import type { Logger } from '@aws-lambda-powertools/logger';
-import { ProvisionedThroughputExceededException, RequestLimitExceeded, ThrottlingException } from '@aws-sdk/client-dynamodb';
+import {
+  ProvisionedThroughputExceededException,
+  RequestLimitExceeded,
+  ThrottlingException,
+} from '@aws-sdk/client-dynamodb';
 import type * as z from 'zod';
 import { describeError, LeaseholdError, ValidationError } from '../errors.js';
 import type { TaskCommands, TaskReads } from '../store/ports.js';
@@ -28,7 +32,10 @@ export interface ApiDeps {
   logger: Logger;
 }
 
-export type ApiEvent = Pick<APIGatewayProxyEventV2WithIAMAuthorizer, 'rawPath' | 'headers' | 'body' | 'isBase64Encoded' | 'queryStringParameters' | 'requestContext'>;
+export type ApiEvent = Pick<
+  APIGatewayProxyEventV2WithIAMAuthorizer,
+  'rawPath' | 'headers' | 'body' | 'isBase64Encoded' | 'queryStringParameters' | 'requestContext'
+>;
 
 interface Route {
   method: string;
@@ -48,34 +55,90 @@ const routes: Route[] = [
   { method: 'GET', path: '/health', pattern: /^\/health$/, handle: async () => json(200, { status: 'ok' }) },
   { method: 'POST', path: '/tasks', pattern: /^\/tasks$/, handle: (ctx) => createTask(ctx) },
   { method: 'GET', path: '/tasks', pattern: /^\/tasks$/, handle: (ctx) => listTasks(ctx) },
-  { method: 'GET', path: '/tasks/{id}', pattern: /^\/tasks\/([^/]+)$/, handle: async (ctx, [id]) => json(200, { task: taskJson(await ctx.deps.store.get({ id: id!, owner: ctx.owner })) }) },
-  { method: 'POST', path: '/tasks/{id}/cancel', pattern: /^\/tasks\/([^/]+)\/cancel$/, handle: async (ctx, [id]) => json(200, { task: taskJson(await ctx.deps.store.requestCancel({ id: id!, owner: ctx.owner })) }) },
-  { method: 'POST', path: '/tasks/{id}/retry', pattern: /^\/tasks\/([^/]+)\/retry$/, handle: async (ctx, [id]) => json(200, { task: taskJson(await ctx.deps.store.retry({ id: id!, owner: ctx.owner })) }) },
+  {
+    method: 'GET',
+    path: '/tasks/{id}',
+    pattern: /^\/tasks\/([^/]+)$/,
+    handle: async (ctx, [id]) =>
+      json(200, { task: taskJson(await ctx.deps.store.get({ id: id!, owner: ctx.owner })) }),
+  },
+  {
+    method: 'POST',
+    path: '/tasks/{id}/cancel',
+    pattern: /^\/tasks\/([^/]+)\/cancel$/,
+    handle: async (ctx, [id]) =>
+      json(200, { task: taskJson(await ctx.deps.store.requestCancel({ id: id!, owner: ctx.owner })) }),
+  },
+  {
+    method: 'POST',
+    path: '/tasks/{id}/retry',
+    pattern: /^\/tasks\/([^/]+)\/retry$/,
+    handle: async (ctx, [id]) =>
+      json(200, { task: taskJson(await ctx.deps.store.retry({ id: id!, owner: ctx.owner })) }),
+  },
   { method: 'GET', path: '/schedules', pattern: /^\/schedules$/, handle: (ctx) => listSchedules(ctx) },
-  { method: 'PUT', path: '/schedules/{name}', pattern: /^\/schedules\/([^/]+)$/, handle: (ctx, [name]) => putSchedule(ctx, name!) },
-  { method: 'GET', path: '/schedules/{name}', pattern: /^\/schedules\/([^/]+)$/, handle: (ctx, [name]) => getSchedule(ctx, name!) },
-  { method: 'DELETE', path: '/schedules/{name}', pattern: /^\/schedules\/([^/]+)$/, handle: (ctx, [name]) => deleteSchedule(ctx, name!) },
-  { method: 'GET', path: '/schedules/{name}/fires', pattern: /^\/schedules\/([^/]+)\/fires$/, handle: (ctx, [name]) => listFires(ctx, name!) },
+  {
+    method: 'PUT',
+    path: '/schedules/{name}',
+    pattern: /^\/schedules\/([^/]+)$/,
+    handle: (ctx, [name]) => putSchedule(ctx, name!),
+  },
+  {
+    method: 'GET',
+    path: '/schedules/{name}',
+    pattern: /^\/schedules\/([^/]+)$/,
+    handle: (ctx, [name]) => getSchedule(ctx, name!),
+  },
+  {
+    method: 'DELETE',
+    path: '/schedules/{name}',
+    pattern: /^\/schedules\/([^/]+)$/,
+    handle: (ctx, [name]) => deleteSchedule(ctx, name!),
+  },
+  {
+    method: 'GET',
+    path: '/schedules/{name}/fires',
+    pattern: /^\/schedules\/([^/]+)\/fires$/,
+    handle: (ctx, [name]) => listFires(ctx, name!),
+  },
 ];
 
 /** Every route of the API, for the infrastructure. */
-export const API_ROUTES: readonly { method: string; path: string }[] = routes.map(({ method, path }) => ({ method, path }));
+export const API_ROUTES: readonly { method: string; path: string }[] = routes.map(({ method, path }) => ({
+  method,
+  path,
+}));
 
 export async function handleApiEvent(event: ApiEvent, deps: ApiDeps): Promise<ApiResponse> {
   try {
     const method = event.requestContext?.http?.method?.toUpperCase() ?? 'GET';
     const path = routePath(event);
     const matching = routes.filter((r) => r.pattern.test(path));
-    if (matching.length === 0) return problem(404, 'ROUTE_NOT_FOUND', `No route ${path}. Routes: ${API_ROUTES.map((r) => `${r.method} ${r.path}`).join(', ')}.`);
+    if (matching.length === 0)
+      return problem(
+        404,
+        'ROUTE_NOT_FOUND',
+        `No route ${path}. Routes: ${API_ROUTES.map((r) => `${r.method} ${r.path}`).join(', ')}.`,
+      );
     const route = matching.find((r) => r.method === method);
     if (!route) {
       const allow = matching.map((r) => r.method).join(', ');
-      return problem(405, 'METHOD_NOT_ALLOWED', `${method} is not allowed on ${path}; use ${allow}.`, { headers: { allow } });
+      return problem(405, 'METHOD_NOT_ALLOWED', `${method} is not allowed on ${path}; use ${allow}.`, {
+        headers: { allow },
+      });
     }
     if (path === '/health') return await route.handle({ event, owner: '', deps }, []);
     const owner = callerOwner(event);
-    if (!owner) return problem(401, 'NO_CALLER_IDENTITY', 'The request carries no IAM caller identity; sign it with SigV4 (the API uses IAM authorization).');
-    const params = route.pattern.exec(path)!.slice(1).map((p) => safeDecode(p));
+    if (!owner)
+      return problem(
+        401,
+        'NO_CALLER_IDENTITY',
+        'The request carries no IAM caller identity; sign it with SigV4 (the API uses IAM authorization).',
+      );
+    const params = route.pattern
+      .exec(path)!
+      .slice(1)
+      .map((p) => safeDecode(p));
     return await route.handle({ event, owner, deps }, params);
   } catch (error) {
     return errorResponse(error, deps.logger);
@@ -86,7 +149,8 @@ function routePath(event: ApiEvent): string {
   let path = event.rawPath || '/';
   const stage = event.requestContext?.stage;
   // A named stage appears as the first path segment; $default does not.
-  if (stage && stage !== '$default' && (path === `/${stage}` || path.startsWith(`/${stage}/`))) path = path.slice(stage.length + 1) || '/';
+  if (stage && stage !== '$default' && (path === `/${stage}` || path.startsWith(`/${stage}/`)))
+    path = path.slice(stage.length + 1) || '/';
   return path.length > 1 ? path.replace(/\/+$/, '') : path;
 }
 
@@ -103,7 +167,12 @@ async function createTask(ctx: RequestContext): Promise<ApiResponse> {
   if ('response' in body) return body.response;
   const input = parse(enqueueBody, body.value, 'body');
   if (input.timeoutSeconds !== undefined && input.timeoutSeconds * 1000 > ctx.deps.config.maxExecutionMs) {
-    throw new ValidationError('enqueue', [{ path: 'timeoutSeconds', message: `must be at most ${Math.floor(ctx.deps.config.maxExecutionMs / 1000)} (the maximum execution time)` }]);
+    throw new ValidationError('enqueue', [
+      {
+        path: 'timeoutSeconds',
+        message: `must be at most ${Math.floor(ctx.deps.config.maxExecutionMs / 1000)} (the maximum execution time)`,
+      },
+    ]);
   }
   const result = await ctx.deps.submitter.enqueue({
     type: input.type,
@@ -116,7 +185,11 @@ async function createTask(ctx: RequestContext): Promise<ApiResponse> {
     ...(input.timeoutSeconds === undefined ? {} : { timeoutMs: input.timeoutSeconds * 1000 }),
     ...(input.idempotencyKey === undefined ? {} : { idempotencyKey: input.idempotencyKey }),
   });
-  return json(result.created ? 201 : 200, { task: taskJson(result.task) }, result.created ? { location: `/tasks/${result.task.id}` } : {});
+  return json(
+    result.created ? 201 : 200,
+    { task: taskJson(result.task) },
+    result.created ? { location: `/tasks/${result.task.id}` } : {},
+  );
 }
 
 async function listTasks(ctx: RequestContext): Promise<ApiResponse> {
@@ -128,14 +201,19 @@ async function listTasks(ctx: RequestContext): Promise<ApiResponse> {
     ...(query.limit ? { limit: query.limit } : {}),
     ...(query.cursor ? { cursor: query.cursor } : {}),
   });
-  return json(200, { tasks: page.tasks.map(taskJson), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) });
+  return json(200, {
+    tasks: page.tasks.map(taskJson),
+    ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}),
+  });
 }
 
 async function putSchedule(ctx: RequestContext, name: string): Promise<ApiResponse> {
   const body = readJsonBody(ctx.event);
   if ('response' in body) return body.response;
   const { schedule, created } = await ctx.deps.schedules.put(name, ctx.owner, body.value);
-  return json(created ? 201 : 200, { schedule: scheduleJson(schedule, ctx.deps.schedules.nextFire(schedule)) });
+  return json(created ? 201 : 200, {
+    schedule: scheduleJson(schedule, ctx.deps.schedules.nextFire(schedule)),
+  });
 }
 
 async function getSchedule(ctx: RequestContext, name: string): Promise<ApiResponse> {
@@ -147,7 +225,10 @@ async function getSchedule(ctx: RequestContext, name: string): Promise<ApiRespon
 async function listSchedules(ctx: RequestContext): Promise<ApiResponse> {
   const query = parse(schedulesQuery, ctx.event.queryStringParameters ?? {}, 'query');
   const page = await ctx.deps.schedules.list(ctx.owner, query);
-  return json(200, { schedules: page.schedules.map((s) => scheduleJson(s, ctx.deps.schedules.nextFire(s))), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) });
+  return json(200, {
+    schedules: page.schedules.map((s) => scheduleJson(s, ctx.deps.schedules.nextFire(s))),
+    ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}),
+  });
 }
 
 async function deleteSchedule(ctx: RequestContext, name: string): Promise<ApiResponse> {
@@ -164,17 +245,31 @@ async function listFires(ctx: RequestContext, name: string): Promise<ApiResponse
 function readJsonBody(event: ApiEvent): { value: unknown } | { response: ApiResponse } {
   const contentType = (headerOf(event, 'content-type') ?? '').split(';')[0]!.trim().toLowerCase();
   if (!/^application\/([\w.-]+\+)?json$/.test(contentType)) {
-    return { response: problem(415, 'UNSUPPORTED_MEDIA_TYPE', `Send the body as JSON with "Content-Type: application/json"${contentType ? ` (got "${contentType}")` : ''}.`) };
+    return {
+      response: problem(
+        415,
+        'UNSUPPORTED_MEDIA_TYPE',
+        `Send the body as JSON with "Content-Type: application/json"${contentType ? ` (got "${contentType}")` : ''}.`,
+      ),
+    };
   }
   const raw = event.body ?? '';
   const bytes = event.isBase64Encoded ? Buffer.from(raw, 'base64') : Buffer.from(raw, 'utf8');
   if (bytes.length > MAX_BODY_BYTES) {
-    return { response: problem(413, 'BODY_TOO_LARGE', `The body is ${bytes.length} bytes; the limit is ${MAX_BODY_BYTES}. Keep large data elsewhere (e.g. S3) and pass a reference.`) };
+    return {
+      response: problem(
+        413,
+        'BODY_TOO_LARGE',
+        `The body is ${bytes.length} bytes; the limit is ${MAX_BODY_BYTES}. Keep large data elsewhere (e.g. S3) and pass a reference.`,
+      ),
+    };
   }
   try {
     return { value: JSON.parse(bytes.toString('utf8')) as unknown };
   } catch (error) {
-    return { response: problem(400, 'INVALID_JSON', `The body is not valid JSON: ${(error as Error).message}.`) };
+    return {
+      response: problem(400, 'INVALID_JSON', `The body is not valid JSON: ${(error as Error).message}.`),
+    };
   }
 }
 
@@ -188,7 +283,10 @@ function parse<S extends z.ZodType>(schema: S, value: unknown, where: 'body' | '
   if (result.success) return result.data;
   throw new ValidationError(
     where === 'body' ? 'request body' : 'query string',
-    result.error.issues.map((i) => ({ path: i.path.length ? i.path.map(String).join('.') : where, message: i.message })),
+    result.error.issues.map((i) => ({
+      path: i.path.length ? i.path.map(String).join('.') : where,
+      message: i.message,
+    })),
   );
 }
 
@@ -198,11 +296,18 @@ function parse<S extends z.ZodType>(schema: S, value: unknown, where: 'body' | '
  */
 function errorResponse(error: unknown, logger: Logger): ApiResponse {
   if (error instanceof LeaseholdError) {
-    if (error.status >= 500 && error.retryAfterSeconds === undefined) logger.error('request failed on our side', { code: error.code, error: describeError(error) });
+    if (error.status >= 500 && error.retryAfterSeconds === undefined)
+      logger.error('request failed on our side', { code: error.code, error: describeError(error) });
     return leaseholdProblem(error);
   }
-  if (error instanceof ProvisionedThroughputExceededException || error instanceof ThrottlingException || error instanceof RequestLimitExceeded) {
-    return problem(503, 'THROTTLED', 'The task table is throttling requests; retry after a short wait.', { headers: { 'retry-after': '1' } });
+  if (
+    error instanceof ProvisionedThroughputExceededException ||
+    error instanceof ThrottlingException ||
+    error instanceof RequestLimitExceeded
+  ) {
+    return problem(503, 'THROTTLED', 'The task table is throttling requests; retry after a short wait.', {
+      headers: { 'retry-after': '1' },
+    });
   }
   logger.error('unexpected error in the API', { error: describeError(error) });
   return problem(500, 'INTERNAL_ERROR', 'Something went wrong on our side; the request may be retried.');
@@ -210,11 +315,15 @@ function errorResponse(error: unknown, logger: Logger): ApiResponse {
 
 function leaseholdProblem(error: LeaseholdError): ApiResponse {
   const { status, retryAfterSeconds } = error;
-  return problem(status, error.code, httpDetail(error), { ...error.problemDetails(), ...(retryAfterSeconds === undefined ? {} : { headers: { 'retry-after': String(retryAfterSeconds) } }) });
+  return problem(status, error.code, httpDetail(error), {
+    ...error.problemDetails(),
+    ...(retryAfterSeconds === undefined ? {} : { headers: { 'retry-after': String(retryAfterSeconds) } }),
+  });
 }
 
 /** The schedule service says what to do again in its own terms; over HTTP that is the same PUT, or the DELETE, sent again. */
 function httpDetail(error: LeaseholdError): string {
-  if (error instanceof ScheduleSyncError) return `${error.situation} ${error.action === 'save' ? 'Send the same PUT again to retry.' : 'Send the DELETE again to finish.'}`;
+  if (error instanceof ScheduleSyncError)
+    return `${error.situation} ${error.action === 'save' ? 'Send the same PUT again to retry.' : 'Send the DELETE again to finish.'}`;
   return error.callerDetail();
 }

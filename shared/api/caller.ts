@@ -11,7 +11,9 @@ export const OWNER_HEADER = 'x-leasehold-owner';
  * The owner of the caller's tasks. An assumed-role session is reduced to its role, so every session of
  * one role (each Lambda invocation, each CI job) sees the same tasks.
  */
-export function callerOwner(event: Pick<APIGatewayProxyEventV2WithIAMAuthorizer, 'requestContext'>): string | undefined {
+export function callerOwner(
+  event: Pick<APIGatewayProxyEventV2WithIAMAuthorizer, 'requestContext'>,
+): string | undefined {
   const iam = event.requestContext?.authorizer?.iam;
   const arn = iam?.userArn;
   if (!arn) return iam?.accountId && iam.userId ? `${iam.accountId}:${iam.userId}` : undefined;

@@ -12,14 +12,31 @@ export const enqueueBody = z
     // Depth first: the task type's own schema runs before the store's checks, and may recurse.
     payload: payloadShape.optional(),
     priority: z.number().int('must be a whole number').min(-PRIORITY_LIMIT).max(PRIORITY_LIMIT).optional(),
-    delaySeconds: z.number().int('must be whole seconds').min(0).max(366 * 86_400, 'must be at most a year').optional(),
-    runAt: z.iso.datetime({ offset: true, error: 'must be an ISO-8601 date-time with a zone, e.g. 2026-12-01T09:00:00Z' }).optional(),
+    delaySeconds: z
+      .number()
+      .int('must be whole seconds')
+      .min(0)
+      .max(366 * 86_400, 'must be at most a year')
+      .optional(),
+    runAt: z.iso
+      .datetime({
+        offset: true,
+        error: 'must be an ISO-8601 date-time with a zone, e.g. 2026-12-01T09:00:00Z',
+      })
+      .optional(),
     maxAttempts: z.number().int('must be a whole number').min(1).max(100).optional(),
     timeoutSeconds: z.number().int('must be whole seconds').min(1).optional(),
-    idempotencyKey: z.string().min(1, 'must not be empty').max(128, 'must be at most 128 characters').optional(),
+    idempotencyKey: z
+      .string()
+      .min(1, 'must not be empty')
+      .max(128, 'must be at most 128 characters')
+      .optional(),
   })
   .strict()
-  .refine((b) => b.delaySeconds === undefined || b.runAt === undefined, { message: 'give delaySeconds or runAt, not both', path: ['runAt'] });
+  .refine((b) => b.delaySeconds === undefined || b.runAt === undefined, {
+    message: 'give delaySeconds or runAt, not both',
+    path: ['runAt'],
+  });
 
 export const listQuery = z
   .object({
@@ -30,12 +47,17 @@ export const listQuery = z
   })
   .strict();
 
-export const firesQuery = z.object({ limit: z.coerce.number().int('must be a whole number').min(1).max(100).default(20) }).strict();
+export const firesQuery = z
+  .object({ limit: z.coerce.number().int('must be a whole number').min(1).max(100).default(20) })
+  .strict();
 
 /** GET /schedules: a page of the caller's schedules by name, and the cursor of the next one. */
 export const schedulesQuery = z
   .object({
     limit: z.coerce.number().int('must be a whole number').min(1).max(100).default(100),
-    cursor: z.string().max(2048, 'is not a cursor from an earlier page of this list; start again without one').optional(),
+    cursor: z
+      .string()
+      .max(2048, 'is not a cursor from an earlier page of this list; start again without one')
+      .optional(),
   })
   .strict();

@@ -48,12 +48,18 @@ export class ApiClient {
     let res: Response;
     const url = new URL(path, this.baseUrl);
     const text = body === undefined ? undefined : JSON.stringify(body);
-    let headers: Record<string, string> = { ...(text === undefined ? {} : { 'content-type': 'application/json' }), ...(this.owner ? { [OWNER_HEADER]: this.owner } : {}) };
-    if (this.sign) headers = await this.sign(url, { method, headers, ...(text === undefined ? {} : { body: text }) });
+    let headers: Record<string, string> = {
+      ...(text === undefined ? {} : { 'content-type': 'application/json' }),
+      ...(this.owner ? { [OWNER_HEADER]: this.owner } : {}),
+    };
+    if (this.sign)
+      headers = await this.sign(url, { method, headers, ...(text === undefined ? {} : { body: text }) });
     try {
       res = await fetch(url, { method, headers, ...(text === undefined ? {} : { body: text }) });
     } catch (error) {
-      throw new UnreachableError(`cannot reach the Leasehold API at ${this.baseUrl} (${(error as Error).cause ?? (error as Error).message}); is \`npm start\` running?`);
+      throw new UnreachableError(
+        `cannot reach the Leasehold API at ${this.baseUrl} (${(error as Error).cause ?? (error as Error).message}); is \`npm start\` running?`,
+      );
     }
     const answer = await res.text();
     const parsed = answer ? (JSON.parse(answer) as unknown) : {};
@@ -67,7 +73,10 @@ export class ApiClient {
     let cursor: string | undefined;
     for (let page = 0; page < maxPages; page++) {
       const query = new URLSearchParams({ ...filters, limit: '100', ...(cursor ? { cursor } : {}) });
-      const { body } = await this.request<{ tasks: TaskJson[]; nextCursor?: string }>('GET', `/tasks?${query}`);
+      const { body } = await this.request<{ tasks: TaskJson[]; nextCursor?: string }>(
+        'GET',
+        `/tasks?${query}`,
+      );
       tasks.push(...body.tasks);
       cursor = body.nextCursor;
       if (!cursor) break;

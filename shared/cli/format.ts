@@ -26,7 +26,11 @@ export function taskDetails(task: TaskJson): string {
 
 export function table(headers: string[], rows: string[][]): string {
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
   return [line(headers), ...rows.map(line)].join('\n');
 }
 
@@ -34,7 +38,14 @@ export function taskTable(tasks: TaskJson[]): string {
   if (tasks.length === 0) return '(no tasks)';
   return table(
     ['ID', 'TYPE', 'STATUS', 'ATTEMPTS', 'CREATED', 'PROGRESS'],
-    tasks.map((t) => [t.id, t.type, t.status, `${t.attempts}/${t.maxAttempts}`, t.createdAt, t.progress === undefined ? '' : `${Math.round(t.progress * 100)}%`]),
+    tasks.map((t) => [
+      t.id,
+      t.type,
+      t.status,
+      `${t.attempts}/${t.maxAttempts}`,
+      t.createdAt,
+      t.progress === undefined ? '' : `${Math.round(t.progress * 100)}%`,
+    ]),
   );
 }
 
@@ -59,14 +70,23 @@ export function computeStats(tasks: TaskJson[], now: number): Stats {
     const due = Date.parse(t.availableAt);
     if (t.status === 'QUEUED' && due <= now) oldestDue = Math.min(oldestDue ?? due, due);
   }
-  return { byType, byStatus, runningLeases, oldestQueuedAgeMs: oldestDue === undefined ? undefined : now - oldestDue, total: tasks.length };
+  return {
+    byType,
+    byStatus,
+    runningLeases,
+    oldestQueuedAgeMs: oldestDue === undefined ? undefined : now - oldestDue,
+    total: tasks.length,
+  };
 }
 
 const STATUSES = ['QUEUED', 'RUNNING', 'CANCEL_REQUESTED', 'SUCCESS', 'FAILED', 'CANCELLED'];
 
 export function statsText(stats: Stats): string {
   const types = Object.keys(stats.byType).sort();
-  const counts = table(['TYPE', ...STATUSES], types.map((type) => [type, ...STATUSES.map((s) => String(stats.byType[type]![s] ?? 0))]));
+  const counts = table(
+    ['TYPE', ...STATUSES],
+    types.map((type) => [type, ...STATUSES.map((s) => String(stats.byType[type]![s] ?? 0))]),
+  );
   return [
     counts,
     '',
@@ -91,7 +111,13 @@ export function watchScreen(tasks: TaskJson[], now: number, url: string): string
       ? '(nothing running)'
       : table(
           ['ID', 'TYPE', 'PROGRESS', 'LEASE LEFT', 'HOLDER'],
-          running.map((t) => [t.id, t.type, progressBar(t.progress), t.leaseUntil ? `${Math.max(0, (Date.parse(t.leaseUntil) - now) / 1000).toFixed(1)} s` : '-', t.leaseOwner ?? '']),
+          running.map((t) => [
+            t.id,
+            t.type,
+            progressBar(t.progress),
+            t.leaseUntil ? `${Math.max(0, (Date.parse(t.leaseUntil) - now) / 1000).toFixed(1)} s` : '-',
+            t.leaseOwner ?? '',
+          ]),
         ),
   ];
   return lines.join('\n');

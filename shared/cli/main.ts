@@ -62,7 +62,11 @@ type Flags = ReturnType<typeof parseArgs<{ options: typeof options; allowPositio
 
 class UsageError extends Error {}
 
-export async function main(argv: string[], env: Record<string, string | undefined>, out = process.stdout): Promise<number> {
+export async function main(
+  argv: string[],
+  env: Record<string, string | undefined>,
+  out = process.stdout,
+): Promise<number> {
   const print = (text: string) => out.write(`${text}\n`);
   // The sim is development tooling with options of its own: loaded only when asked for.
   if (argv[0] === 'sim') return (await import('../../sim/cli.js')).simMain(argv.slice(1));
@@ -90,7 +94,9 @@ export async function main(argv: string[], env: Record<string, string | undefine
     }
   } catch (error) {
     if (error instanceof ApiError) {
-      process.stderr.write(`error ${error.status}: ${error.message}\n${(error.problem.errors ?? []).map((e) => `  ${e.field}: ${e.message}\n`).join('')}`);
+      process.stderr.write(
+        `error ${error.status}: ${error.message}\n${(error.problem.errors ?? []).map((e) => `  ${e.field}: ${e.message}\n`).join('')}`,
+      );
       return 1;
     }
     if (error instanceof UnreachableError || error instanceof ConfigError) {
@@ -105,9 +111,17 @@ export async function main(argv: string[], env: Record<string, string | undefine
   }
 }
 
-async function serve(flags: Flags, env: Record<string, string | undefined>, print: (t: string) => void): Promise<number> {
+async function serve(
+  flags: Flags,
+  env: Record<string, string | undefined>,
+  print: (t: string) => void,
+): Promise<number> {
   const any = flags.api || flags.worker || flags.recovery;
-  const roles: Roles = { api: !any || !!flags.api, worker: !any || !!flags.worker, recovery: !any || !!flags.recovery };
+  const roles: Roles = {
+    api: !any || !!flags.api,
+    worker: !any || !!flags.worker,
+    recovery: !any || !!flags.recovery,
+  };
   const { banner, startStack } = await import('../local/stack.js');
   const stack = await startStack({ env, roles });
   for (const line of banner(stack, roles, stack.app.config.dataDir)) print(line);
@@ -125,11 +139,18 @@ async function serve(flags: Flags, env: Record<string, string | undefined>, prin
   return 0;
 }
 
-async function dynamodb(flags: Flags, env: Record<string, string | undefined>, print: (t: string) => void): Promise<number> {
+async function dynamodb(
+  flags: Flags,
+  env: Record<string, string | undefined>,
+  print: (t: string) => void,
+): Promise<number> {
   const dir = flags['data-dir'] ?? env.LEASEHOLD_DATA_DIR;
   if (dir) await mkdir(resolve(dir), { recursive: true });
   const { startDynalite } = await import('../local/dynalite.js');
-  const server = await startDynalite({ port: intFlag(flags.port, 'port') ?? 0, ...(dir ? { path: resolve(dir) } : {}) });
+  const server = await startDynalite({
+    port: intFlag(flags.port, 'port') ?? 0,
+    ...(dir ? { path: resolve(dir) } : {}),
+  });
   print(`dynalite listening on ${server.endpoint}${dir ? ` (data in ${resolve(dir)})` : ' (in memory)'}`);
   print(`share it: LEASEHOLD_DYNAMODB_ENDPOINT=${server.endpoint} npm start`);
   await new Promise<void>((done) => {
@@ -140,12 +161,23 @@ async function dynamodb(flags: Flags, env: Record<string, string | undefined>, p
   return 0;
 }
 
-async function apiCommand(command: string, args: string[], flags: Flags, env: Record<string, string | undefined>, print: (t: string) => void): Promise<number> {
+async function apiCommand(
+  command: string,
+  args: string[],
+  flags: Flags,
+  env: Record<string, string | undefined>,
+  print: (t: string) => void,
+): Promise<number> {
   const baseUrl = flags.url ?? `http://127.0.0.1:${env.LEASEHOLD_PORT || '3000'}`;
   // The deployed API takes the caller from IAM: requests to it are signed with your AWS credentials.
   const region = regionOfApiUrl(new URL(baseUrl));
-  const client = new ApiClient(baseUrl, flags.owner, region ? sigv4Signer(region) : simSigner(baseUrl, env, flags.as));
-  const show = (value: unknown, human: () => string) => print(flags.json ? JSON.stringify(value, null, 2) : human());
+  const client = new ApiClient(
+    baseUrl,
+    flags.owner,
+    region ? sigv4Signer(region) : simSigner(baseUrl, env, flags.as),
+  );
+  const show = (value: unknown, human: () => string) =>
+    print(flags.json ? JSON.stringify(value, null, 2) : human());
   switch (command) {
     case 'enqueue': {
       const [type, payloadText] = args;
@@ -167,23 +199,45 @@ async function apiCommand(command: string, args: string[], flags: Flags, env: Re
         ...(flags.key ? { idempotencyKey: flags.key } : {}),
       };
       const { status, body: res } = await client.request<{ task: TaskJson }>('POST', '/tasks', body);
-      show(res, () => `${status === 201 ? 'queued' : 'already queued (same idempotency key)'} ${res.task.id} (${res.task.type}, ${res.task.status})`);
+      show(
+        res,
+        () =>
+          `${status === 201 ? 'queued' : 'already queued (same idempotency key)'} ${res.task.id} (${res.task.type}, ${res.task.status})`,
+      );
       return 0;
     }
     case 'get': {
-      const { body } = await client.request<{ task: TaskJson }>('GET', `/tasks/${encodeURIComponent(needId(args))}`);
+      const { body } = await client.request<{ task: TaskJson }>(
+        'GET',
+        `/tasks/${encodeURIComponent(needId(args))}`,
+      );
       show(body, () => taskDetails(body.task));
       return 0;
     }
     case 'list': {
-      const query = new URLSearchParams({ ...(flags.status ? { status: flags.status } : {}), ...(flags.type ? { type: flags.type } : {}), ...(flags.limit ? { limit: flags.limit } : {}) });
-      const { body } = await client.request<{ tasks: TaskJson[]; nextCursor?: string }>('GET', `/tasks${query.size ? `?${query}` : ''}`);
-      show(body, () => taskTable(body.tasks) + (body.nextCursor ? '\n(more: narrow with --status/--type or raise --limit)' : ''));
+      const query = new URLSearchParams({
+        ...(flags.status ? { status: flags.status } : {}),
+        ...(flags.type ? { type: flags.type } : {}),
+        ...(flags.limit ? { limit: flags.limit } : {}),
+      });
+      const { body } = await client.request<{ tasks: TaskJson[]; nextCursor?: string }>(
+        'GET',
+        `/tasks${query.size ? `?${query}` : ''}`,
+      );
+      show(
+        body,
+        () =>
+          taskTable(body.tasks) +
+          (body.nextCursor ? '\n(more: narrow with --status/--type or raise --limit)' : ''),
+      );
       return 0;
     }
     case 'cancel':
     case 'retry': {
-      const { body } = await client.request<{ task: TaskJson }>('POST', `/tasks/${encodeURIComponent(needId(args))}/${command}`);
+      const { body } = await client.request<{ task: TaskJson }>(
+        'POST',
+        `/tasks/${encodeURIComponent(needId(args))}/${command}`,
+      );
       show(body, () => `${body.task.id} ${body.task.status}`);
       return 0;
     }

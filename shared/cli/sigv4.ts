@@ -12,10 +12,22 @@ export function regionOfApiUrl(url: URL): string | undefined {
   return /\.execute-api\.([a-z0-9-]+)\.amazonaws\.com$/.exec(url.hostname)?.[1];
 }
 
-export type RequestSigner = (url: URL, init: { method: string; headers: Record<string, string>; body?: string }) => Promise<Record<string, string>>;
+export type RequestSigner = (
+  url: URL,
+  init: { method: string; headers: Record<string, string>; body?: string },
+) => Promise<Record<string, string>>;
 
-export function sigv4Signer(region: string, credentials: AwsCredentialIdentity | AwsCredentialIdentityProvider = defaultProvider(), signingDate?: Date): RequestSigner {
-  const signer = new SignatureV4({ service: 'execute-api', region, credentials, sha256: Hash.bind(null, 'sha256') });
+export function sigv4Signer(
+  region: string,
+  credentials: AwsCredentialIdentity | AwsCredentialIdentityProvider = defaultProvider(),
+  signingDate?: Date,
+): RequestSigner {
+  const signer = new SignatureV4({
+    service: 'execute-api',
+    region,
+    credentials,
+    sha256: Hash.bind(null, 'sha256'),
+  });
   return async (url, init) => {
     const signed = await signer.sign(
       {

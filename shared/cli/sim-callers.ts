@@ -11,16 +11,34 @@ import { sigv4Signer, type RequestSigner } from './sigv4.js';
 const simFile = z.object({
   apiUrl: z.string(),
   region: z.string(),
-  callers: z.array(z.object({ name: z.string(), accessKeyId: z.string(), secretAccessKey: z.string(), sessionToken: z.string().optional() })),
+  callers: z.array(
+    z.object({
+      name: z.string(),
+      accessKeyId: z.string(),
+      secretAccessKey: z.string(),
+      sessionToken: z.string().optional(),
+    }),
+  ),
 });
 
 /** A signer for the sim's API at `baseUrl`, or undefined when no running sim's sim.json names that URL. */
-export function simSigner(baseUrl: string, env: Record<string, string | undefined>, callerName = 'admin'): RequestSigner | undefined {
+export function simSigner(
+  baseUrl: string,
+  env: Record<string, string | undefined>,
+  callerName = 'admin',
+): RequestSigner | undefined {
   const path = env.LEASEHOLD_SIM_FILE ?? join('.leasehold-sim', 'sim.json');
   if (!existsSync(path)) return undefined;
   const sim = simFile.parse(JSON.parse(readFileSync(path, 'utf8')));
   if (new URL(sim.apiUrl).origin !== new URL(baseUrl).origin) return undefined;
   const caller = sim.callers.find((c) => c.name === callerName);
-  if (!caller) throw new Error(`the sim has no caller "${callerName}"; it has ${sim.callers.map((c) => c.name).join(', ')}`);
-  return sigv4Signer(sim.region, { accessKeyId: caller.accessKeyId, secretAccessKey: caller.secretAccessKey, ...(caller.sessionToken ? { sessionToken: caller.sessionToken } : {}) });
+  if (!caller)
+    throw new Error(
+      `the sim has no caller "${callerName}"; it has ${sim.callers.map((c) => c.name).join(', ')}`,
+    );
+  return sigv4Signer(sim.region, {
+    accessKeyId: caller.accessKeyId,
+    secretAccessKey: caller.secretAccessKey,
+    ...(caller.sessionToken ? { sessionToken: caller.sessionToken } : {}),
+  });
 }

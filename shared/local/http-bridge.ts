@@ -26,7 +26,11 @@ export async function serveApi(deps: ApiDeps, port: number, host = '127.0.0.1'):
       // A client that went away mid-body (ECONNRESET, "aborted") rejects the body read: nobody is left to
       // answer, and this one request must not take the whole local stack down with an unhandled rejection.
       if (!res.headersSent && !res.destroyed) {
-        const response = problem(400, 'REQUEST_NOT_READ', `The request could not be read (${(error as Error)?.message ?? String(error)}); send it again.`);
+        const response = problem(
+          400,
+          'REQUEST_NOT_READ',
+          `The request could not be read (${(error as Error)?.message ?? String(error)}); send it again.`,
+        );
         res.writeHead(response.statusCode, response.headers);
         res.end(response.body);
       } else res.destroy();
@@ -58,7 +62,11 @@ async function answer(req: IncomingMessage, res: ServerResponse, deps: ApiDeps):
     else chunks.push(chunk as Buffer);
   }
   const response = tooLarge
-    ? problem(413, 'BODY_TOO_LARGE', `The body is over ${MAX_BODY_BYTES} bytes. Keep large data elsewhere and pass a reference.`)
+    ? problem(
+        413,
+        'BODY_TOO_LARGE',
+        `The body is over ${MAX_BODY_BYTES} bytes. Keep large data elsewhere and pass a reference.`,
+      )
     : await handleApiEvent(toEvent(req, Buffer.concat(chunks)), deps);
   res.writeHead(response.statusCode, response.headers);
   res.end(response.body);
@@ -67,7 +75,8 @@ async function answer(req: IncomingMessage, res: ServerResponse, deps: ApiDeps):
 function toEvent(req: IncomingMessage, body: Buffer): ApiEvent {
   const url = new URL(req.url ?? '/', 'http://localhost');
   const headers: Record<string, string> = {};
-  for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) headers[k.toLowerCase()] = Array.isArray(v) ? v.join(',') : v;
+  for (const [k, v] of Object.entries(req.headers))
+    if (v !== undefined) headers[k.toLowerCase()] = Array.isArray(v) ? v.join(',') : v;
   const owner = headers[OWNER_HEADER]?.trim() || DEFAULT_LOCAL_OWNER;
   const query = Object.fromEntries(url.searchParams.entries());
   return {
@@ -80,14 +89,28 @@ function toEvent(req: IncomingMessage, body: Buffer): ApiEvent {
       apiId: 'local',
       domainName: url.host,
       domainPrefix: 'local',
-      http: { method: req.method ?? 'GET', path: url.pathname, protocol: `HTTP/${req.httpVersion}`, sourceIp: req.socket.remoteAddress ?? '', userAgent: headers['user-agent'] ?? '' },
+      http: {
+        method: req.method ?? 'GET',
+        path: url.pathname,
+        protocol: `HTTP/${req.httpVersion}`,
+        sourceIp: req.socket.remoteAddress ?? '',
+        userAgent: headers['user-agent'] ?? '',
+      },
       requestId: randomUUID(),
       routeKey: '$default',
       stage: '$default',
       time: new Date().toUTCString(),
       timeEpoch: Date.now(),
       authorizer: {
-        iam: { accessKey: '', accountId: 'local', callerId: owner, cognitoIdentity: null as never, principalOrgId: null as never, userArn: owner, userId: owner },
+        iam: {
+          accessKey: '',
+          accountId: 'local',
+          callerId: owner,
+          cognitoIdentity: null as never,
+          principalOrgId: null as never,
+          userArn: owner,
+          userId: owner,
+        },
       },
     },
   };

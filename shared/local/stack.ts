@@ -69,9 +69,14 @@ export async function startStack(options: StackOptions): Promise<LocalStack> {
   const config = { ...base, dynamodbEndpoint: base.dynamodbEndpoint ?? dynalite!.endpoint };
   const client = createDynamoClient(config);
   await ensureTable(client, base.tableName);
-  const workerId = options.roles.worker ? (base.workerId ?? `${hostname().replace(/[^A-Za-z0-9.-]/g, '-')}-${process.pid}-${randomSuffix()}`) : undefined;
+  const workerId = options.roles.worker
+    ? (base.workerId ?? `${hostname().replace(/[^A-Za-z0-9.-]/g, '-')}-${process.pid}-${randomSuffix()}`)
+    : undefined;
   const clock = options.harness?.clock ?? systemClock();
-  const app = createLeasehold(config, options.definitions ?? taskDefinitions, { doc: documentClientFor(client), clock });
+  const app = createLeasehold(config, options.definitions ?? taskDefinitions, {
+    doc: documentClientFor(client),
+    clock,
+  });
   options.harness?.observe?.(app.events, workerId ?? `recovery-${process.pid}`);
   const logger = options.logger ?? new Logger({ serviceName: 'leasehold-local' });
   const metrics = new RecordingMetrics();
@@ -83,7 +88,16 @@ export async function startStack(options: StackOptions): Promise<LocalStack> {
   let workerRun: Promise<RunSummary> | undefined;
   if (workerId) {
     const store = options.harness?.leaseStore?.(app.store) ?? app.store;
-    const worker = new Worker({ store, registry: app.registry, config: app.config, events: app.events, workerId, logger, metrics, clock });
+    const worker = new Worker({
+      store,
+      registry: app.registry,
+      config: app.config,
+      events: app.events,
+      workerId,
+      logger,
+      metrics,
+      clock,
+    });
     workerRun = worker.run({ stop: stopWorker.signal, idleStopMs: Number.POSITIVE_INFINITY });
   }
 
@@ -91,14 +105,18 @@ export async function startStack(options: StackOptions): Promise<LocalStack> {
   let recoveryTimer: NodeJS.Timeout | undefined;
   if (options.roles.recovery) {
     const runSweep = () => {
-      sweep = sweep.then(() => runRecoverySweep(app.store, { clock, metrics, logger })).catch((error: unknown) => logger.error('recovery sweep failed', { error: String(error) }));
+      sweep = sweep
+        .then(() => runRecoverySweep(app.store, { clock, metrics, logger }))
+        .catch((error: unknown) => logger.error('recovery sweep failed', { error: String(error) }));
     };
     runSweep(); // at start: finishes what a crashed earlier run left behind as soon as its leases run out
     recoveryTimer = setInterval(runSweep, app.config.recoveryIntervalMs);
   }
 
   // Every running stack fires the schedules' ticks; each tick's idempotency key makes it one task.
-  const ticker = app.schedules.evaluatedLocally ? new LocalScheduleTicker(app.schedules, clock, logger) : undefined;
+  const ticker = app.schedules.evaluatedLocally
+    ? new LocalScheduleTicker(app.schedules, clock, logger)
+    : undefined;
   ticker?.start();
 
   return {
@@ -123,14 +141,25 @@ export async function startStack(options: StackOptions): Promise<LocalStack> {
 /** What `serve` prints: where it listens and how to enqueue a first task. */
 export function banner(stack: LocalStack, roles: Roles, dataDir: string): string[] {
   const lines = ['Leasehold local stack'];
-  if (stack.apiUrl) lines.push(`  API       listening on ${stack.apiUrl} (caller: the X-Leasehold-Owner header, default "local"; development only)`);
-  lines.push(`  DynamoDB  ${stack.dynamodbEndpoint} (${stack.embedded ? `embedded dynalite, data in ${join(dataDir, 'dynamodb')}` : 'external endpoint'}), table ${stack.app.config.tableName}`);
-  if (roles.worker) lines.push(`  worker    ${stack.workerId}, ${stack.app.config.workerConcurrency} at a time, types: ${stack.app.registry.names().join(', ')}`);
+  if (stack.apiUrl)
+    lines.push(
+      `  API       listening on ${stack.apiUrl} (caller: the X-Leasehold-Owner header, default "local"; development only)`,
+    );
+  lines.push(
+    `  DynamoDB  ${stack.dynamodbEndpoint} (${stack.embedded ? `embedded dynalite, data in ${join(dataDir, 'dynamodb')}` : 'external endpoint'}), table ${stack.app.config.tableName}`,
+  );
+  if (roles.worker)
+    lines.push(
+      `  worker    ${stack.workerId}, ${stack.app.config.workerConcurrency} at a time, types: ${stack.app.registry.names().join(', ')}`,
+    );
   if (roles.recovery) lines.push(`  recovery  every ${stack.app.config.recoveryIntervalMs / 1000} s`);
-  if (stack.app.schedules.evaluatedLocally) lines.push('  schedules evaluated here every second (PUT /schedules/{name})');
+  if (stack.app.schedules.evaluatedLocally)
+    lines.push('  schedules evaluated here every second (PUT /schedules/{name})');
   if (stack.apiUrl) {
     lines.push('Try:');
-    lines.push(`  curl -s -X POST ${stack.apiUrl}/tasks -H 'content-type: application/json' -d '{"type":"demo.echo","payload":{"hello":"world"}}'`);
+    lines.push(
+      `  curl -s -X POST ${stack.apiUrl}/tasks -H 'content-type: application/json' -d '{"type":"demo.echo","payload":{"hello":"world"}}'`,
+    );
     lines.push(`  npx leasehold list --url ${stack.apiUrl}`);
   }
   lines.push('Ctrl-C stops it (running tasks are given back, not lost).');

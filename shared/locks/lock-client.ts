@@ -14,11 +14,22 @@ import { recoveryCutoff } from '../lease-rules.js';
 import { lockFreeToTake } from '../store/conditions.js';
 import { WriteOutcomeUnknownError, type WriteTarget } from '../store/conditional-write.js';
 import { parseInput } from '../store/inputs.js';
-import { acquireIfFree, releaseIfHolder, renewIfHolder, undoAcquire, type HeldLease, type LeaseItem } from '../store/lease-item.js';
+import {
+  acquireIfFree,
+  releaseIfHolder,
+  renewIfHolder,
+  undoAcquire,
+  type HeldLease,
+  type LeaseItem,
+} from '../store/lease-item.js';
 
 export const lockOptionsSchema = z
   .object({
-    leaseMs: z.number().int('must be whole milliseconds').min(100, 'must be at least 100 ms').max(86_400_000, 'must be at most a day'),
+    leaseMs: z
+      .number()
+      .int('must be whole milliseconds')
+      .min(100, 'must be at least 100 ms')
+      .max(86_400_000, 'must be at most a day'),
     mode: z.enum(['fixed', 'auto-renew']),
     /** More tries after the first when the lock is busy (3 tries, 500 ms apart, is `retries: 2`). */
     retries: z.number().int().min(0).max(100).default(0),
@@ -37,7 +48,9 @@ export class LockNotAcquiredError extends LeaseholdError {
     readonly key: string,
     readonly current: { holder?: string; leaseUntil?: number; token?: number } | undefined,
   ) {
-    super(`Lock "${key}" is held${current?.holder ? ` by ${current.holder} until ${new Date(current.leaseUntil ?? 0).toISOString()}` : ''}; try again later.`);
+    super(
+      `Lock "${key}" is held${current?.holder ? ` by ${current.holder} until ${new Date(current.leaseUntil ?? 0).toISOString()}` : ''}; try again later.`,
+    );
   }
 }
 
@@ -80,7 +93,6 @@ export interface LockClientOptions {
 
 const lockKey = (key: string) => ({ pk: `LOCK#${key}`, sk: 'LOCK' });
 
-
 export class LockClient {
   private readonly clock: Clock;
   private readonly newId: IdGenerator;
@@ -89,7 +101,13 @@ export class LockClient {
   constructor(options: LockClientOptions) {
     this.clock = options.clock ?? systemClock();
     this.newId = options.newId ?? randomId;
-    this.target = { doc: options.doc, tableName: options.config.tableName, deadlineMs: options.config.requestDeadlineMs, newId: this.newId, random: mathRandom };
+    this.target = {
+      doc: options.doc,
+      tableName: options.config.tableName,
+      deadlineMs: options.config.requestDeadlineMs,
+      newId: this.newId,
+      random: mathRandom,
+    };
     this.config = options.config;
   }
 
@@ -116,21 +134,43 @@ export class LockClient {
     }
   }
 
-  private async tryAcquire(key: string, options: z.output<typeof lockOptionsSchema>): Promise<{ lock: Lock } | { current: LockItem | undefined }> {
+  private async tryAcquire(
+    key: string,
+    options: z.output<typeof lockOptionsSchema>,
+  ): Promise<{ lock: Lock } | { current: LockItem | undefined }> {
     const now = this.clock.now();
     const holder = this.newId();
     const leaseUntil = now + options.leaseMs;
     const free = lockFreeToTake(recoveryCutoff(now, this.config));
-    const taken = await acquireIfFree(this.target, lockKey(key), { tokenAttribute: 'lockToken', holder, leaseUntil, free, needCurrent: true }).catch(async (error: unknown) => {
+    const taken = await acquireIfFree(this.target, lockKey(key), {
+      tokenAttribute: 'lockToken',
+      holder,
+      leaseUntil,
+      free,
+      needCurrent: true,
+    }).catch(async (error: unknown) => {
       // Perhaps taken under a holder id only this call knows: free it if so, so the lock is not held by nobody.
-      if (error instanceof WriteOutcomeUnknownError) await undoAcquire(this.target, lockKey(key), error.writeId).catch(() => undefined);
+      if (error instanceof WriteOutcomeUnknownError)
+        await undoAcquire(this.target, lockKey(key), error.writeId).catch(() => undefined);
       throw error;
     });
     if (!taken.applied) return { current: taken.current };
-    return { lock: this.held(key, { tokenAttribute: 'lockToken', holder, token: taken.item.lockToken! }, leaseUntil, options) };
+    return {
+      lock: this.held(
+        key,
+        { tokenAttribute: 'lockToken', holder, token: taken.item.lockToken! },
+        leaseUntil,
+        options,
+      ),
+    };
   }
 
-  private held(key: string, lease: HeldLease, firstLeaseUntil: number, options: z.output<typeof lockOptionsSchema>): Lock {
+  private held(
+    key: string,
+    lease: HeldLease,
+    firstLeaseUntil: number,
+    options: z.output<typeof lockOptionsSchema>,
+  ): Lock {
     const controller = new AbortController();
     let leaseUntil = firstLeaseUntil;
     let timer: NodeJS.Timeout | undefined;
@@ -182,7 +222,8 @@ export class LockClient {
         clearTimeout(timer);
         timer = undefined;
         const given = await releaseIfHolder(this.target, lockKey(key), lease);
-        if (!controller.signal.aborted) controller.abort(new LockLostError(key, given.applied ? 'released' : 'taken-over'));
+        if (!controller.signal.aborted)
+          controller.abort(new LockLostError(key, given.applied ? 'released' : 'taken-over'));
         return given.applied;
       },
     };

@@ -18,7 +18,10 @@ export const RATE_TICK_TOLERANCE_MS = 30_000;
 
 /** Where a rate schedule's ticks fall: on the newest fire of its current rhythm (since `anchor`, its last change), else on the anchor. */
 export function ratePhase(anchor: number, fires: readonly FireRecord[]): number {
-  const newest = fires.reduce<number | undefined>((max, f) => (max === undefined || f.scheduledTime > max ? f.scheduledTime : max), undefined);
+  const newest = fires.reduce<number | undefined>(
+    (max, f) => (max === undefined || f.scheduledTime > max ? f.scheduledTime : max),
+    undefined,
+  );
   return newest !== undefined && newest > anchor ? newest : anchor;
 }
 
@@ -27,7 +30,14 @@ export function ratePhase(anchor: number, fires: readonly FireRecord[]): number 
  * first. `anchor` is when the current definition's rhythm began (its last PUT); no tick is expected
  * before it, nor at it (Scheduler may or may not invoke a new rate schedule at once).
  */
-export function missedTicks(expression: ScheduleExpression, anchor: number, fires: readonly FireRecord[], after: number, until: number, max = 100): number[] {
+export function missedTicks(
+  expression: ScheduleExpression,
+  anchor: number,
+  fires: readonly FireRecord[],
+  after: number,
+  until: number,
+  max = 100,
+): number[] {
   // Enough expected ticks that, after removing those that fired, `max` missed ones are left if there are.
   const want = max + fires.length;
   if (expression.kind !== 'rate') {
@@ -38,11 +48,18 @@ export function missedTicks(expression: ScheduleExpression, anchor: number, fire
   }
   const from = Math.max(after, anchor + RATE_TICK_TOLERANCE_MS);
   const expected = rateTicks(expression.everyMs, ratePhase(anchor, fires), from, until, want);
-  return expected.filter((t) => !fires.some((f) => Math.abs(f.scheduledTime - t) <= RATE_TICK_TOLERANCE_MS)).slice(-max);
+  return expected
+    .filter((t) => !fires.some((f) => Math.abs(f.scheduledTime - t) <= RATE_TICK_TOLERANCE_MS))
+    .slice(-max);
 }
 
 /** The next tick after `now`; for a rate schedule placed on `latest`, the newest fire seen, when it belongs to the current rhythm. */
-export function nextTick(expression: ScheduleExpression, anchor: number, now: number, latest?: FireRecord): number | undefined {
+export function nextTick(
+  expression: ScheduleExpression,
+  anchor: number,
+  now: number,
+  latest?: FireRecord,
+): number | undefined {
   if (expression.kind === 'rate') {
     const phase = ratePhase(anchor, latest ? [latest] : []);
     return rateTicks(expression.everyMs, phase, Math.max(now, anchor), Number.MAX_SAFE_INTEGER, 1, true)[0];

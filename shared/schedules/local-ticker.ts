@@ -62,28 +62,52 @@ export class LocalScheduleTicker {
     const now = this.clock.now();
     let due: { name: string; scheduledTime: number }[];
     try {
-      due = await this.schedules.dueTicks(this.last, now, (name, error) => this.logger.error('schedule skipped: its ticks cannot be computed', { schedule: name, error: describeError(error) }));
+      due = await this.schedules.dueTicks(this.last, now, (name, error) =>
+        this.logger.error('schedule skipped: its ticks cannot be computed', {
+          schedule: name,
+          error: describeError(error),
+        }),
+      );
     } catch (error) {
       // Nothing was fired: the same window is looked at again next time.
-      this.logger.error('schedule tick failed: could not read the schedules', { error: describeError(error) });
+      this.logger.error('schedule tick failed: could not read the schedules', {
+        error: describeError(error),
+      });
       return;
     }
     this.last = now;
     const retries = [...this.retries.values()].filter((r) => r.dueAt <= now);
     for (const r of retries) this.retries.delete(keyOf(r));
-    for (const tick of [...due.map((t) => ({ ...t, attempt: 1, dueAt: now })), ...retries]) await this.deliver(tick, now);
+    for (const tick of [...due.map((t) => ({ ...t, attempt: 1, dueAt: now })), ...retries])
+      await this.deliver(tick, now);
   }
 
   private async deliver(tick: PendingTick, now: number): Promise<void> {
     const scheduledTime = new Date(tick.scheduledTime).toISOString();
     try {
       const outcome = await this.schedules.fire(tick.name, tick.scheduledTime);
-      this.logger.info('schedule fired', { schedule: tick.name, scheduledTime, attempt: tick.attempt, ...outcome });
+      this.logger.info('schedule fired', {
+        schedule: tick.name,
+        scheduledTime,
+        attempt: tick.attempt,
+        ...outcome,
+      });
     } catch (error) {
       // fire() recorded the failure on the tick. Bad input (a definition the task type now refuses) fails the same way every time.
       const retry = !(error instanceof ValidationError) && tick.attempt < LOCAL_FIRE_ATTEMPTS;
-      if (retry) this.retries.set(keyOf(tick), { ...tick, attempt: tick.attempt + 1, dueAt: now + LOCAL_RETRY_DELAYS_MS[tick.attempt - 1]! });
-      this.logger.error('schedule fire failed', { schedule: tick.name, scheduledTime, attempt: tick.attempt, willRetry: retry, error: describeError(error) });
+      if (retry)
+        this.retries.set(keyOf(tick), {
+          ...tick,
+          attempt: tick.attempt + 1,
+          dueAt: now + LOCAL_RETRY_DELAYS_MS[tick.attempt - 1]!,
+        });
+      this.logger.error('schedule fire failed', {
+        schedule: tick.name,
+        scheduledTime,
+        attempt: tick.attempt,
+        willRetry: retry,
+        error: describeError(error),
+      });
     }
   }
 }

@@ -20,7 +20,9 @@ export const definitionAsRead =
   (ref: DefinitionRef): ConditionPart =>
   (e) =>
     `${e.name('owner')} = ${e.value(ref.owner)} AND ${e.name('version')} = ${e.value(ref.version)} AND ` +
-    (ref.generation === undefined ? `attribute_not_exists(${e.name('generation')})` : `${e.name('generation')} = ${e.value(ref.generation)}`);
+    (ref.generation === undefined
+      ? `attribute_not_exists(${e.name('generation')})`
+      : `${e.name('generation')} = ${e.value(ref.generation)}`);
 
 /** Recording a failed tick: only when nothing is recorded for it yet (a success is never overwritten by a failure). */
 export const fireIsNew: ConditionPart = (e) => `attribute_not_exists(${e.name(KEY.partition)})`;
@@ -30,4 +32,5 @@ export const fireIsNew: ConditionPart = (e) => `attribute_not_exists(${e.name(KE
  * it may replace a failure recorded by an earlier delivery of the same tick, which would otherwise hide
  * the task the retry made.
  */
-export const fireNotYetSucceeded: ConditionPart = (e) => `attribute_not_exists(${e.name(KEY.partition)}) OR attribute_exists(${e.name('error')})`;
+export const fireNotYetSucceeded: ConditionPart = (e) =>
+  `attribute_not_exists(${e.name(KEY.partition)}) OR attribute_exists(${e.name('error')})`;

@@ -40,7 +40,10 @@ export class ScheduleSyncError extends LeaseholdError {
       action === 'save'
         ? `Schedule "${scheduleName}" is saved but EventBridge Scheduler did not accept it (${describeError(options.cause)}); it is marked FAILED.`
         : `Schedule "${scheduleName}" is disabled but EventBridge Scheduler did not delete it (${describeError(options.cause)}).`;
-    super(`${situation} ${action === 'save' ? 'Save the same definition again to retry.' : 'Delete it again to finish.'}`, options);
+    super(
+      `${situation} ${action === 'save' ? 'Save the same definition again to retry.' : 'Delete it again to finish.'}`,
+      options,
+    );
     this.situation = situation;
   }
 }
@@ -79,6 +82,8 @@ export class ScheduleConflictError extends LeaseholdError {
     readonly scheduleName: string,
     detail: string,
   ) {
-    super(`Schedule "${scheduleName}" ${detail}; read it to see what it holds now, then send your request again if it is still wanted.`);
+    super(
+      `Schedule "${scheduleName}" ${detail}; read it to see what it holds now, then send your request again if it is still wanted.`,
+    );
   }
 }

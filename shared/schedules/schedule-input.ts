@@ -13,7 +13,12 @@ import { canonicalTimeZone, TimeZoneError } from './time-zones.js';
 
 const OPERATION = 'putSchedule';
 
-export function parseScheduleInput(name: string, body: unknown, registry: TaskRegistry, now: number): ScheduleBody {
+export function parseScheduleInput(
+  name: string,
+  body: unknown,
+  registry: TaskRegistry,
+  now: number,
+): ScheduleBody {
   parseInput(scheduleNameSchema, OPERATION, name);
   const input = parseInput(scheduleBody, OPERATION, body);
   const timezone = fieldOrThrow('timezone', () => canonicalTimeZone(input.timezone));
@@ -21,13 +26,20 @@ export function parseScheduleInput(name: string, body: unknown, registry: TaskRe
   // Scheduler would keep a one-time schedule whose time has passed and never invoke it.
   if (expression.kind === 'at' && expression.at <= now) {
     throw new ValidationError(OPERATION, [
-      { path: 'expression', message: `${input.expression.trim()} is in the past (${new Date(expression.at).toISOString()} in ${timezone}); a one-time schedule needs a time ahead` },
+      {
+        path: 'expression',
+        message: `${input.expression.trim()} is in the past (${new Date(expression.at).toISOString()} in ${timezone}); a one-time schedule needs a time ahead`,
+      },
     ]);
   }
   try {
     registry.parsePayload(input.task.type, input.task.payload, OPERATION);
   } catch (error) {
-    if (error instanceof ValidationError) throw new ValidationError(error.operation, error.problems.map((p) => ({ ...p, path: `task.${p.path}` })));
+    if (error instanceof ValidationError)
+      throw new ValidationError(
+        error.operation,
+        error.problems.map((p) => ({ ...p, path: `task.${p.path}` })),
+      );
     throw error;
   }
   return { ...input, expression: input.expression.trim(), timezone };
@@ -37,7 +49,8 @@ function fieldOrThrow<T>(path: string, parse: () => T): T {
   try {
     return parse();
   } catch (error) {
-    if (error instanceof ExpressionError || error instanceof TimeZoneError) throw new ValidationError(OPERATION, [{ path, message: error.message }]);
+    if (error instanceof ExpressionError || error instanceof TimeZoneError)
+      throw new ValidationError(OPERATION, [{ path, message: error.message }]);
     throw error;
   }
 }

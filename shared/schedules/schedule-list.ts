@@ -5,7 +5,12 @@
  */
 import * as z from 'zod';
 import type { StoreContext } from '../store/context.js';
-import { decodeCursor, keyString, MAX_PARTITION_KEY_BYTES, type OwnerIndexKey } from '../store/list-cursor.js';
+import {
+  decodeCursor,
+  keyString,
+  MAX_PARTITION_KEY_BYTES,
+  type OwnerIndexKey,
+} from '../store/list-cursor.js';
 import { readOwnerIndexPage } from '../store/list-page.js';
 import type { ScheduleDefinition } from './schedule-model.js';
 import { DEFINITIONS, fromItem, ownerPartition } from './schedule-store.js';
@@ -22,12 +27,18 @@ export interface SchedulePage {
 /** A cursor of this list is exactly the owner-index key of one definition: SCHEDULES, its name, SCHEDULES#<owner>, its name. */
 const NAME = /^[0-9a-zA-Z._-]{1,64}$/;
 const cursorSchema: z.ZodType<OwnerIndexKey> = z
-  .object({ pk: z.literal(DEFINITIONS), sk: z.string().regex(NAME), ownerPk: keyString(MAX_PARTITION_KEY_BYTES), ownerSk: z.string().regex(NAME) })
+  .object({
+    pk: z.literal(DEFINITIONS),
+    sk: z.string().regex(NAME),
+    ownerPk: keyString(MAX_PARTITION_KEY_BYTES),
+    ownerSk: z.string().regex(NAME),
+  })
   .strict()
   .refine((k) => k.sk === k.ownerSk);
 
 /** A definition's weight in a page as Lambda counts it (its JSON, escaped again as the body string); see MAX_LIST_PAGE_BYTES. */
-const pageBytes = (def: ScheduleDefinition) => Buffer.byteLength(JSON.stringify(JSON.stringify(def))) + DEFINITION_SIZE_SLACK_BYTES;
+const pageBytes = (def: ScheduleDefinition) =>
+  Buffer.byteLength(JSON.stringify(JSON.stringify(def))) + DEFINITION_SIZE_SLACK_BYTES;
 
 /**
  * Up to `limit` of the owner's schedules by name, from `cursor` on. A page also ends before it would
@@ -35,7 +46,12 @@ const pageBytes = (def: ScheduleDefinition) => Buffer.byteLength(JSON.stringify(
  * 6 MB), and may come back short with a cursor: follow `nextCursor` until it is absent. The owner
  * index is eventually consistent on AWS: a schedule created a moment ago may not be listed yet.
  */
-export async function listOwnedSchedules(ctx: StoreContext, owner: string, limit: number, cursor?: string): Promise<SchedulePage> {
+export async function listOwnedSchedules(
+  ctx: StoreContext,
+  owner: string,
+  limit: number,
+  cursor?: string,
+): Promise<SchedulePage> {
   const partition = ownerPartition(owner);
   const { entries: schedules, ...next } = await readOwnerIndexPage(ctx, {
     operation: OPERATION,

@@ -4,7 +4,9 @@ import { PRIORITY_LIMIT } from '../table-layout.js';
 import { taskPayload } from '../store/inputs.js';
 
 /** EventBridge Scheduler's schedule-name rule. */
-export const scheduleNameSchema = z.string().regex(/^[0-9a-zA-Z._-]{1,64}$/, 'must be 1-64 characters: letters, digits, . _ -');
+export const scheduleNameSchema = z
+  .string()
+  .regex(/^[0-9a-zA-Z._-]{1,64}$/, 'must be 1-64 characters: letters, digits, . _ -');
 
 export const scheduleBody = z
   .object({
@@ -16,7 +18,12 @@ export const scheduleBody = z
         // Checked as enqueue checks a task payload (depth, size, plain JSON): a definition that passes
         // PUT must not fail at every fire.
         payload: taskPayload.optional(),
-        priority: z.number().int('must be a whole number').min(-PRIORITY_LIMIT).max(PRIORITY_LIMIT).optional(),
+        priority: z
+          .number()
+          .int('must be a whole number')
+          .min(-PRIORITY_LIMIT)
+          .max(PRIORITY_LIMIT)
+          .optional(),
         maxAttempts: z.number().int('must be a whole number').min(1).max(100).optional(),
       })
       .strict(),
@@ -35,7 +42,12 @@ export interface DefinitionRef {
   version: number;
 }
 
-export const refOf = (def: ScheduleDefinition): DefinitionRef => ({ name: def.name, owner: def.owner, generation: def.generation, version: def.version });
+export const refOf = (def: ScheduleDefinition): DefinitionRef => ({
+  name: def.name,
+  owner: def.owner,
+  generation: def.generation,
+  version: def.version,
+});
 
 export interface ScheduleDefinition extends ScheduleBody {
   name: string;
@@ -59,7 +71,10 @@ export interface ScheduleDefinition extends ScheduleBody {
 }
 
 /** What deciding whether a definition has a tick due takes (see ScheduleStore.timings). */
-export type ScheduleTiming = Pick<ScheduleDefinition, 'name' | 'owner' | 'expression' | 'timezone' | 'enabled' | 'updatedAt'>;
+export type ScheduleTiming = Pick<
+  ScheduleDefinition,
+  'name' | 'owner' | 'expression' | 'timezone' | 'enabled' | 'updatedAt'
+>;
 
 export interface FireRecord {
   scheduledTime: number;
@@ -70,7 +85,10 @@ export interface FireRecord {
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-export function scheduleJson(def: ScheduleDefinition, nextFireAt: number | undefined): Record<string, unknown> {
+export function scheduleJson(
+  def: ScheduleDefinition,
+  nextFireAt: number | undefined,
+): Record<string, unknown> {
   return {
     name: def.name,
     expression: def.expression,
@@ -95,4 +113,5 @@ export function fireJson(fire: FireRecord): Record<string, unknown> {
 }
 
 /** The idempotency key of a tick: every delivery or node firing the same tick enqueues the same task. */
-export const fireIdempotencyKey = (name: string, scheduledTime: number) => `schedule:${name}:${iso(scheduledTime)}`;
+export const fireIdempotencyKey = (name: string, scheduledTime: number) =>
+  `schedule:${name}:${iso(scheduledTime)}`;

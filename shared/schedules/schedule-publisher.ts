@@ -26,7 +26,10 @@ export class SchedulePublisher {
    * Any other failure marks it FAILED (ScheduleSyncError: putting the same definition again repairs it).
    * Returns what the table holds afterwards: undefined if a concurrent delete removed it.
    */
-  async publish(def: ScheduleDefinition, previous: ScheduleDefinition | undefined): Promise<ScheduleDefinition | undefined> {
+  async publish(
+    def: ScheduleDefinition,
+    previous: ScheduleDefinition | undefined,
+  ): Promise<ScheduleDefinition | undefined> {
     try {
       await this.sync.upsert(def);
     } catch (cause) {

@@ -12,15 +12,29 @@ import { fireTimes, isOneTime, parseExpression } from './schedule-expression.js'
 import { missedTicks, nextTick } from './fire-history.js';
 import { ScheduleConflictError, ScheduleNameTakenError, ScheduleNotFoundError } from './schedule-errors.js';
 import { parseScheduleInput } from './schedule-input.js';
-import { fireIdempotencyKey, refOf, scheduleNameSchema, type FireRecord, type ScheduleDefinition } from './schedule-model.js';
+import {
+  fireIdempotencyKey,
+  refOf,
+  scheduleNameSchema,
+  type FireRecord,
+  type ScheduleDefinition,
+} from './schedule-model.js';
 import { SchedulePublisher } from './schedule-publisher.js';
 import { listOwnedSchedules, type SchedulePage } from './schedule-list.js';
 import type { ScheduleStore } from './schedule-store.js';
 import type { SchedulerSync } from './scheduler-sync.js';
 
-export { ScheduleConflictError, ScheduleNameTakenError, ScheduleNotFoundError, ScheduleRejectedError, ScheduleSyncError } from './schedule-errors.js';
+export {
+  ScheduleConflictError,
+  ScheduleNameTakenError,
+  ScheduleNotFoundError,
+  ScheduleRejectedError,
+  ScheduleSyncError,
+} from './schedule-errors.js';
 
-export type FireOutcome = { fired: true; taskId: string; created: boolean } | { fired: false; reason: 'unknown-schedule' | 'disabled' };
+export type FireOutcome =
+  | { fired: true; taskId: string; created: boolean }
+  | { fired: false; reason: 'unknown-schedule' | 'disabled' };
 
 /** Attempts at a conditional write that keeps meeting a concurrent change before giving up with a ScheduleConflictError. */
 const MAX_WRITE_ATTEMPTS = 3;
@@ -48,7 +62,11 @@ export class ScheduleService {
    * Creates or replaces a schedule; refuses a bad expression, time zone, task type or payload with what
    * to fix, and a definition EventBridge Scheduler refuses (ScheduleRejectedError) without changing anything.
    */
-  async put(name: string, owner: string, body: unknown): Promise<{ schedule: ScheduleDefinition; created: boolean }> {
+  async put(
+    name: string,
+    owner: string,
+    body: unknown,
+  ): Promise<{ schedule: ScheduleDefinition; created: boolean }> {
     // Fires enqueue as the owner: an owner enqueue would refuse must not get a schedule that fails at every tick.
     parseInput(z.object({ owner: ownerSchema }), 'putSchedule', { owner });
     const input = parseScheduleInput(name, body, this.submitter.registry, this.clock.now());
@@ -69,11 +87,16 @@ export class ScheduleService {
       if (await this.store.put(schedule, existing && refOf(existing))) {
         if (this.sync.mode === 'local') return { schedule, created: existing === undefined };
         const published = await this.publisher.publish(schedule, existing);
-        if (!published) throw new ScheduleConflictError(name, 'was deleted by a concurrent request just after this one saved it');
+        if (!published)
+          throw new ScheduleConflictError(
+            name,
+            'was deleted by a concurrent request just after this one saved it',
+          );
         return { schedule: published, created: existing === undefined };
       }
       // Created, replaced or deleted since we read it: read it again and build on what is there now.
-      if (attempt >= MAX_WRITE_ATTEMPTS) throw new ScheduleConflictError(name, 'kept changing under concurrent requests');
+      if (attempt >= MAX_WRITE_ATTEMPTS)
+        throw new ScheduleConflictError(name, 'kept changing under concurrent requests');
     }
   }
 
@@ -85,7 +108,10 @@ export class ScheduleService {
   }
 
   /** A page of the owner's schedules by name (reads only theirs; see schedule-list.ts). */
-  async list(owner: string, page: { limit?: number; cursor?: string | undefined } = {}): Promise<SchedulePage> {
+  async list(
+    owner: string,
+    page: { limit?: number; cursor?: string | undefined } = {},
+  ): Promise<SchedulePage> {
     return listOwnedSchedules(this.store.ctx, owner, page.limit ?? 100, page.cursor);
   }
 
@@ -95,11 +121,16 @@ export class ScheduleService {
       const def = await this.get(name, owner);
       if (await this.store.disable(refOf(def))) {
         // Locally there is no EventBridge schedule to remove, nor to bring in step when a put got in between.
-        if (this.sync.mode === 'local' ? await this.deleteLocal(def) : await this.publisher.unpublish(def)) return;
-        throw new ScheduleConflictError(name, 'was replaced by a concurrent save while being deleted, and was not deleted');
+        if (this.sync.mode === 'local' ? await this.deleteLocal(def) : await this.publisher.unpublish(def))
+          return;
+        throw new ScheduleConflictError(
+          name,
+          'was replaced by a concurrent save while being deleted, and was not deleted',
+        );
       }
       // A put replaced it since we read it: delete what is there now.
-      if (attempt >= MAX_WRITE_ATTEMPTS) throw new ScheduleConflictError(name, 'kept changing under concurrent requests');
+      if (attempt >= MAX_WRITE_ATTEMPTS)
+        throw new ScheduleConflictError(name, 'kept changing under concurrent requests');
     }
   }
 
@@ -133,9 +164,14 @@ export class ScheduleService {
       outcome = { fired: true, taskId: task.id, created };
     } catch (error) {
       // The definition changed between two deliveries of the same tick: the tick already has its task.
-      if (error instanceof IdempotencyConflictError) outcome = { fired: true, taskId: error.existing.id, created: false };
+      if (error instanceof IdempotencyConflictError)
+        outcome = { fired: true, taskId: error.existing.id, created: false };
       else {
-        await this.store.recordFire(def, { scheduledTime, firedAt: this.clock.now(), error: describeError(error) });
+        await this.store.recordFire(def, {
+          scheduledTime,
+          firedAt: this.clock.now(),
+          error: describeError(error),
+        });
         throw error;
       }
     }
@@ -143,7 +179,8 @@ export class ScheduleService {
     if (isOneTime(def.expression)) {
       const expression = parseExpression(def.expression, def.timezone);
       // Its one tick (not a late delivery of a tick an earlier definition had): done. A put meanwhile wins.
-      if (expression.kind === 'at' && Math.abs(expression.at - scheduledTime) < 1000) await this.store.complete(refOf(def), this.clock.now());
+      if (expression.kind === 'at' && Math.abs(expression.at - scheduledTime) < 1000)
+        await this.store.complete(refOf(def), this.clock.now());
     }
     return outcome;
   }
@@ -156,7 +193,13 @@ export class ScheduleService {
     // shown when the list is full, else to the last change.
     if (!def.enabled) return { fires, missed: [] };
     const after = fires.length === limit ? fires.at(-1)!.scheduledTime - 1 : def.updatedAt;
-    const missed = missedTicks(parseExpression(def.expression, def.timezone), def.updatedAt, fires, after, this.clock.now() - MISSED_AFTER_MS);
+    const missed = missedTicks(
+      parseExpression(def.expression, def.timezone),
+      def.updatedAt,
+      fires,
+      after,
+      this.clock.now() - MISSED_AFTER_MS,
+    );
     return { fires, missed };
   }
 
@@ -176,11 +219,17 @@ export class ScheduleService {
    * the definitions' timings (no payloads). A definition whose ticks cannot be computed is left out and
    * reported to `onBroken`, so it cannot hold up the others.
    */
-  async dueTicks(after: number, until: number, onBroken?: (name: string, error: unknown) => void): Promise<{ name: string; scheduledTime: number }[]> {
+  async dueTicks(
+    after: number,
+    until: number,
+    onBroken?: (name: string, error: unknown) => void,
+  ): Promise<{ name: string; scheduledTime: number }[]> {
     const defs = (await this.store.timings()).filter((d) => d.enabled);
     return defs.flatMap((d) => {
       try {
-        return fireTimes(parseExpression(d.expression, d.timezone), after, until, d.updatedAt, 100).map((t) => ({ name: d.name, scheduledTime: t }));
+        return fireTimes(parseExpression(d.expression, d.timezone), after, until, d.updatedAt, 100).map(
+          (t) => ({ name: d.name, scheduledTime: t }),
+        );
       } catch (error) {
         onBroken?.(d.name, error);
         return [];

@@ -14,14 +14,21 @@ import { SCHEDULE_OWNER_PREFIX } from '../store/inputs.js';
 import { retentionExpiry } from '../lease-rules.js';
 import { INDEX, KEY, TTL_ATTRIBUTE } from '../table-layout.js';
 import { definitionAsRead, definitionIsNew, fireIsNew, fireNotYetSucceeded } from './schedule-conditions.js';
-import type { DefinitionRef, FireRecord, ScheduleDefinition, ScheduleTiming, SyncState } from './schedule-model.js';
+import type {
+  DefinitionRef,
+  FireRecord,
+  ScheduleDefinition,
+  ScheduleTiming,
+  SyncState,
+} from './schedule-model.js';
 
 export const DEFINITIONS = 'SCHEDULES';
 export const definitionKey = (name: string) => ({ [KEY.partition]: DEFINITIONS, [KEY.sort]: name });
 /** A definition's owner-index partition: no task owner may start with the prefix (store/inputs.ts). */
 export const ownerPartition = (owner: string) => `${SCHEDULE_OWNER_PREFIX}${owner}`;
 /** Definitions from before generations keep their fires in the old partition, `FIRES#<name>`. */
-const firesPartition = (def: Pick<ScheduleDefinition, 'name' | 'generation'>) => (def.generation === undefined ? `FIRES#${def.name}` : `FIRES#${def.name}#${def.generation}`);
+const firesPartition = (def: Pick<ScheduleDefinition, 'name' | 'generation'>) =>
+  def.generation === undefined ? `FIRES#${def.name}` : `FIRES#${def.name}#${def.generation}`;
 /** What the local ticker needs of every definition each second: no task, whose payload can weigh 256 KB. */
 const TIMING_ATTRIBUTES = ['name', 'owner', 'expression', 'timezone', 'enabled', 'updatedAt'] as const;
 
@@ -29,7 +36,9 @@ export class ScheduleStore {
   constructor(readonly ctx: StoreContext) {}
 
   async get(name: string): Promise<ScheduleDefinition | undefined> {
-    const out = await this.ctx.doc.send(new GetCommand({ TableName: this.ctx.tableName, Key: definitionKey(name), ConsistentRead: true }));
+    const out = await this.ctx.doc.send(
+      new GetCommand({ TableName: this.ctx.tableName, Key: definitionKey(name), ConsistentRead: true }),
+    );
     return out.Item ? fromItem(out.Item) : undefined;
   }
 
@@ -65,8 +74,12 @@ export class ScheduleStore {
    * false when it changed since (another PUT or DELETE, or another owner took the name).
    */
   async put(def: ScheduleDefinition, replacing: DefinitionRef | undefined): Promise<boolean> {
-    const condition = new Expression().require(replacing === undefined ? definitionIsNew : definitionAsRead(replacing)).params();
-    return this.conditionally(new PutCommand({ TableName: this.ctx.tableName, Item: this.toItem(def), ...condition }));
+    const condition = new Expression()
+      .require(replacing === undefined ? definitionIsNew : definitionAsRead(replacing))
+      .params();
+    return this.conditionally(
+      new PutCommand({ TableName: this.ctx.tableName, Item: this.toItem(def), ...condition }),
+    );
   }
 
   /** Records whether EventBridge Scheduler matches this version; false when the definition moved on meanwhile. */
@@ -81,24 +94,36 @@ export class ScheduleStore {
 
   /** A one-time schedule fired: it stays, disabled, to show its fire, until the retention period ends. */
   async complete(ref: DefinitionRef, now: number): Promise<boolean> {
-    return this.update(ref, new Expression().set('enabled', false).set('completedAt', now).set(TTL_ATTRIBUTE, retentionExpiry(now, this.ctx.config)));
+    return this.update(
+      ref,
+      new Expression()
+        .set('enabled', false)
+        .set('completedAt', now)
+        .set(TTL_ATTRIBUTE, retentionExpiry(now, this.ctx.config)),
+    );
   }
 
   async delete(ref: DefinitionRef): Promise<boolean> {
     const condition = new Expression().require(definitionAsRead(ref)).params();
-    return this.conditionally(new DeleteCommand({ TableName: this.ctx.tableName, Key: definitionKey(ref.name), ...condition }));
+    return this.conditionally(
+      new DeleteCommand({ TableName: this.ctx.tableName, Key: definitionKey(ref.name), ...condition }),
+    );
   }
 
   /** Records a tick's outcome; false when this tick already has a success (or, for a failure, any record). */
   async recordFire(def: Pick<ScheduleDefinition, 'name' | 'generation'>, fire: FireRecord): Promise<boolean> {
-    const condition = new Expression().require(fire.error === undefined ? fireNotYetSucceeded : fireIsNew).params();
+    const condition = new Expression()
+      .require(fire.error === undefined ? fireNotYetSucceeded : fireIsNew)
+      .params();
     const item = {
       [KEY.partition]: firesPartition(def),
       [KEY.sort]: new Date(fire.scheduledTime).toISOString(),
       ...fire,
       [TTL_ATTRIBUTE]: retentionExpiry(fire.firedAt, this.ctx.config),
     };
-    return this.conditionally(new PutCommand({ TableName: this.ctx.tableName, Item: withoutUndefined(item), ...condition }));
+    return this.conditionally(
+      new PutCommand({ TableName: this.ctx.tableName, Item: withoutUndefined(item), ...condition }),
+    );
   }
 
   /** The most recent fires of this generation, newest first. */
@@ -124,14 +149,25 @@ export class ScheduleStore {
 
   private toItem(def: ScheduleDefinition): Record<string, unknown> {
     // A completed one-time schedule carries its expiry, also when a refused PUT puts it back.
-    const expiry = def.completedAt === undefined ? {} : { [TTL_ATTRIBUTE]: retentionExpiry(def.completedAt, this.ctx.config) };
+    const expiry =
+      def.completedAt === undefined
+        ? {}
+        : { [TTL_ATTRIBUTE]: retentionExpiry(def.completedAt, this.ctx.config) };
     const ownerIndex = { [INDEX.owner.partition]: ownerPartition(def.owner), [INDEX.owner.sort]: def.name };
-    return withoutUndefined({ ...definitionKey(def.name), ...ownerIndex, ...def, ...expiry, task: JSON.stringify(def.task) });
+    return withoutUndefined({
+      ...definitionKey(def.name),
+      ...ownerIndex,
+      ...def,
+      ...expiry,
+      task: JSON.stringify(def.task),
+    });
   }
 
   private async update(ref: DefinitionRef, e: Expression): Promise<boolean> {
     e.require(definitionAsRead(ref));
-    return this.conditionally(new UpdateCommand({ TableName: this.ctx.tableName, Key: definitionKey(ref.name), ...e.params() }));
+    return this.conditionally(
+      new UpdateCommand({ TableName: this.ctx.tableName, Key: definitionKey(ref.name), ...e.params() }),
+    );
   }
 
   /** Sends a conditional write: true when it applied, false when its condition failed. */
@@ -147,8 +183,20 @@ export class ScheduleStore {
 }
 
 export function fromItem(item: Record<string, unknown>): ScheduleDefinition {
-  const { pk: _pk, sk: _sk, ownerPk: _ownerPk, ownerSk: _ownerSk, [TTL_ATTRIBUTE]: _expires, task, ...rest } = item;
-  return { ...(rest as Omit<ScheduleDefinition, 'task'>), task: JSON.parse(task as string) as ScheduleDefinition['task'] };
+  const {
+    pk: _pk,
+    sk: _sk,
+    ownerPk: _ownerPk,
+    ownerSk: _ownerSk,
+    [TTL_ATTRIBUTE]: _expires,
+    task,
+    ...rest
+  } = item;
+  return {
+    ...(rest as Omit<ScheduleDefinition, 'task'>),
+    task: JSON.parse(task as string) as ScheduleDefinition['task'],
+  };
 }
 
-const withoutUndefined = (item: Record<string, unknown>) => Object.fromEntries(Object.entries(item).filter(([, v]) => v !== undefined));
+const withoutUndefined = (item: Record<string, unknown>) =>
+  Object.fromEntries(Object.entries(item).filter(([, v]) => v !== undefined));

@@ -21,7 +21,11 @@ export interface SchedulerSync {
   remove(name: string): Promise<void>;
 }
 
-export const localSync: SchedulerSync = { mode: 'local', upsert: async () => undefined, remove: async () => undefined };
+export const localSync: SchedulerSync = {
+  mode: 'local',
+  upsert: async () => undefined,
+  remove: async () => undefined,
+};
 
 export interface EventBridgeSyncOptions {
   client: SchedulerClient;
@@ -80,7 +84,11 @@ export function eventBridgeSync(options: EventBridgeSyncOptions): SchedulerSync 
 }
 
 /** Client errors that a later try may not meet: throttling, and a concurrent change to the same schedule. */
-const RETRYABLE_CLIENT_ERRORS = new Set(['ThrottlingException', 'ConflictException', 'TooManyRequestsException']);
+const RETRYABLE_CLIENT_ERRORS = new Set([
+  'ThrottlingException',
+  'ConflictException',
+  'TooManyRequestsException',
+]);
 
 /**
  * Scheduler's reason, when it refused a call for a reason sending it again cannot fix: a client error

@@ -24,8 +24,10 @@ const byLowerCase = new Map(CANONICAL_TIME_ZONES.map((zone) => [zone.toLowerCase
  * are not tz names and often not what the caller means: those are refused.
  */
 const TZDB_NAMES_WITHOUT_AREA = new Set(
-  ('CET CST6CDT Cuba EET EST5EDT Egypt Eire GB GB-Eire GMT GMT+0 GMT-0 GMT0 Greenwich Hongkong Iceland Iran Israel Jamaica ' +
-    'Japan Kwajalein Libya MET MST7MDT NZ NZ-CHAT Navajo PRC PST8PDT Poland Portugal ROC ROK Singapore Turkey UCT UTC Universal W-SU WET Zulu')
+  (
+    'CET CST6CDT Cuba EET EST5EDT Egypt Eire GB GB-Eire GMT GMT+0 GMT-0 GMT0 Greenwich Hongkong Iceland Iran Israel Jamaica ' +
+    'Japan Kwajalein Libya MET MST7MDT NZ NZ-CHAT Navajo PRC PST8PDT Poland Portugal ROC ROK Singapore Turkey UCT UTC Universal W-SU WET Zulu'
+  )
     .toLowerCase()
     .split(' '),
 );
@@ -65,9 +67,18 @@ export function canonicalTimeZone(zone: string): string {
   const exact = byLowerCase.get(trimmed.toLowerCase());
   if (exact) return exact;
   const ambiguous = AMBIGUOUS_ABBREVIATIONS[trimmed.toLowerCase()];
-  if (ambiguous) throw new TimeZoneError(`"${zone}" is an abbreviation, not a place; give an IANA zone name: ${ambiguous}`);
-  if (!trimmed.includes('/') && !TZDB_NAMES_WITHOUT_AREA.has(trimmed.toLowerCase()) && intlName(trimmed) !== undefined) {
-    throw new TimeZoneError(`"${zone}" is an abbreviation, not a place; give an IANA zone name (e.g. America/Los_Angeles, Europe/London, Asia/Kolkata)`);
+  if (ambiguous)
+    throw new TimeZoneError(
+      `"${zone}" is an abbreviation, not a place; give an IANA zone name: ${ambiguous}`,
+    );
+  if (
+    !trimmed.includes('/') &&
+    !TZDB_NAMES_WITHOUT_AREA.has(trimmed.toLowerCase()) &&
+    intlName(trimmed) !== undefined
+  ) {
+    throw new TimeZoneError(
+      `"${zone}" is an abbreviation, not a place; give an IANA zone name (e.g. America/Los_Angeles, Europe/London, Asia/Kolkata)`,
+    );
   }
   const known = intlName(trimmed);
   const canonical = known === undefined ? undefined : canonicalOfIntlName(known);

@@ -10,18 +10,30 @@ import { toTask, type TaskItem } from './task-item.js';
 import { asUpdate, cancelledQueued, cancelRequested } from './transitions.js';
 import { LeaseholdError } from '../errors.js';
 
-export async function requestCancel(ctx: StoreContext, rawInput: { id: string; owner?: string }): Promise<Task> {
+export async function requestCancel(
+  ctx: StoreContext,
+  rawInput: { id: string; owner?: string },
+): Promise<Task> {
   const { id, owner } = parseInput(taskRefInput, 'requestCancel', rawInput);
   // The status can move between our read and our write (a claim, a completion); each write is
   // conditioned on the status it was chosen for, and a refused one is decided again from a fresh read.
   let item = await readTaskItem(ctx, id);
   for (let round = 0; round < 5; round++) {
     if (!item || (owner !== undefined && item.owner !== owner)) throw new TaskNotFoundError(id);
-    if (isTerminal(item.status)) throw new TaskStateConflictError(`Task ${id} already ended ${item.status}; only QUEUED or RUNNING tasks can be cancelled.`, toTask(item));
+    if (isTerminal(item.status))
+      throw new TaskStateConflictError(
+        `Task ${id} already ended ${item.status}; only QUEUED or RUNNING tasks can be cancelled.`,
+        toTask(item),
+      );
     if (item.status === TaskStatus.CANCEL_REQUESTED) return toTask(item);
     const now = ctx.clock.now();
     const t = item.status === TaskStatus.QUEUED ? cancelledQueued(now, ctx.config) : cancelRequested(now);
-    const written = await conditionalUpdate<TaskItem>(writeTargetOf(ctx, 'request'), taskKey(id), asUpdate(t), { needCurrent: true });
+    const written = await conditionalUpdate<TaskItem>(
+      writeTargetOf(ctx, 'request'),
+      taskKey(id),
+      asUpdate(t),
+      { needCurrent: true },
+    );
     if (written.applied) return toTask(written.item);
     item = written.current;
   }

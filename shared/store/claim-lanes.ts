@@ -29,11 +29,16 @@ export class LaneRound {
    * Heads above the default priority that may be taken now, highest first; when none may, the lane
    * to read further (its next page may hold heads that come first).
    */
-  async aboveDefault(window: number, limited: Set<string>): Promise<{ takeable: Candidate[]; readMore: string | undefined }> {
+  async aboveDefault(
+    window: number,
+    limited: Set<string>,
+  ): Promise<{ takeable: Candidate[]; readMore: string | undefined }> {
     if (!this.started) {
       this.started = true;
       const now = this.ctx.clock.now();
-      const due = this.types.filter((type) => laneReadDue(this.state.lastLaneRead(type), now, this.ctx.config));
+      const due = this.types.filter((type) =>
+        laneReadDue(this.state.lastLaneRead(type), now, this.ctx.config),
+      );
       await Promise.all(due.map((type) => this.read(type, window)));
     } else if (this.readMore !== undefined) {
       await this.read(this.readMore, window);
@@ -47,7 +52,11 @@ export class LaneRound {
 
   /** Whether a lane read this round, or the last read of a lane not read this round, held tasks below the default priority. */
   hasBelowDefault(): boolean {
-    return this.types.some((type) => (this.lanes.has(type) ? this.lanes.get(type)!.below.length > 0 : this.state.lastLaneRead(type)?.below === true));
+    return this.types.some((type) =>
+      this.lanes.has(type)
+        ? this.lanes.get(type)!.below.length > 0
+        : this.state.lastLaneRead(type)?.below === true,
+    );
   }
 
   /**
@@ -55,10 +64,14 @@ export class LaneRound {
    * held some at its last read but was not read this round is read now: the shards just ran empty.
    */
   async belowDefault(window: number, limited: Set<string>): Promise<Candidate[]> {
-    const unread = this.types.filter((type) => !limited.has(type) && !this.lanes.has(type) && this.state.lastLaneRead(type)?.below === true);
+    const unread = this.types.filter(
+      (type) => !limited.has(type) && !this.lanes.has(type) && this.state.lastLaneRead(type)?.below === true,
+    );
     await Promise.all(unread.map((type) => this.read(type, window)));
     const pages = new Map<string, LanePage<Candidate>>();
-    for (const [type, lane] of this.lanes) if (!limited.has(type)) pages.set(type, { heads: lane.below, frontier: lane.next ? lane.below.at(-1)?.readySk : undefined });
+    for (const [type, lane] of this.lanes)
+      if (!limited.has(type))
+        pages.set(type, { heads: lane.below, frontier: lane.next ? lane.below.at(-1)?.readySk : undefined });
     return takeableAcrossLanes(pages).takeable;
   }
 
@@ -80,7 +93,14 @@ export class LaneRound {
   private async read(type: string, window: number): Promise<void> {
     const lane = this.lanes.get(type);
     if (lane && !lane.next) return;
-    const { candidates, lastKey } = await readHeads(this.ctx, lanePartition(type), type, undefined, window, lane?.next);
+    const { candidates, lastKey } = await readHeads(
+      this.ctx,
+      lanePartition(type),
+      type,
+      undefined,
+      window,
+      lane?.next,
+    );
     const above = candidates.filter(isAboveDefault);
     const below = candidates.filter((c) => !isAboveDefault(c));
     const next = lastKey;
@@ -93,7 +113,11 @@ export class LaneRound {
       this.lanes.set(type, { page: { heads: above, frontier }, next, below });
       // Only heads above the default make the lane worth reading every round: heads below it wait
       // for the shards to empty anyway (claim.ts marks the lane again when it takes one).
-      this.state.noteLane(type, { readAt: this.ctx.clock.now(), waiting: above.length > 0, below: below.length > 0 });
+      this.state.noteLane(type, {
+        readAt: this.ctx.clock.now(),
+        waiting: above.length > 0,
+        below: below.length > 0,
+      });
     }
   }
 }

@@ -68,7 +68,9 @@ export class ClaimState {
     if (now - this.spare.readAt > maxAgeMs) this.spare.candidates = [];
     const wanted = new Set(types);
     const taken: Candidate[] = [];
-    this.spare.candidates = this.spare.candidates.filter((c) => (taken.length < max && wanted.has(c.type) ? (taken.push(c), false) : true));
+    this.spare.candidates = this.spare.candidates.filter((c) =>
+      taken.length < max && wanted.has(c.type) ? (taken.push(c), false) : true,
+    );
     return taken;
   }
 

@@ -6,7 +6,12 @@ import { claimLeaseUsable, leaseExpiry } from '../lease-rules.js';
 import { readyPriorityPrefix, SHARD_COUNT, shardPartition, taskKey } from '../table-layout.js';
 import type { Task } from '../task-model.js';
 import { writeTargetOf, type StoreContext } from './context.js';
-import { conditionalUpdate, WriteOutcomeUnknownError, type WriteOptions, type WriteResult } from './conditional-write.js';
+import {
+  conditionalUpdate,
+  WriteOutcomeUnknownError,
+  type WriteOptions,
+  type WriteResult,
+} from './conditional-write.js';
 import { claimInput, parseInput, type ClaimInput, type Lease, type SlotLease } from './inputs.js';
 import type { Candidate, ClaimState } from './claim-state.js';
 import { LaneRound } from './claim-lanes.js';
@@ -41,17 +46,33 @@ const MAX_WINDOW = 100;
  */
 const MIN_WINDOW = 32;
 
-type Attempt = { outcome: 'won'; claimed: Claimed } | { outcome: 'lost' } | { outcome: 'late' } | { outcome: 'limited' } | { outcome: 'error'; error: unknown };
+type Attempt =
+  | { outcome: 'won'; claimed: Claimed }
+  | { outcome: 'lost' }
+  | { outcome: 'late' }
+  | { outcome: 'limited' }
+  | { outcome: 'error'; error: unknown };
 
 /** Claims up to `input.max` due tasks; `state` is the claiming worker's memory between its rounds. */
-export async function claim(ctx: StoreContext, rawInput: ClaimInput, state: ClaimState): Promise<ClaimResult> {
+export async function claim(
+  ctx: StoreContext,
+  rawInput: ClaimInput,
+  state: ClaimState,
+): Promise<ClaimResult> {
   const input = parseInput(claimInput, 'claim', rawInput);
   const gate = new SlotGate(ctx, input.workerId);
   const limitedTypes = new Set<string>();
   const result: ClaimResult = { claimed: [], lostRaces: 0 };
   const errors: unknown[] = [];
   const room = () => input.max - result.claimed.length;
-  const window = () => Math.min(MAX_WINDOW, Math.max(MIN_WINDOW, (room() + ctx.config.claimWindow - 1) * (state.randomized ? CONTENDED_WINDOW_FACTOR : 1)));
+  const window = () =>
+    Math.min(
+      MAX_WINDOW,
+      Math.max(
+        MIN_WINDOW,
+        (room() + ctx.config.claimWindow - 1) * (state.randomized ? CONTENDED_WINDOW_FACTOR : 1),
+      ),
+    );
   // A failing request (throttling, a deadline) ends the round; what was already won is still returned.
   const guard = async <T>(step: () => Promise<T>): Promise<T | undefined> => {
     try {
@@ -69,15 +90,22 @@ export async function claim(ctx: StoreContext, rawInput: ClaimInput, state: Clai
     state
       .takeUnknownClaims()
       .filter((unknown) => unknown.leaseUntil > startedAt)
-      .map((unknown) => undoClaim(ctx, unknown.candidate, unknown.writeId, { resends: 0 }).catch(() => state.noteUnknownClaim(unknown))),
+      .map((unknown) =>
+        undoClaim(ctx, unknown.candidate, unknown.writeId, { resends: 0 }).catch(() =>
+          state.noteUnknownClaim(unknown),
+        ),
+      ),
   );
-  const onUnknown = (candidate: Candidate, writeId: string, leaseUntil: number) => state.noteUnknownClaim({ candidate, writeId, leaseUntil });
+  const onUnknown = (candidate: Candidate, writeId: string, leaseUntil: number) =>
+    state.noteUnknownClaim({ candidate, writeId, leaseUntil });
 
   const take = async (batch: Candidate[]) => {
     // Each batch gets a lease from its own send time, so a long round does not shorten the last leases.
     const now = ctx.clock.now();
     const leaseUntil = leaseExpiry(now, ctx.config);
-    const attempts = await Promise.all(batch.map((c) => tryClaim(ctx, c, input.workerId, now, leaseUntil, gate, onUnknown)));
+    const attempts = await Promise.all(
+      batch.map((c) => tryClaim(ctx, c, input.workerId, now, leaseUntil, gate, onUnknown)),
+    );
     for (const [j, attempt] of attempts.entries()) {
       if (attempt.outcome === 'won') result.claimed.push(attempt.claimed);
       else if (attempt.outcome === 'lost') result.lostRaces++;
@@ -112,10 +140,16 @@ export async function claim(ctx: StoreContext, rawInput: ClaimInput, state: Clai
   // 2. Default priority: heads left over from the last round first, then the shards.
   if (room() > 0 && errors.length === 0) {
     // Contended, spare heads are likely taken already: a query costs a tenth of a lost write.
-    const spare = state.randomized ? [] : state.takeSpare(input.types, ctx.clock.now(), ctx.config.pollIntervalMs, room());
+    const spare = state.randomized
+      ? []
+      : state.takeSpare(input.types, ctx.clock.now(), ctx.config.pollIntervalMs, room());
     if (spare.length > 0 && (await take(spare)).some((a) => a.outcome === 'lost')) state.dropSpare();
   }
-  const partitions = visitOrder(input.types, (count) => state.startPartition(input.workerId, count), ctx.random);
+  const partitions = visitOrder(
+    input.types,
+    (count) => state.startPartition(input.workerId, count),
+    ctx.random,
+  );
   const emptyThisRound = new Set<string>();
   for (let i = 0; i < partitions.length && room() > 0 && errors.length === 0; i++) {
     const { type, shard } = partitions[i]!;
@@ -138,11 +172,15 @@ export async function claim(ctx: StoreContext, rawInput: ClaimInput, state: Clai
       // a share of what is there (all that is needed when it is full, a few when it runs thin) and
       // move on instead of retrying.
       shuffleWithinPriority(candidates, ctx.random);
-      const share = state.contended ? Math.ceil(candidates.length / CONTENDED_WINDOW_FACTOR) : candidates.length;
+      const share = state.contended
+        ? Math.ceil(candidates.length / CONTENDED_WINDOW_FACTOR)
+        : candidates.length;
       await take(candidates.splice(0, Math.min(share, room())));
     } else {
-      while (candidates.length > 0 && room() > 0 && !limitedTypes.has(type) && errors.length === 0) await take(candidates.splice(0, room()));
-      if (candidates.length > 0 && errors.length === 0 && !limitedTypes.has(type)) state.keepSpare(candidates, now);
+      while (candidates.length > 0 && room() > 0 && !limitedTypes.has(type) && errors.length === 0)
+        await take(candidates.splice(0, room()));
+      if (candidates.length > 0 && errors.length === 0 && !limitedTypes.has(type))
+        state.keepSpare(candidates, now);
     }
     // Every head the partition held was read and taken (won or lost to another): it is empty for now.
     if (exhausted && candidates.length === 0 && errors.length === 0 && !limitedTypes.has(type)) {
@@ -156,13 +194,18 @@ export async function claim(ctx: StoreContext, rawInput: ClaimInput, state: Clai
     const now = ctx.clock.now();
     const defaultsEmpty = partitions.every(({ type, shard }) => {
       const partition = shardPartition(type, shard);
-      return limitedTypes.has(type) || emptyThisRound.has(partition) || state.isDrained(partition, now, ctx.config.pollIntervalMs);
+      return (
+        limitedTypes.has(type) ||
+        emptyThisRound.has(partition) ||
+        state.isDrained(partition, now, ctx.config.pollIntervalMs)
+      );
     });
     if (defaultsEmpty) {
       const below = await guard(() => lanes.belowDefault(window(), limitedTypes));
       if (below) await guard(() => takeInOrder(below));
       // A lane serving work below the default is read every round while it does.
-      for (const type of new Set((below ?? []).map((c) => c.type))) state.noteLane(type, { readAt: now, waiting: true, below: true });
+      for (const type of new Set((below ?? []).map((c) => c.type)))
+        state.noteLane(type, { readAt: now, waiting: true, below: true });
     }
   }
   state.noteRound(result.lostRaces, ctx.random);
@@ -176,7 +219,11 @@ export async function claim(ctx: StoreContext, rawInput: ClaimInput, state: Clai
  * worker still sees every shard), then the rest in random order. Workers whose own partition runs
  * dry scatter instead of all moving to the same neighbour.
  */
-function visitOrder(types: string[], startPartition: (count: number) => number, random: () => number): { type: string; shard: number }[] {
+function visitOrder(
+  types: string[],
+  startPartition: (count: number) => number,
+  random: () => number,
+): { type: string; shard: number }[] {
   const all = types.flatMap((type) => Array.from({ length: SHARD_COUNT }, (_, shard) => ({ type, shard })));
   const start = startPartition(all.length);
   const [own] = all.splice(start, 1);
@@ -186,7 +233,15 @@ function visitOrder(types: string[], startPartition: (count: number) => number, 
 
 type OnUnknownClaim = (c: Candidate, writeId: string, leaseUntil: number) => void;
 
-async function tryClaim(ctx: StoreContext, c: Candidate, workerId: string, now: number, leaseUntil: number, gate: SlotGate, onUnknown: OnUnknownClaim): Promise<Attempt> {
+async function tryClaim(
+  ctx: StoreContext,
+  c: Candidate,
+  workerId: string,
+  now: number,
+  leaseUntil: number,
+  gate: SlotGate,
+  onUnknown: OnUnknownClaim,
+): Promise<Attempt> {
   try {
     return await claimOne(ctx, c, workerId, now, leaseUntil, gate, onUnknown);
   } catch (error) {
@@ -194,7 +249,15 @@ async function tryClaim(ctx: StoreContext, c: Candidate, workerId: string, now: 
   }
 }
 
-async function claimOne(ctx: StoreContext, c: Candidate, workerId: string, now: number, leaseUntil: number, gate: SlotGate, onUnknown: OnUnknownClaim): Promise<Attempt> {
+async function claimOne(
+  ctx: StoreContext,
+  c: Candidate,
+  workerId: string,
+  now: number,
+  leaseUntil: number,
+  gate: SlotGate,
+  onUnknown: OnUnknownClaim,
+): Promise<Attempt> {
   const slots = await gate.acquire(c.type, c.id, leaseUntil);
   if (!slots) return { outcome: 'limited' };
   const e = asUpdate(claimEdge(c, workerId, now, leaseUntil, ctx.config));
@@ -206,7 +269,8 @@ async function claimOne(ctx: StoreContext, c: Candidate, workerId: string, now: 
     // Not even a read could tell whether the claim applied: take it back if it did, so the task
     // is not left RUNNING under a worker that never runs it, with an attempt spent.
     // If the undo fails too, the next rounds try it again.
-    if (error instanceof WriteOutcomeUnknownError) await undoClaim(ctx, c, error.writeId).catch(() => onUnknown(c, error.writeId, leaseUntil));
+    if (error instanceof WriteOutcomeUnknownError)
+      await undoClaim(ctx, c, error.writeId).catch(() => onUnknown(c, error.writeId, leaseUntil));
     await releaseSlots(ctx, workerId, slots).catch(() => undefined);
     throw error;
   }
@@ -227,7 +291,12 @@ async function claimOne(ctx: StoreContext, c: Candidate, workerId: string, now: 
 }
 
 /** Reverts a claim that may have applied (our write id is on the item): QUEUED at its old head, attempt given back. */
-async function undoClaim(ctx: StoreContext, c: Candidate, writeId: string, options: WriteOptions = {}): Promise<void> {
+async function undoClaim(
+  ctx: StoreContext,
+  c: Candidate,
+  writeId: string,
+  options: WriteOptions = {},
+): Promise<void> {
   await conditionalUpdate(writeTargetOf(ctx), taskKey(c.id), asUpdate(claimUndone(c, writeId)), options);
 }
 

@@ -63,7 +63,10 @@ export class WriteOutcomeUnknownError extends LeaseholdError {
     readonly writeId: string,
     options: { cause: unknown },
   ) {
-    super(`A write to ${JSON.stringify(key)} may or may not have applied (write id ${writeId}): DynamoDB did not answer it; try again.`, options);
+    super(
+      `A write to ${JSON.stringify(key)} may or may not have applied (write id ${writeId}): DynamoDB did not answer it; try again.`,
+      options,
+    );
   }
 
   override callerDetail(): string {
@@ -72,7 +75,12 @@ export class WriteOutcomeUnknownError extends LeaseholdError {
 }
 
 /** An UpdateItem under `expression`'s condition; stamps the write id and returns the item after it. */
-export async function conditionalUpdate<T extends object>(target: WriteTarget, key: Record<string, unknown>, expression: Expression, options: WriteOptions = {}): Promise<WriteResult<T>> {
+export async function conditionalUpdate<T extends object>(
+  target: WriteTarget,
+  key: Record<string, unknown>,
+  expression: Expression,
+  options: WriteOptions = {},
+): Promise<WriteResult<T>> {
   const writeId = target.newId();
   expression.set(WRITE_ID, writeId);
   const command = new UpdateCommand({
@@ -81,11 +89,23 @@ export async function conditionalUpdate<T extends object>(target: WriteTarget, k
     ...expression.params(),
     ReturnValues: 'ALL_NEW',
   });
-  return send<T>(target, key, writeId, options, async (signal) => (await target.doc.send(command, { abortSignal: signal })).Attributes as T);
+  return send<T>(
+    target,
+    key,
+    writeId,
+    options,
+    async (signal) => (await target.doc.send(command, { abortSignal: signal })).Attributes as T,
+  );
 }
 
 /** A PutItem under `expression`'s condition (an expression with conditions only); stamps the write id. */
-export async function conditionalPut<T extends object>(target: WriteTarget, key: Record<string, unknown>, item: T, expression: Expression, options: WriteOptions = {}): Promise<WriteResult<T>> {
+export async function conditionalPut<T extends object>(
+  target: WriteTarget,
+  key: Record<string, unknown>,
+  item: T,
+  expression: Expression,
+  options: WriteOptions = {},
+): Promise<WriteResult<T>> {
   const writeId = target.newId();
   const stamped = { ...item, ...key, [WRITE_ID]: writeId } as T;
   const command = new PutCommand({ TableName: target.tableName, Item: stamped, ...expression.params() });
@@ -97,7 +117,10 @@ export async function conditionalPut<T extends object>(target: WriteTarget, key:
 
 /** Consistent read of one item, under the deadline. */
 export async function readItem<T>(target: WriteTarget, key: Record<string, unknown>): Promise<T | undefined> {
-  const out = await target.doc.send(new GetCommand({ TableName: target.tableName, Key: key, ConsistentRead: true }), { abortSignal: AbortSignal.timeout(target.deadlineMs) });
+  const out = await target.doc.send(
+    new GetCommand({ TableName: target.tableName, Key: key, ConsistentRead: true }),
+    { abortSignal: AbortSignal.timeout(target.deadlineMs) },
+  );
   return out.Item as T | undefined;
 }
 
@@ -120,7 +143,8 @@ async function send<T extends object>(
       lastError = error;
       if (isConditionalCheckFailed(error)) {
         // The only request that reached DynamoDB was refused: no echo of our own to rule out.
-        if (!ambiguous && !wasRetried(error) && !options.needCurrent) return { applied: false, current: undefined };
+        if (!ambiguous && !wasRetried(error) && !options.needCurrent)
+          return { applied: false, current: undefined };
         // Our own write id on the item means an earlier send applied and only its answer was lost.
         return settleByReading<T>(target, key, writeId, error, 'refused');
       }
@@ -132,7 +156,8 @@ async function send<T extends object>(
       ambiguous = true;
     }
   }
-  if (options.settleUnanswered === false) throw new WriteOutcomeUnknownError(key, writeId, { cause: lastError });
+  if (options.settleUnanswered === false)
+    throw new WriteOutcomeUnknownError(key, writeId, { cause: lastError });
   // Every send failed without an answer: read to learn whether one of them applied.
   return settleByReading<T>(target, key, writeId, lastError, 'unanswered');
 }
@@ -142,12 +167,19 @@ async function send<T extends object>(
  * write was refused; after sends that all went unanswered it is still unknown (a send may yet land,
  * and none was refused), so the caller must not take it for a refusal.
  */
-async function settleByReading<T>(target: WriteTarget, key: Record<string, unknown>, writeId: string, cause: unknown, sends: 'refused' | 'unanswered'): Promise<WriteResult<T>> {
+async function settleByReading<T>(
+  target: WriteTarget,
+  key: Record<string, unknown>,
+  writeId: string,
+  cause: unknown,
+  sends: 'refused' | 'unanswered',
+): Promise<WriteResult<T>> {
   for (let tries = 0; tries < 3; tries++) {
     if (tries > 0) await backoff(target, tries);
     try {
       const current = await readItem<T>(target, key);
-      if (current && (current as Record<string, unknown>)[WRITE_ID] === writeId) return { applied: true, item: current };
+      if (current && (current as Record<string, unknown>)[WRITE_ID] === writeId)
+        return { applied: true, item: current };
       if (sends === 'refused') return { applied: false, current };
       break;
     } catch (error) {

@@ -94,4 +94,6 @@ export const holdsTokenLease =
 export const unchangedSince =
   (writeId: string | undefined): ConditionPart =>
   (e) =>
-    writeId === undefined ? `attribute_not_exists(${e.name('writeId')})` : `${e.name('writeId')} = ${e.value(writeId)}`;
+    writeId === undefined
+      ? `attribute_not_exists(${e.name('writeId')})`
+      : `${e.name('writeId')} = ${e.value(writeId)}`;

@@ -6,7 +6,9 @@ import type { IdGenerator, RandomSource } from '../ids.js';
 import type { WriteTarget } from './conditional-write.js';
 
 /** The settings the store reads: where the table is, the protocol, and the claim strategy's two knobs. */
-export type StoreConfig = TableConfig & ProtocolConfig & Pick<WorkerSettings, 'pollIntervalMs' | 'claimWindow'>;
+export type StoreConfig = TableConfig &
+  ProtocolConfig &
+  Pick<WorkerSettings, 'pollIntervalMs' | 'claimWindow'>;
 
 /** What every store operation needs: the table, the checked config, and the injected clock and generators. */
 export interface StoreContext {
@@ -37,6 +39,9 @@ export const REQUEST_WRITE_DEADLINE_MS = 2_000;
  * (claim, renew, outcomes, slots) get LEASEHOLD_REQUEST_DEADLINE_MS: a lease can run out while they wait.
  */
 export function writeTargetOf(ctx: StoreContext, path: 'lease' | 'request' = 'lease'): WriteTarget {
-  const deadlineMs = path === 'lease' ? ctx.config.requestDeadlineMs : Math.max(ctx.config.requestDeadlineMs, REQUEST_WRITE_DEADLINE_MS);
+  const deadlineMs =
+    path === 'lease'
+      ? ctx.config.requestDeadlineMs
+      : Math.max(ctx.config.requestDeadlineMs, REQUEST_WRITE_DEADLINE_MS);
   return { doc: ctx.doc, tableName: ctx.tableName, deadlineMs, newId: ctx.newId, random: ctx.random };
 }

@@ -14,7 +14,10 @@ export function documentClientFor(client: DynamoDBClient): DynamoDBDocumentClien
   return DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
 }
 
-export function createDynamoClient(config: Pick<LeaseholdConfig, 'region' | 'dynamodbEndpoint'>, extra: DynamoDBClientConfig = {}): DynamoDBClient {
+export function createDynamoClient(
+  config: Pick<LeaseholdConfig, 'region' | 'dynamodbEndpoint'>,
+  extra: DynamoDBClientConfig = {},
+): DynamoDBClient {
   const local = config.dynamodbEndpoint !== undefined;
   return new DynamoDBClient({
     region: config.region,
@@ -64,5 +67,10 @@ const TRANSIENT_NAMES = new Set([
 export function isTransient(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
   const e = error as Error & { $fault?: string; $retryable?: unknown; code?: string };
-  return TRANSIENT_NAMES.has(e.name) || e.$fault === 'server' || Boolean(e.$retryable) || ['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT'].includes(e.code ?? '');
+  return (
+    TRANSIENT_NAMES.has(e.name) ||
+    e.$fault === 'server' ||
+    Boolean(e.$retryable) ||
+    ['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT'].includes(e.code ?? '')
+  );
 }

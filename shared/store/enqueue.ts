@@ -56,14 +56,17 @@ export async function enqueue(ctx: StoreContext, rawInput: EnqueueInput): Promis
   const placed = enqueued(record, now);
   const item = applyTransition(record, placed) as TaskItem;
   const key = taskKey(id);
-  const put = await conditionalPut<TaskItem>(writeTargetOf(ctx, 'request'), key, item, conditionOf(placed), { needCurrent: true });
+  const put = await conditionalPut<TaskItem>(writeTargetOf(ctx, 'request'), key, item, conditionOf(placed), {
+    needCurrent: true,
+  });
   if (put.applied) return { task: toTask(put.item), created: true };
   const existing = put.current;
   // Refused, yet nothing there: deleted (by TTL) between the put and the read. The caller may retry.
   if (!existing) throw new EnqueueRaceError(id);
   if (!input.idempotencyKey) throw new EnqueueRaceError(id);
   if (isExpired(existing, now)) return replaceExpired(ctx, key, item, existing, now);
-  if (existing.requestHash !== requestHash) throw new IdempotencyConflictError(input.idempotencyKey, toTask(existing));
+  if (existing.requestHash !== requestHash)
+    throw new IdempotencyConflictError(input.idempotencyKey, toTask(existing));
   return { task: toTask(existing), created: false };
 }
 
@@ -76,12 +79,25 @@ function isExpired(existing: TaskItem, now: number): boolean {
  * The key's earlier task is past its retention: the idempotency window is over, so this is a new
  * task. It replaces the old record (as if TTL had deleted it) and carries its token forward.
  */
-async function replaceExpired(ctx: StoreContext, key: Record<string, string>, item: TaskItem, existing: TaskItem, now: number): Promise<EnqueueResult> {
+async function replaceExpired(
+  ctx: StoreContext,
+  key: Record<string, string>,
+  item: TaskItem,
+  existing: TaskItem,
+  now: number,
+): Promise<EnqueueResult> {
   const fresh = { ...item, leaseToken: Math.max(item.leaseToken, existing.leaseToken) };
-  const put = await conditionalPut<TaskItem>(writeTargetOf(ctx, 'request'), key, fresh, conditionOf(enqueued(fresh, now, existing)), { needCurrent: true });
+  const put = await conditionalPut<TaskItem>(
+    writeTargetOf(ctx, 'request'),
+    key,
+    fresh,
+    conditionOf(enqueued(fresh, now, existing)),
+    { needCurrent: true },
+  );
   if (put.applied) return { task: toTask(put.item), created: true };
   // Another enqueue of the same key replaced it first: that one is the task now.
-  if (put.current && put.current.requestHash === item.requestHash) return { task: toTask(put.current), created: false };
+  if (put.current && put.current.requestHash === item.requestHash)
+    return { task: toTask(put.current), created: false };
   throw new EnqueueRaceError(item.id);
 }
 

@@ -13,8 +13,13 @@ const jsonBytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value) ??
 
 export const taskTypeSchema = z
   .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/, 'must be 1-128 characters: letters, digits and . _ : - (starting with a letter or digit)');
-export const taskIdSchema = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be a task id (1-64 characters: letters, digits, _ and -)');
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/,
+    'must be 1-128 characters: letters, digits and . _ : - (starting with a letter or digit)',
+  );
+export const taskIdSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be a task id (1-64 characters: letters, digits, _ and -)');
 /**
  * Schedule definitions are listed by owner through the owner index too, in the partition
  * `SCHEDULES#<owner>` (schedules/schedule-store.ts); no task owner may start so, so a task list never
@@ -25,8 +30,13 @@ export const ownerSchema = z
   .string()
   .min(1, 'must not be empty')
   .max(256, 'must be at most 256 characters')
-  .refine((o) => !o.startsWith(SCHEDULE_OWNER_PREFIX), `must not start with ${SCHEDULE_OWNER_PREFIX} (reserved for schedules)`);
-export const workerIdSchema = z.string().regex(/^[A-Za-z0-9._:@/-]{1,128}$/, 'must be 1-128 characters: letters, digits and . _ : @ / -');
+  .refine(
+    (o) => !o.startsWith(SCHEDULE_OWNER_PREFIX),
+    `must not start with ${SCHEDULE_OWNER_PREFIX} (reserved for schedules)`,
+  );
+export const workerIdSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9._:@/-]{1,128}$/, 'must be 1-128 characters: letters, digits and . _ : @ / -');
 
 /**
  * How deeply arrays and objects may nest in a payload (task payloads and schedule task payloads). The
@@ -42,7 +52,11 @@ export const MAX_PAYLOAD_DEPTH = 64;
  * branches is walked once per branch, which could otherwise take for ever; as JSON each node takes at
  * least a byte, so more nodes than the byte limit is too large anyway).
  */
-export function jsonShape(value: unknown, maxDepth: number, maxNodes: number): 'ok' | 'too-deep' | 'cyclic' | 'too-large' {
+export function jsonShape(
+  value: unknown,
+  maxDepth: number,
+  maxNodes: number,
+): 'ok' | 'too-deep' | 'cyclic' | 'too-large' {
   /** [value, depth, leaving]: `leaving` marks the end of an object's subtree, to keep `path` to the current node's ancestors. */
   const stack: [unknown, number, boolean][] = [[value, 0, false]];
   const path = new Set<object>();
@@ -78,7 +92,9 @@ export function checkPayloadShape(value: unknown, ctx: z.RefinementCtx, maxBytes
 }
 
 /** A payload as the API and schedules take it: any JSON nested at most MAX_PAYLOAD_DEPTH levels (size and form are checked at enqueue). */
-export const payloadShape = z.unknown().superRefine((value, ctx) => void checkPayloadShape(value, ctx, MAX_PAYLOAD_BYTES));
+export const payloadShape = z
+  .unknown()
+  .superRefine((value, ctx) => void checkPayloadShape(value, ctx, MAX_PAYLOAD_BYTES));
 
 /** Any JSON value of bounded size (and, for payloads, depth). Functions, undefined at the top, NaN and cycles are refused. */
 const jsonValue = (maxBytes: number, what: string, boundDepth = false) =>
@@ -93,8 +109,16 @@ const jsonValue = (maxBytes: number, what: string, boundDepth = false) =>
       return;
     }
     if (text === undefined) ctx.addIssue({ code: 'custom', message: `${what} must be a JSON value` });
-    else if (jsonBytes(value) > maxBytes) ctx.addIssue({ code: 'custom', message: `${what} is ${jsonBytes(value)} bytes as JSON; the limit is ${maxBytes}` });
-    else if (!sameAfterJson(value, text)) ctx.addIssue({ code: 'custom', message: `${what} must be plain JSON (no NaN, Infinity, Dates or undefined values)` });
+    else if (jsonBytes(value) > maxBytes)
+      ctx.addIssue({
+        code: 'custom',
+        message: `${what} is ${jsonBytes(value)} bytes as JSON; the limit is ${maxBytes}`,
+      });
+    else if (!sameAfterJson(value, text))
+      ctx.addIssue({
+        code: 'custom',
+        message: `${what} must be plain JSON (no NaN, Infinity, Dates or undefined values)`,
+      });
   });
 
 function sameAfterJson(value: unknown, text: string): boolean {
@@ -102,7 +126,8 @@ function sameAfterJson(value: unknown, text: string): boolean {
 }
 function containsNonJson(v: unknown): boolean {
   if (typeof v === 'number') return !Number.isFinite(v);
-  if (v === undefined || typeof v === 'function' || typeof v === 'symbol' || typeof v === 'bigint') return true;
+  if (v === undefined || typeof v === 'function' || typeof v === 'symbol' || typeof v === 'bigint')
+    return true;
   if (Array.isArray(v)) return v.some(containsNonJson);
   if (v && typeof v === 'object') {
     if (Object.getPrototypeOf(v) !== Object.prototype && Object.getPrototypeOf(v) !== null) return true;
@@ -114,7 +139,11 @@ function containsNonJson(v: unknown): boolean {
 /** A task payload as stored: plain JSON, at most MAX_PAYLOAD_BYTES as text and MAX_PAYLOAD_DEPTH levels deep. */
 export const taskPayload = jsonValue(MAX_PAYLOAD_BYTES, 'payload', true);
 
-const epochMs = z.number().int('must be epoch milliseconds (a whole number)').min(0, 'must not be negative').max(8.64e15);
+const epochMs = z
+  .number()
+  .int('must be epoch milliseconds (a whole number)')
+  .min(0, 'must not be negative')
+  .max(8.64e15);
 
 export const enqueueInput = z
   .object({
@@ -123,13 +152,25 @@ export const enqueueInput = z
     owner: ownerSchema,
     priority: z.number().int('must be a whole number').min(-PRIORITY_LIMIT).max(PRIORITY_LIMIT).default(0),
     availableAt: epochMs.optional(),
-    delayMs: z.number().int('must be whole milliseconds').min(0, 'must not be negative').max(366 * 86_400_000, 'must be at most a year').optional(),
+    delayMs: z
+      .number()
+      .int('must be whole milliseconds')
+      .min(0, 'must not be negative')
+      .max(366 * 86_400_000, 'must be at most a year')
+      .optional(),
     maxAttempts: z.number().int('must be a whole number').min(1).max(100).optional(),
     timeoutMs: z.number().int('must be whole milliseconds').positive().optional(),
-    idempotencyKey: z.string().min(1, 'must not be empty').max(128, 'must be at most 128 characters').optional(),
+    idempotencyKey: z
+      .string()
+      .min(1, 'must not be empty')
+      .max(128, 'must be at most 128 characters')
+      .optional(),
   })
   .strict()
-  .refine((v) => v.availableAt === undefined || v.delayMs === undefined, { message: 'give availableAt or delayMs, not both', path: ['delayMs'] });
+  .refine((v) => v.availableAt === undefined || v.delayMs === undefined, {
+    message: 'give availableAt or delayMs, not both',
+    path: ['delayMs'],
+  });
 export type EnqueueInput = z.input<typeof enqueueInput>;
 
 export const claimInput = z
@@ -141,7 +182,14 @@ export const claimInput = z
   .strict();
 export type ClaimInput = z.input<typeof claimInput>;
 
-const slotLease = z.object({ scope: z.string().min(1), index: z.number().int().min(0), token: z.number().int().min(1), leaseUntil: z.number().int() }).strict();
+const slotLease = z
+  .object({
+    scope: z.string().min(1),
+    index: z.number().int().min(0),
+    token: z.number().int().min(1),
+    leaseUntil: z.number().int(),
+  })
+  .strict();
 
 export const leaseSchema = z
   .object({
@@ -165,7 +213,9 @@ export type Lease = z.infer<typeof leaseSchema>;
 export type SlotLease = z.infer<typeof slotLease>;
 
 /** A handler's progress report: stored with renewals and outcomes, handed to the next attempt. */
-export const progressReport = z.object({ fraction: z.number().min(0).max(1), note: z.string().max(256).optional() }).strict();
+export const progressReport = z
+  .object({ fraction: z.number().min(0).max(1), note: z.string().max(256).optional() })
+  .strict();
 
 export const renewInput = z
   .object({
@@ -176,13 +226,24 @@ export const renewInput = z
 export type RenewInput = z.input<typeof renewInput>;
 export type ProgressReport = z.infer<typeof progressReport>;
 
-export const completeInput = z.object({ lease: leaseSchema, result: jsonValue(MAX_RESULT_BYTES, 'result').optional() }).strict();
+export const completeInput = z
+  .object({ lease: leaseSchema, result: jsonValue(MAX_RESULT_BYTES, 'result').optional() })
+  .strict();
 export const failInput = z
   .object({
     lease: leaseSchema,
-    error: z.string().min(1, 'must describe the failure').transform((s) => s.slice(0, MAX_ERROR_CHARS)),
+    error: z
+      .string()
+      .min(1, 'must describe the failure')
+      .transform((s) => s.slice(0, MAX_ERROR_CHARS)),
     retryable: z.boolean().default(true),
-    backoff: z.object({ baseMs: z.number().int().min(0).max(MAX_DURATION_MS), maxMs: z.number().int().min(0).max(MAX_DURATION_MS) }).strict().optional(),
+    backoff: z
+      .object({
+        baseMs: z.number().int().min(0).max(MAX_DURATION_MS),
+        maxMs: z.number().int().min(0).max(MAX_DURATION_MS),
+      })
+      .strict()
+      .optional(),
     progress: progressReport.optional(),
   })
   .strict();
@@ -198,7 +259,10 @@ export const listInput = z
     status: z.enum(Object.values(TaskStatus) as [TaskStatus, ...TaskStatus[]]).optional(),
     type: taskTypeSchema.optional(),
     limit: z.number().int().min(1).max(100).default(20),
-    cursor: z.string().max(2048, 'is not a cursor from an earlier page of this list; start again without one').optional(),
+    cursor: z
+      .string()
+      .max(2048, 'is not a cursor from an earlier page of this list; start again without one')
+      .optional(),
   })
   .strict();
 export type ListInput = z.input<typeof listInput>;

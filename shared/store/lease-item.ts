@@ -33,7 +33,14 @@ export interface HeldLease {
 export function acquireIfFree(
   target: WriteTarget,
   key: Record<string, string>,
-  take: { tokenAttribute: TokenAttribute; holder: string; leaseUntil: number; free: ConditionPart; fields?: Record<string, unknown>; needCurrent?: boolean },
+  take: {
+    tokenAttribute: TokenAttribute;
+    holder: string;
+    leaseUntil: number;
+    free: ConditionPart;
+    fields?: Record<string, unknown>;
+    needCurrent?: boolean;
+  },
 ): Promise<WriteResult<LeaseItem>> {
   const e = new Expression()
     .require(take.free)
@@ -47,8 +54,15 @@ export function acquireIfFree(
  * resend and no read-back when both go unanswered: the next heartbeat is the next try, and a renewal
  * that waited on more resends and reads could outlast the lease it renews (two deadlines at most).
  */
-export function renewIfHolder(target: WriteTarget, key: Record<string, string>, held: HeldLease, leaseUntil: number): Promise<WriteResult<LeaseItem>> {
-  const e = new Expression().require(holdsTokenLease(held.holder, held.token, held.tokenAttribute)).set('leaseUntil', leaseUntil);
+export function renewIfHolder(
+  target: WriteTarget,
+  key: Record<string, string>,
+  held: HeldLease,
+  leaseUntil: number,
+): Promise<WriteResult<LeaseItem>> {
+  const e = new Expression()
+    .require(holdsTokenLease(held.holder, held.token, held.tokenAttribute))
+    .set('leaseUntil', leaseUntil);
   return conditionalUpdate<LeaseItem>(target, key, e, RENEWAL);
 }
 
@@ -56,8 +70,15 @@ export function renewIfHolder(target: WriteTarget, key: Record<string, string>, 
 export const RENEWAL = { resends: 1, settleUnanswered: false } as const;
 
 /** Gives it back (a new holder may take it at once); refused when it is no longer ours. */
-export function releaseIfHolder(target: WriteTarget, key: Record<string, string>, held: HeldLease, alsoRemove: string[] = []): Promise<WriteResult<LeaseItem>> {
-  const e = new Expression().require(holdsTokenLease(held.holder, held.token, held.tokenAttribute)).remove('holder', 'leaseUntil', ...alsoRemove);
+export function releaseIfHolder(
+  target: WriteTarget,
+  key: Record<string, string>,
+  held: HeldLease,
+  alsoRemove: string[] = [],
+): Promise<WriteResult<LeaseItem>> {
+  const e = new Expression()
+    .require(holdsTokenLease(held.holder, held.token, held.tokenAttribute))
+    .remove('holder', 'leaseUntil', ...alsoRemove);
   return conditionalUpdate<LeaseItem>(target, key, e);
 }
 
@@ -65,6 +86,15 @@ export function releaseIfHolder(target: WriteTarget, key: Record<string, string>
  * Gives back a take whose outcome nobody could learn (WriteOutcomeUnknownError): if that very write
  * applied (its write id is on the item), the item is freed, so nobody holds it without knowing.
  */
-export async function undoAcquire(target: WriteTarget, key: Record<string, string>, writeId: string, alsoRemove: string[] = []): Promise<void> {
-  await conditionalUpdate(target, key, new Expression().require(unchangedSince(writeId)).remove('holder', 'leaseUntil', ...alsoRemove));
+export async function undoAcquire(
+  target: WriteTarget,
+  key: Record<string, string>,
+  writeId: string,
+  alsoRemove: string[] = [],
+): Promise<void> {
+  await conditionalUpdate(
+    target,
+    key,
+    new Expression().require(unchangedSince(writeId)).remove('holder', 'leaseUntil', ...alsoRemove),
+  );
 }

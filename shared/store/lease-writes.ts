@@ -11,11 +11,30 @@ import { TaskStatus, type Task } from '../task-model.js';
 import { writeTargetOf, type StoreContext } from './context.js';
 import { conditionalUpdate, type WriteOptions } from './conditional-write.js';
 import { RENEWAL } from './lease-item.js';
-import { completeInput, failInput, leaseOnlyInput, parseInput, releaseInput, renewInput, type Lease, type ProgressReport, type RenewInput } from './inputs.js';
+import {
+  completeInput,
+  failInput,
+  leaseOnlyInput,
+  parseInput,
+  releaseInput,
+  renewInput,
+  type Lease,
+  type ProgressReport,
+  type RenewInput,
+} from './inputs.js';
 import type { FailInput } from './inputs.js';
 import { releaseSlots, renewSlots } from './slots.js';
 import { toTask, type TaskItem } from './task-item.js';
-import { asUpdate, cancelledRunning, completed, failedFinal, failedRetry, released, renewed, type Transition } from './transitions.js';
+import {
+  asUpdate,
+  cancelledRunning,
+  completed,
+  failedFinal,
+  failedRetry,
+  released,
+  renewed,
+  type Transition,
+} from './transitions.js';
 
 export type RenewOutcome =
   | { taskId: string; outcome: 'renewed'; lease: Lease }
@@ -23,14 +42,21 @@ export type RenewOutcome =
   | { taskId: string; outcome: 'lost'; current: Task | undefined }
   | { taskId: string; outcome: 'error'; error: unknown };
 
-
 /**
  * Sends one edge taken under the lease (its last condition part is the fence); returns the item after
  * it, or throws LeaseLostError. The primitive settles lost answers (resent under the same write id,
  * read back when refused).
  */
-async function writeUnderLease(ctx: StoreContext, lease: Lease, t: Transition, options: WriteOptions): Promise<TaskItem> {
-  const written = await conditionalUpdate<TaskItem>(writeTargetOf(ctx), taskKey(lease.taskId), asUpdate(t), { ...options, needCurrent: true });
+async function writeUnderLease(
+  ctx: StoreContext,
+  lease: Lease,
+  t: Transition,
+  options: WriteOptions,
+): Promise<TaskItem> {
+  const written = await conditionalUpdate<TaskItem>(writeTargetOf(ctx), taskKey(lease.taskId), asUpdate(t), {
+    ...options,
+    needCurrent: true,
+  });
   if (written.applied) return written.item;
   throw new LeaseLostError(lease.taskId, lease.token, written.current && toTask(written.current));
 }
@@ -48,11 +74,26 @@ export async function renewLeases(ctx: StoreContext, rawInput: RenewInput): Prom
           return { taskId: lease.taskId, outcome: 'lost', current: undefined };
         }
         const sweepAt = sweepKeyAfterRenewal(lease.sweepAt, leaseUntil, ctx.config);
-        const item = await writeUnderLease(ctx, lease, renewed(lease, leaseUntil, sweepAt, input.progress?.[lease.taskId]), RENEWAL);
-        const next: Lease = { ...lease, leaseUntil, sweepAt: sweepAt ?? lease.sweepAt, slots: lease.slots.map((s) => ({ ...s, leaseUntil })) };
-        return { taskId: lease.taskId, outcome: item.status === TaskStatus.CANCEL_REQUESTED ? 'cancel-requested' : 'renewed', lease: next };
+        const item = await writeUnderLease(
+          ctx,
+          lease,
+          renewed(lease, leaseUntil, sweepAt, input.progress?.[lease.taskId]),
+          RENEWAL,
+        );
+        const next: Lease = {
+          ...lease,
+          leaseUntil,
+          sweepAt: sweepAt ?? lease.sweepAt,
+          slots: lease.slots.map((s) => ({ ...s, leaseUntil })),
+        };
+        return {
+          taskId: lease.taskId,
+          outcome: item.status === TaskStatus.CANCEL_REQUESTED ? 'cancel-requested' : 'renewed',
+          lease: next,
+        };
       } catch (error) {
-        if (error instanceof LeaseLostError) return { taskId: lease.taskId, outcome: 'lost', current: error.current };
+        if (error instanceof LeaseLostError)
+          return { taskId: lease.taskId, outcome: 'lost', current: error.current };
         return { taskId: lease.taskId, outcome: 'error', error };
       }
     }),
@@ -60,7 +101,10 @@ export async function renewLeases(ctx: StoreContext, rawInput: RenewInput): Prom
 }
 
 /** Records success. Allowed while a cancel is pending: the work is done, and SUCCESS says so. */
-export async function complete(ctx: StoreContext, rawInput: { lease: Lease; result?: unknown }): Promise<Task> {
+export async function complete(
+  ctx: StoreContext,
+  rawInput: { lease: Lease; result?: unknown },
+): Promise<Task> {
   const { lease, result } = parseInput(completeInput, 'complete', rawInput);
   const now = ctx.clock.now();
   return settle(ctx, lease, completed(lease, now, JSON.stringify(result ?? null), ctx.config));
@@ -81,7 +125,10 @@ export async function fail(ctx: StoreContext, rawInput: FailInput): Promise<Task
 }
 
 /** Gives the task back without spending an attempt (a worker shutting down), at its old place in the queue. */
-export async function release(ctx: StoreContext, rawInput: { lease: Lease; progress?: ProgressReport }): Promise<Task> {
+export async function release(
+  ctx: StoreContext,
+  rawInput: { lease: Lease; progress?: ProgressReport },
+): Promise<Task> {
   const { lease, progress } = parseInput(releaseInput, 'release', rawInput);
   const now = ctx.clock.now();
   return settleOrFinishCancel(ctx, lease, released(lease, now, progress));
@@ -106,7 +153,11 @@ async function settleOrFinishCancel(ctx: StoreContext, lease: Lease, t: Transiti
   try {
     return await settle(ctx, lease, t);
   } catch (error) {
-    if (error instanceof LeaseLostError && error.current?.status === TaskStatus.CANCEL_REQUESTED && error.current.leaseToken === lease.token) {
+    if (
+      error instanceof LeaseLostError &&
+      error.current?.status === TaskStatus.CANCEL_REQUESTED &&
+      error.current.leaseToken === lease.token
+    ) {
       return finishCancel(ctx, { lease });
     }
     throw error;

@@ -27,14 +27,23 @@ export const keyString = (maxBytes: number) =>
     .refine((s) => Buffer.byteLength(s, 'utf8') <= maxBytes);
 
 export function encodeCursor(key: OwnerIndexKey): string {
-  return Buffer.from(JSON.stringify({ pk: key.pk, sk: key.sk, ownerPk: key.ownerPk, ownerSk: key.ownerSk })).toString('base64url');
+  return Buffer.from(
+    JSON.stringify({ pk: key.pk, sk: key.sk, ownerPk: key.ownerPk, ownerSk: key.ownerSk }),
+  ).toString('base64url');
 }
 
 const notACursor = (operation: string) =>
-  new ValidationError(operation, [{ path: 'cursor', message: 'is not a cursor from an earlier page of this list; start again without one' }]);
+  new ValidationError(operation, [
+    { path: 'cursor', message: 'is not a cursor from an earlier page of this list; start again without one' },
+  ]);
 
 /** The key in `cursor` when it has the shape `schema` describes and is in `ownerPk`'s partition; else a ValidationError on `cursor`. */
-export function decodeCursor(cursor: string, schema: z.ZodType<OwnerIndexKey>, ownerPk: string, operation: string): OwnerIndexKey {
+export function decodeCursor(
+  cursor: string,
+  schema: z.ZodType<OwnerIndexKey>,
+  ownerPk: string,
+  operation: string,
+): OwnerIndexKey {
   let parsed: unknown;
   try {
     parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
@@ -51,11 +60,16 @@ export function decodeCursor(cursor: string, schema: z.ZodType<OwnerIndexKey>, o
  * ExclusiveStartKey it cannot use with a ValidationException; from a cursor the caller sent, that is
  * bad input (a 400 saying to start again), not our failure.
  */
-export async function fromCursor<T>(send: () => Promise<T>, startsAtCursor: boolean, operation: string): Promise<T> {
+export async function fromCursor<T>(
+  send: () => Promise<T>,
+  startsAtCursor: boolean,
+  operation: string,
+): Promise<T> {
   try {
     return await send();
   } catch (error) {
-    if (startsAtCursor && (error as { name?: string } | undefined)?.name === 'ValidationException') throw notACursor(operation);
+    if (startsAtCursor && (error as { name?: string } | undefined)?.name === 'ValidationException')
+      throw notACursor(operation);
     throw error;
   }
 }

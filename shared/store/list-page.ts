@@ -51,7 +51,10 @@ export interface ListPage<E> {
  * would weigh more than MAX_LIST_PAGE_BYTES (always holding at least one), its cursor at the last entry
  * it holds, so the next page goes on exactly there.
  */
-export async function readOwnerIndexPage<I extends object, E>(ctx: StoreContext, list: OwnerIndexList<I, E>): Promise<ListPage<E>> {
+export async function readOwnerIndexPage<I extends object, E>(
+  ctx: StoreContext,
+  list: OwnerIndexList<I, E>,
+): Promise<ListPage<E>> {
   const { type } = list;
   let startKey = list.cursor;
   const entries: E[] = [];
@@ -75,8 +78,19 @@ export async function readOwnerIndexPage<I extends object, E>(ctx: StoreContext,
     // Only the first query starts at the caller's cursor; later ones at DynamoDB's own keys.
     const out = await fromCursor(query, page === 0 && from !== undefined, list.operation);
     const keys = ((out.Items ?? []) as OwnerIndexKey[]).filter(list.lists);
-    const items = await readItems<I>(ctx, keys.map((k) => ({ [KEY.partition]: k.pk, [KEY.sort]: k.sk })));
-    const byKey = new Map(items.map((i) => [tableKey((i as Record<string, unknown>)[KEY.partition] as string, (i as Record<string, unknown>)[KEY.sort] as string), i]));
+    const items = await readItems<I>(
+      ctx,
+      keys.map((k) => ({ [KEY.partition]: k.pk, [KEY.sort]: k.sk })),
+    );
+    const byKey = new Map(
+      items.map((i) => [
+        tableKey(
+          (i as Record<string, unknown>)[KEY.partition] as string,
+          (i as Record<string, unknown>)[KEY.sort] as string,
+        ),
+        i,
+      ]),
+    );
     /** The last index entry this page has dealt with: where the next page starts. */
     let position = from;
     for (const key of keys) {
@@ -85,7 +99,8 @@ export async function readOwnerIndexPage<I extends object, E>(ctx: StoreContext,
       const entry = item === undefined ? undefined : list.show(item);
       if (entry !== undefined) {
         const size = list.weight(entry);
-        if (entries.length > 0 && bytes + size > MAX_LIST_PAGE_BYTES) return { entries, nextCursor: encodeCursor(position!) };
+        if (entries.length > 0 && bytes + size > MAX_LIST_PAGE_BYTES)
+          return { entries, nextCursor: encodeCursor(position!) };
         entries.push(entry);
         bytes += size;
       }

@@ -5,7 +5,15 @@
  * costs, since DynamoDB bills the entries it reads, not the ones it returns.
  */
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { availableAtOfReadySortKey, delaySweepPartition, INDEX, lanePartition, leaseSweepPartition, SHARD_COUNT, shardPartition } from '../table-layout.js';
+import {
+  availableAtOfReadySortKey,
+  delaySweepPartition,
+  INDEX,
+  lanePartition,
+  leaseSweepPartition,
+  SHARD_COUNT,
+  shardPartition,
+} from '../table-layout.js';
 import type { StoreContext } from './context.js';
 
 export interface QueueDepth {
@@ -24,16 +32,33 @@ interface PartitionCount {
 
 export async function queueDepth(ctx: StoreContext, types: string[]): Promise<QueueDepth> {
   const shards = Array.from({ length: SHARD_COUNT }, (_, s) => s);
-  const readyPartitions = types.flatMap((type) => [lanePartition(type), ...shards.map((s) => shardPartition(type, s))]);
+  const readyPartitions = types.flatMap((type) => [
+    lanePartition(type),
+    ...shards.map((s) => shardPartition(type, s)),
+  ]);
   const ready = await Promise.all(readyPartitions.map((p) => readPartition(ctx, INDEX.ready, p, true)));
-  const leased = await Promise.all(shards.map((s) => readPartition(ctx, INDEX.sweep, leaseSweepPartition(s), false)));
-  const delayed = await Promise.all(shards.map((s) => readPartition(ctx, INDEX.sweep, delaySweepPartition(s), false)));
+  const leased = await Promise.all(
+    shards.map((s) => readPartition(ctx, INDEX.sweep, leaseSweepPartition(s), false)),
+  );
+  const delayed = await Promise.all(
+    shards.map((s) => readPartition(ctx, INDEX.sweep, delaySweepPartition(s), false)),
+  );
   const sum = (xs: PartitionCount[]) => xs.reduce((a, b) => a + b.count, 0);
   const dueTimes = ready.flatMap((p) => (p.oldestDueAt === undefined ? [] : [p.oldestDueAt]));
-  return { ready: sum(ready), leased: sum(leased), delayed: sum(delayed), oldestDueAt: dueTimes.length > 0 ? Math.min(...dueTimes) : undefined };
+  return {
+    ready: sum(ready),
+    leased: sum(leased),
+    delayed: sum(delayed),
+    oldestDueAt: dueTimes.length > 0 ? Math.min(...dueTimes) : undefined,
+  };
 }
 
-async function readPartition(ctx: StoreContext, index: { name: string; partition: string; sort: string }, partition: string, withDueTimes: boolean): Promise<PartitionCount> {
+async function readPartition(
+  ctx: StoreContext,
+  index: { name: string; partition: string; sort: string },
+  partition: string,
+  withDueTimes: boolean,
+): Promise<PartitionCount> {
   let count = 0;
   let oldestDueAt: number | undefined;
   let startKey: Record<string, unknown> | undefined;

@@ -33,4 +33,3 @@ export async function readHeads(
   const exhausted = candidates.length < limit || out.LastEvaluatedKey === undefined;
   return { candidates, exhausted, lastKey: exhausted ? undefined : out.LastEvaluatedKey };
 }
-

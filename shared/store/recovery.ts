@@ -6,13 +6,29 @@
  */
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { decideRecovery, sweepQueryBound } from '../lease-rules.js';
-import { delaySweepPartition, INDEX, KEY, leaseSweepPartition, SHARD_COUNT, shardForId, taskIdFromPk, taskKey } from '../table-layout.js';
+import {
+  delaySweepPartition,
+  INDEX,
+  KEY,
+  leaseSweepPartition,
+  SHARD_COUNT,
+  shardForId,
+  taskIdFromPk,
+  taskKey,
+} from '../table-layout.js';
 import { writeTargetOf, type StoreContext } from './context.js';
 import { conditionalUpdate } from './conditional-write.js';
 import { readItems, readTaskItem } from './task-reads.js';
 import { parseInput, taskRefInput } from './inputs.js';
 import type { TaskItem } from './task-item.js';
-import { asUpdate, promoted, recoveredCancel, recoveredFail, recoveredRequeue, type Transition } from './transitions.js';
+import {
+  asUpdate,
+  promoted,
+  recoveredCancel,
+  recoveredFail,
+  recoveredRequeue,
+  type Transition,
+} from './transitions.js';
 
 export interface RecoveryReport {
   requeued: number;
@@ -37,26 +53,44 @@ export type RecoveryFix = RecoveryReport['fixes'][number];
 
 /** Each fix is emitted ('recover:fix') as soon as its write applied: histories time recovery by it, not by the sweep's end. */
 export async function recoverExpired(ctx: StoreContext): Promise<RecoveryReport> {
-  const report: RecoveryReport = { requeued: 0, failed: 0, cancelled: 0, promoted: 0, skipped: 0, batches: 0, truncated: false, errors: [], fixes: [] };
+  const report: RecoveryReport = {
+    requeued: 0,
+    failed: 0,
+    cancelled: 0,
+    promoted: 0,
+    skipped: 0,
+    batches: 0,
+    truncated: false,
+    errors: [],
+    fixes: [],
+  };
   const { recoveryBatchSize: batchSize, recoveryMaxBatches: maxBatches } = ctx.config;
   const budget = batchSize * maxBatches;
   const now = ctx.clock.now();
   // Expired leases first: a dead holder's task waits on them; a due delayed task is only late.
   const work: { partition: string; bound: number; kind: 'lease' | 'delay' }[] = [];
-  for (let shard = 0; shard < SHARD_COUNT; shard++) work.push({ partition: leaseSweepPartition(shard), bound: sweepQueryBound(now, ctx.config), kind: 'lease' });
-  for (let shard = 0; shard < SHARD_COUNT; shard++) work.push({ partition: delaySweepPartition(shard), bound: now, kind: 'delay' });
+  for (let shard = 0; shard < SHARD_COUNT; shard++)
+    work.push({
+      partition: leaseSweepPartition(shard),
+      bound: sweepQueryBound(now, ctx.config),
+      kind: 'lease',
+    });
+  for (let shard = 0; shard < SHARD_COUNT; shard++)
+    work.push({ partition: delaySweepPartition(shard), bound: now, kind: 'delay' });
   // Partitions are swept sixteen at a time (one round per kind); each takes its share of the item budget as it goes.
   const budgetBox = { left: budget };
   const starved: typeof work = [];
   const sweep = async (w: (typeof work)[number]) => {
     try {
-      if ((await sweepPartition(ctx, report, w.partition, w.bound, w.kind, now, budgetBox)) === 'starved') starved.push(w);
+      if ((await sweepPartition(ctx, report, w.partition, w.bound, w.kind, now, budgetBox)) === 'starved')
+        starved.push(w);
     } catch (error) {
       // A failing partition (throttling, a fault) does not stop the sweep of the others; the next sweep retries it.
       report.errors.push(describe(error));
     }
   };
-  for (let i = 0; i < work.length; i += PARALLEL_PARTITIONS) await Promise.all(work.slice(i, i + PARALLEL_PARTITIONS).map(sweep));
+  for (let i = 0; i < work.length; i += PARALLEL_PARTITIONS)
+    await Promise.all(work.slice(i, i + PARALLEL_PARTITIONS).map(sweep));
   // Partitions that found the budget taken by their neighbours get what those gave back, one at a time.
   while (starved.length > 0 && budgetBox.left > 0) await sweep(starved.shift()!);
   if (starved.length > 0) report.truncated = true;
@@ -66,7 +100,15 @@ export async function recoverExpired(ctx: StoreContext): Promise<RecoveryReport>
 const PARALLEL_PARTITIONS = SHARD_COUNT;
 
 /** Sweeps one partition, taking what it reads from the shared item budget. */
-async function sweepPartition(ctx: StoreContext, report: RecoveryReport, partition: string, bound: number, kind: 'lease' | 'delay', now: number, budget: { left: number }): Promise<'done' | 'starved'> {
+async function sweepPartition(
+  ctx: StoreContext,
+  report: RecoveryReport,
+  partition: string,
+  bound: number,
+  kind: 'lease' | 'delay',
+  now: number,
+  budget: { left: number },
+): Promise<'done' | 'starved'> {
   const { recoveryBatchSize: batchSize } = ctx.config;
   let startKey: Record<string, unknown> | undefined;
   do {
@@ -86,14 +128,22 @@ async function sweepPartition(ctx: StoreContext, report: RecoveryReport, partiti
         else report.skipped++;
       }
     } else if (page.keys.length > 0) {
-      const items = await readItems<TaskItem>(ctx, page.keys.map((k) => taskKey(taskIdFromPk(k.pk))));
+      const items = await readItems<TaskItem>(
+        ctx,
+        page.keys.map((k) => taskKey(taskIdFromPk(k.pk))),
+      );
       // Settled one by one, so a fix that applied is reported even when another one failed.
       const fixes = await Promise.allSettled(
         items.map(async (item) => {
           const action = await fixExpired(ctx, item, now);
           report[action]++;
           if (action === 'skipped') return;
-          report.fixes.push({ taskId: item.id, token: item.leaseToken, leaseUntil: item.leaseUntil!, action });
+          report.fixes.push({
+            taskId: item.id,
+            token: item.leaseToken,
+            leaseUntil: item.leaseUntil!,
+            action,
+          });
         }),
       );
       for (const fix of fixes) if (fix.status === 'rejected') report.errors.push(describe(fix.reason));
@@ -102,22 +152,34 @@ async function sweepPartition(ctx: StoreContext, report: RecoveryReport, partiti
   return 'done';
 }
 
-const describe = (error: unknown) => (error instanceof Error ? `${error.name}: ${error.message}` : String(error));
+const describe = (error: unknown) =>
+  error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 
 /**
  * Recovers one task by id if its lease ran out (used when a claimer takes over the expired slot of a
  * dead holder): 'lease-valid' when that holder still holds the task, 'fixed' when this call fixed it.
  */
-export async function recoverTask(ctx: StoreContext, taskId: string, slotHolder: string): Promise<'lease-valid' | 'fixed' | 'done'> {
+export async function recoverTask(
+  ctx: StoreContext,
+  taskId: string,
+  slotHolder: string,
+): Promise<'lease-valid' | 'fixed' | 'done'> {
   const item = await readTaskItem(ctx, taskId);
   if (!item) return 'done';
   const now = ctx.clock.now();
   const decision = decideRecovery(item, now, ctx.config);
-  if (decision.action === 'skip') return decision.reason === 'lease-valid' && item.leaseOwner === slotHolder ? 'lease-valid' : 'done';
+  if (decision.action === 'skip')
+    return decision.reason === 'lease-valid' && item.leaseOwner === slotHolder ? 'lease-valid' : 'done';
   return (await fixExpired(ctx, item, now)) === 'skipped' ? 'done' : 'fixed';
 }
 
-async function sweepPage(ctx: StoreContext, partition: string, bound: number, limit: number, startKey: Record<string, unknown> | undefined) {
+async function sweepPage(
+  ctx: StoreContext,
+  partition: string,
+  bound: number,
+  limit: number,
+  startKey: Record<string, unknown> | undefined,
+) {
   const out = await ctx.doc.send(
     new QueryCommand({
       TableName: ctx.tableName,
@@ -144,10 +206,23 @@ async function fixExpired(ctx: StoreContext, item: TaskItem, now: number): Promi
         : [recoveredFail(item, now, decision.error, ctx.config), 'failed'];
   ctx.events.emit('recover:intent', { taskId: item.id });
   // A fix whose answer was lost, then refused on the resend, is still reported as the fix it was.
-  if (!(await conditionalUpdate(writeTargetOf(ctx, 'request'), taskKey(item.id), asUpdate(t))).applied) return 'skipped';
-  ctx.events.emit('recover:fix', { taskId: item.id, token: item.leaseToken, leaseUntil: item.leaseUntil!, action: fix });
+  if (!(await conditionalUpdate(writeTargetOf(ctx, 'request'), taskKey(item.id), asUpdate(t))).applied)
+    return 'skipped';
+  ctx.events.emit('recover:fix', {
+    taskId: item.id,
+    token: item.leaseToken,
+    leaseUntil: item.leaseUntil!,
+    action: fix,
+  });
   if (fix === 'requeued') ctx.events.emit('task:readied', { taskId: item.id });
-  else ctx.events.emit('task:finished', { taskId: item.id, type: item.type, status: fix === 'failed' ? 'FAILED' : 'CANCELLED', by: 'recovery', ...(fix === 'failed' && decision.action === 'fail' ? { error: decision.error } : {}) });
+  else
+    ctx.events.emit('task:finished', {
+      taskId: item.id,
+      type: item.type,
+      status: fix === 'failed' ? 'FAILED' : 'CANCELLED',
+      by: 'recovery',
+      ...(fix === 'failed' && decision.action === 'fail' ? { error: decision.error } : {}),
+    });
   return fix;
 }
 
@@ -159,6 +234,11 @@ export async function promoteTask(ctx: StoreContext, rawInput: { id: string }): 
 
 /** Moves a due delayed task into the ready index, copying its precomputed ready keys inside DynamoDB (no read). */
 async function promote(ctx: StoreContext, pk: string, partition: string, now: number): Promise<boolean> {
-  return (await conditionalUpdate(writeTargetOf(ctx, 'request'), { [KEY.partition]: pk, [KEY.sort]: 'TASK' }, asUpdate(promoted(partition, now)))).applied;
+  return (
+    await conditionalUpdate(
+      writeTargetOf(ctx, 'request'),
+      { [KEY.partition]: pk, [KEY.sort]: 'TASK' },
+      asUpdate(promoted(partition, now)),
+    )
+  ).applied;
 }
-

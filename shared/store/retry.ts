@@ -16,10 +16,18 @@ export async function retryTask(ctx: StoreContext, rawInput: { id: string; owner
   const item = await readTaskItem(ctx, id);
   if (!item || (owner !== undefined && item.owner !== owner)) throw new TaskNotFoundError(id);
   const refuse = (current: TaskItem) =>
-    new TaskStateConflictError(`Task ${id} is ${current.status}; only FAILED or CANCELLED tasks can be retried.`, toTask(current));
+    new TaskStateConflictError(
+      `Task ${id} is ${current.status}; only FAILED or CANCELLED tasks can be retried.`,
+      toTask(current),
+    );
   if (!RETRYABLE.includes(item.status)) throw refuse(item);
   // Conditioned on the status as read: a second retry, or anything that moved the task since, is refused.
-  const written = await conditionalUpdate<TaskItem>(writeTargetOf(ctx, 'request'), taskKey(id), asUpdate(retried(item, ctx.clock.now())), { needCurrent: true });
+  const written = await conditionalUpdate<TaskItem>(
+    writeTargetOf(ctx, 'request'),
+    taskKey(id),
+    asUpdate(retried(item, ctx.clock.now())),
+    { needCurrent: true },
+  );
   if (written.applied) return toTask(written.item);
   if (!written.current) throw new TaskNotFoundError(id);
   throw refuse(written.current);

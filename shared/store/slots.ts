@@ -23,7 +23,8 @@ export const typeScope = (type: string) => `type#${type}`;
 /** The limits that apply to a task type: the global one and the type's own, where set. */
 export function limitsFor(ctx: StoreContext, type: string): { scope: string; limit: number }[] {
   const out: { scope: string; limit: number }[] = [];
-  if (ctx.config.globalConcurrency !== undefined) out.push({ scope: GLOBAL_SCOPE, limit: ctx.config.globalConcurrency });
+  if (ctx.config.globalConcurrency !== undefined)
+    out.push({ scope: GLOBAL_SCOPE, limit: ctx.config.globalConcurrency });
   const own = ctx.typeLimits[type];
   if (own !== undefined) out.push({ scope: typeScope(type), limit: own });
   return out;
@@ -49,7 +50,8 @@ export class SlotGate {
     const now = this.ctx.clock.now();
     for (const { scope, limit } of limitsFor(this.ctx, type)) {
       const slots = await this.read(scope);
-      if (![...Array(limit).keys()].some((i) => leaseIsFree(slots.get(i), now, this.ctx.config))) return false;
+      if (![...Array(limit).keys()].some((i) => leaseIsFree(slots.get(i), now, this.ctx.config)))
+        return false;
     }
     return true;
   }
@@ -74,7 +76,12 @@ export class SlotGate {
     }
   }
 
-  private async takeOne(scope: string, limit: number, taskId: string, leaseUntil: number): Promise<SlotLease | undefined> {
+  private async takeOne(
+    scope: string,
+    limit: number,
+    taskId: string,
+    leaseUntil: number,
+  ): Promise<SlotLease | undefined> {
     const slots = await this.read(scope);
     const now = this.ctx.clock.now();
     const free = [...Array(limit).keys()].filter((i) => leaseIsFree(slots.get(i), now, this.ctx.config));
@@ -97,7 +104,10 @@ export class SlotGate {
         fields: { taskId },
       }).catch(async (error: unknown) => {
         // Perhaps taken, perhaps not: free it if it was, so the limit does not shrink for a lease.
-        if (error instanceof WriteOutcomeUnknownError) await undoAcquire(writeTargetOf(this.ctx), slotKey(scope, index), error.writeId, ['taskId']).catch(() => undefined);
+        if (error instanceof WriteOutcomeUnknownError)
+          await undoAcquire(writeTargetOf(this.ctx), slotKey(scope, index), error.writeId, ['taskId']).catch(
+            () => undefined,
+          );
         throw error;
       });
       if (taken.applied) return { scope, index, token: taken.item.slotToken!, leaseUntil };
@@ -132,17 +142,44 @@ export class SlotGate {
   }
 }
 
-const slotKey = (scope: string, index: number) => ({ [KEY.partition]: limitPartition(scope), [KEY.sort]: slotSortKey(index) });
+const slotKey = (scope: string, index: number) => ({
+  [KEY.partition]: limitPartition(scope),
+  [KEY.sort]: slotSortKey(index),
+});
 
 /** Extends the holder's slots; false when any of them was lost (it then no longer covers the task). */
-export async function renewSlots(ctx: StoreContext, holder: string, slots: SlotLease[], leaseUntil: number): Promise<boolean> {
+export async function renewSlots(
+  ctx: StoreContext,
+  holder: string,
+  slots: SlotLease[],
+  leaseUntil: number,
+): Promise<boolean> {
   const results = await Promise.all(
-    slots.map(async (slot) => (await renewIfHolder(writeTargetOf(ctx), slotKey(slot.scope, slot.index), { tokenAttribute: 'slotToken', holder, token: slot.token }, leaseUntil)).applied),
+    slots.map(
+      async (slot) =>
+        (
+          await renewIfHolder(
+            writeTargetOf(ctx),
+            slotKey(slot.scope, slot.index),
+            { tokenAttribute: 'slotToken', holder, token: slot.token },
+            leaseUntil,
+          )
+        ).applied,
+    ),
   );
   return results.every(Boolean);
 }
 
 /** Gives slots back. A slot already taken over (after expiry) is left to its new holder. */
 export async function releaseSlots(ctx: StoreContext, holder: string, slots: SlotLease[]): Promise<void> {
-  await Promise.all(slots.map((slot) => releaseIfHolder(writeTargetOf(ctx), slotKey(slot.scope, slot.index), { tokenAttribute: 'slotToken', holder, token: slot.token }, ['taskId'])));
+  await Promise.all(
+    slots.map((slot) =>
+      releaseIfHolder(
+        writeTargetOf(ctx),
+        slotKey(slot.scope, slot.index),
+        { tokenAttribute: 'slotToken', holder, token: slot.token },
+        ['taskId'],
+      ),
+    ),
+  );
 }

@@ -1,10 +1,19 @@
 /** Creates the table from the layout module (local stack, tests). The CDK stack builds the same shape. */
-import { CreateTableCommand, DescribeTableCommand, ResourceInUseException, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import {
+  CreateTableCommand,
+  DescribeTableCommand,
+  ResourceInUseException,
+  type DynamoDBClient,
+} from '@aws-sdk/client-dynamodb';
 import { LeaseholdError } from '../errors.js';
 import { createTableInput } from '../table-layout.js';
 
 /** Creates the table if it is missing and waits until it is ACTIVE (polling briefly: the SDK waiter's delays are 20 s). */
-export async function ensureTable(client: DynamoDBClient, tableName: string, timeoutMs = 30_000): Promise<void> {
+export async function ensureTable(
+  client: DynamoDBClient,
+  tableName: string,
+  timeoutMs = 30_000,
+): Promise<void> {
   try {
     await client.send(new CreateTableCommand(createTableInput(tableName)));
   } catch (error) {

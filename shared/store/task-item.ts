@@ -29,7 +29,8 @@ export interface TaskItem extends Omit<Task, 'payload' | 'result'> {
   expiresAt?: number;
 }
 
-const optional = <K extends keyof Task>(key: K, value: Task[K] | undefined): Partial<Task> => (value === undefined ? {} : { [key]: value });
+const optional = <K extends keyof Task>(key: K, value: Task[K] | undefined): Partial<Task> =>
+  value === undefined ? {} : { [key]: value };
 
 export function toTask(item: TaskItem): Task {
   return {
@@ -59,6 +60,9 @@ export function toTask(item: TaskItem): Task {
 }
 
 /** Fields every terminal write sets: when it finished, and when DynamoDB TTL may delete it. */
-export function finishedFields(now: number, config: Pick<LeaseholdConfig, 'retentionDays'>): Record<string, number> {
+export function finishedFields(
+  now: number,
+  config: Pick<LeaseholdConfig, 'retentionDays'>,
+): Record<string, number> {
   return { finishedAt: now, [TTL_ATTRIBUTE]: retentionExpiry(now, config) };
 }

@@ -60,13 +60,17 @@ export async function listTasks(ctx: StoreContext, rawInput: ListInput): Promise
   const { entries: tasks, ...next } = await readOwnerIndexPage(ctx, {
     operation: 'listTasks',
     partition: input.owner,
-    cursor: input.cursor === undefined ? undefined : decodeCursor(input.cursor, cursorSchema, input.owner, 'listTasks'),
+    cursor:
+      input.cursor === undefined
+        ? undefined
+        : decodeCursor(input.cursor, cursorSchema, input.owner, 'listTasks'),
     limit: input.limit,
     newestFirst: true,
     type: input.type,
     // The index also holds schedule definitions, under a prefix no task owner may have (inputs.ts); only tasks belong here.
     lists: (key) => key.pk.startsWith('TASK#'),
-    show: (item: TaskItem) => (input.status === undefined || item.status === input.status ? toTask(item) : undefined),
+    show: (item: TaskItem) =>
+      input.status === undefined || item.status === input.status ? toTask(item) : undefined,
     weight: pageBytes,
   });
   return { tasks, ...next };

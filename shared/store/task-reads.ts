@@ -5,8 +5,15 @@ import { taskKey } from '../table-layout.js';
 import type { StoreContext } from './context.js';
 import type { TaskItem } from './task-item.js';
 
-export async function readTaskItem(ctx: StoreContext, id: string, options: { abortSignal?: AbortSignal } = {}): Promise<TaskItem | undefined> {
-  const out = await ctx.doc.send(new GetCommand({ TableName: ctx.tableName, Key: taskKey(id), ConsistentRead: true }), options);
+export async function readTaskItem(
+  ctx: StoreContext,
+  id: string,
+  options: { abortSignal?: AbortSignal } = {},
+): Promise<TaskItem | undefined> {
+  const out = await ctx.doc.send(
+    new GetCommand({ TableName: ctx.tableName, Key: taskKey(id), ConsistentRead: true }),
+    options,
+  );
   return out.Item as TaskItem | undefined;
 }
 
@@ -17,7 +24,9 @@ export async function readItems<T>(ctx: StoreContext, keys: Record<string, strin
     let pending: Record<string, unknown>[] = keys.slice(i, i + 100);
     for (let round = 0; pending.length > 0; round++) {
       if (round > 0) await new Promise((r) => setTimeout(r, Math.min(1000, 25 * 2 ** round)));
-      const out = await ctx.doc.send(new BatchGetCommand({ RequestItems: { [ctx.tableName]: { Keys: pending, ConsistentRead: true } } }));
+      const out = await ctx.doc.send(
+        new BatchGetCommand({ RequestItems: { [ctx.tableName]: { Keys: pending, ConsistentRead: true } } }),
+      );
       found.push(...((out.Responses?.[ctx.tableName] ?? []) as T[]));
       pending = (out.UnprocessedKeys?.[ctx.tableName]?.Keys ?? []) as Record<string, unknown>[];
       if (round > 8 && pending.length > 0) throw new ReadIncompleteError(pending.length, round);

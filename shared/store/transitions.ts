@@ -22,10 +22,28 @@
  */
 import type { LeaseholdConfig } from '../config.js';
 import { sweepKeyFor } from '../lease-rules.js';
-import { delaySweepPartition, INDEX, leaseSweepPartition, ownerSortKey, priorityOfReadySortKey, readyPartition, readySortKey, TTL_ATTRIBUTE } from '../table-layout.js';
+import {
+  delaySweepPartition,
+  INDEX,
+  leaseSweepPartition,
+  ownerSortKey,
+  priorityOfReadySortKey,
+  readyPartition,
+  readySortKey,
+  TTL_ATTRIBUTE,
+} from '../table-layout.js';
 import { TaskStatus } from '../task-model.js';
 import type { Candidate } from './claim-state.js';
-import { hasAttemptsLeft, hasStatus, holdsLease, itemIsNew, leaseAsObserved, stillDelayedAndDue, stillQueuedAt, unchangedSince } from './conditions.js';
+import {
+  hasAttemptsLeft,
+  hasStatus,
+  holdsLease,
+  itemIsNew,
+  leaseAsObserved,
+  stillDelayedAndDue,
+  stillQueuedAt,
+  unchangedSince,
+} from './conditions.js';
 import type { Lease, ProgressReport } from './inputs.js';
 import { finishedFields, type TaskItem } from './task-item.js';
 import { Expression, type ConditionPart } from './update-expression.js';
@@ -47,22 +65,44 @@ export const DUE_READY = { partition: 'dueReadyPk', sort: 'dueReadySk' } as cons
 
 type Place = Pick<TaskItem, 'id' | 'type' | 'shard' | 'priority' | 'createdAt'>;
 /** What a lease carries to place its task without a read, and its fence. */
-export type LeaseRef = Pick<Lease, 'taskId' | 'type' | 'shard' | 'priority' | 'createdAt' | 'availableAt' | 'owner' | 'token'>;
+export type LeaseRef = Pick<
+  Lease,
+  'taskId' | 'type' | 'shard' | 'priority' | 'createdAt' | 'availableAt' | 'owner' | 'token'
+>;
 /** A leased task as recovery read it back. */
-export type ObservedLease = Place & Pick<TaskItem, 'availableAt' | 'status' | 'leaseToken' | 'leaseUntil' | 'leaseOwner' | 'attempts' | 'maxAttempts'>;
+export type ObservedLease = Place &
+  Pick<
+    TaskItem,
+    'availableAt' | 'status' | 'leaseToken' | 'leaseUntil' | 'leaseOwner' | 'attempts' | 'maxAttempts'
+  >;
 
 // --- the edges, in the order a task meets them ---
 
 /** A new task (or one replacing an expired record of the same idempotent id, read a moment ago): QUEUED, ready when due, else delayed. */
-export function enqueued(task: Place & Pick<TaskItem, 'availableAt' | 'owner'>, now: number, replacing?: Pick<TaskItem, 'writeId'>): Transition {
+export function enqueued(
+  task: Place & Pick<TaskItem, 'availableAt' | 'owner'>,
+  now: number,
+  replacing?: Pick<TaskItem, 'writeId'>,
+): Transition {
   return {
-    assign: { status: TaskStatus.QUEUED, [INDEX.owner.partition]: task.owner, [INDEX.owner.sort]: ownerSortKey(task.createdAt, task.id), ...queuedAt(task, task.availableAt, now) },
+    assign: {
+      status: TaskStatus.QUEUED,
+      [INDEX.owner.partition]: task.owner,
+      [INDEX.owner.sort]: ownerSortKey(task.createdAt, task.id),
+      ...queuedAt(task, task.availableAt, now),
+    },
     require: [replacing ? unchangedSince(replacing.writeId) : itemIsNew],
   };
 }
 
 /** A claim of the head a worker read: RUNNING under a fresh token, out of the ready index, into the lease sweep. */
-export function claimed(c: Candidate, workerId: string, now: number, leaseUntil: number, config: Pick<LeaseholdConfig, 'leaseTimeoutMs' | 'heartbeatIntervalMs' | 'clockSkewMs'>): Transition {
+export function claimed(
+  c: Candidate,
+  workerId: string,
+  now: number,
+  leaseUntil: number,
+  config: Pick<LeaseholdConfig, 'leaseTimeoutMs' | 'heartbeatIntervalMs' | 'clockSkewMs'>,
+): Transition {
   return {
     assign: {
       status: TaskStatus.RUNNING,
@@ -83,40 +123,92 @@ export function claimed(c: Candidate, workerId: string, now: number, leaseUntil:
 /** Reverts a claim whose outcome was never learned, if that very write applied: QUEUED at its old head, attempt given back. */
 export function claimUndone(c: Candidate, writeId: string): Transition {
   return {
-    assign: { ...LEASE_LEFT, status: TaskStatus.QUEUED, [INDEX.ready.partition]: readyPartition(c.type, c.shard, priorityOfReadySortKey(c.readySk)), [INDEX.ready.sort]: c.readySk },
+    assign: {
+      ...LEASE_LEFT,
+      status: TaskStatus.QUEUED,
+      [INDEX.ready.partition]: readyPartition(c.type, c.shard, priorityOfReadySortKey(c.readySk)),
+      [INDEX.ready.sort]: c.readySk,
+    },
     add: { attempts: -1 },
     require: [unchangedSince(writeId)],
   };
 }
 
 /** A heartbeat: the lease moves; the sweep key only when the new lease outruns it (`sweepAt` from sweepKeyAfterRenewal). */
-export function renewed(lease: LeaseRef, leaseUntil: number, sweepAt: number | undefined, progress?: ProgressReport): Transition {
+export function renewed(
+  lease: LeaseRef,
+  leaseUntil: number,
+  sweepAt: number | undefined,
+  progress?: ProgressReport,
+): Transition {
   return {
-    assign: { leaseUntil, ...(sweepAt === undefined ? {} : { [INDEX.sweep.sort]: sweepAt }), ...progressFields(progress) },
+    assign: {
+      leaseUntil,
+      ...(sweepAt === undefined ? {} : { [INDEX.sweep.sort]: sweepAt }),
+      ...progressFields(progress),
+    },
     require: [fence(lease)],
   };
 }
 
 /** Success, recorded by the holder (also while a cancel is pending: the work is done). `result` is the stored JSON text. */
-export function completed(lease: LeaseRef, now: number, result: string, config: Pick<LeaseholdConfig, 'retentionDays'>): Transition {
+export function completed(
+  lease: LeaseRef,
+  now: number,
+  result: string,
+  config: Pick<LeaseholdConfig, 'retentionDays'>,
+): Transition {
   return {
-    assign: { ...LEASE_LEFT, status: TaskStatus.SUCCESS, result, updatedAt: now, ...finishedFields(now, config) },
+    assign: {
+      ...LEASE_LEFT,
+      status: TaskStatus.SUCCESS,
+      result,
+      updatedAt: now,
+      ...finishedFields(now, config),
+    },
     require: [fence(lease)],
   };
 }
 
 /** A failed attempt with attempts left: back to the queue at `availableAt` (after the backoff decideFailure chose). */
-export function failedRetry(lease: LeaseRef, now: number, availableAt: number, error: string, progress?: ProgressReport): Transition {
+export function failedRetry(
+  lease: LeaseRef,
+  now: number,
+  availableAt: number,
+  error: string,
+  progress?: ProgressReport,
+): Transition {
   return {
-    assign: { ...LEASE_LEFT, ...progressFields(progress), error, updatedAt: now, status: TaskStatus.QUEUED, availableAt, ...queuedAt(placeOf(lease), availableAt, now) },
+    assign: {
+      ...LEASE_LEFT,
+      ...progressFields(progress),
+      error,
+      updatedAt: now,
+      status: TaskStatus.QUEUED,
+      availableAt,
+      ...queuedAt(placeOf(lease), availableAt, now),
+    },
     require: [hasStatus(TaskStatus.RUNNING), fence(lease)],
   };
 }
 
 /** A failed last attempt, or a failure that must not be retried: FAILED. */
-export function failedFinal(lease: LeaseRef, now: number, error: string, config: Pick<LeaseholdConfig, 'retentionDays'>, progress?: ProgressReport): Transition {
+export function failedFinal(
+  lease: LeaseRef,
+  now: number,
+  error: string,
+  config: Pick<LeaseholdConfig, 'retentionDays'>,
+  progress?: ProgressReport,
+): Transition {
   return {
-    assign: { ...LEASE_LEFT, ...progressFields(progress), error, updatedAt: now, status: TaskStatus.FAILED, ...finishedFields(now, config) },
+    assign: {
+      ...LEASE_LEFT,
+      ...progressFields(progress),
+      error,
+      updatedAt: now,
+      status: TaskStatus.FAILED,
+      ...finishedFields(now, config),
+    },
     require: [hasStatus(TaskStatus.RUNNING), fence(lease)],
   };
 }
@@ -124,7 +216,13 @@ export function failedFinal(lease: LeaseRef, now: number, error: string, config:
 /** Given back by its holder without spending an attempt (a worker shutting down), at its old place in the queue. */
 export function released(lease: LeaseRef, now: number, progress?: ProgressReport): Transition {
   return {
-    assign: { ...LEASE_LEFT, ...progressFields(progress), status: TaskStatus.QUEUED, updatedAt: now, ...queuedAt(placeOf(lease), lease.availableAt, now) },
+    assign: {
+      ...LEASE_LEFT,
+      ...progressFields(progress),
+      status: TaskStatus.QUEUED,
+      updatedAt: now,
+      ...queuedAt(placeOf(lease), lease.availableAt, now),
+    },
     add: { attempts: -1 },
     require: [hasStatus(TaskStatus.RUNNING), fence(lease)],
   };
@@ -132,7 +230,10 @@ export function released(lease: LeaseRef, now: number, progress?: ProgressReport
 
 /** A user's cancel of a RUNNING task: its holder keeps the lease until it finishes the cancel. */
 export function cancelRequested(now: number): Transition {
-  return { assign: { updatedAt: now, status: TaskStatus.CANCEL_REQUESTED }, require: [hasStatus(TaskStatus.RUNNING)] };
+  return {
+    assign: { updatedAt: now, status: TaskStatus.CANCEL_REQUESTED },
+    require: [hasStatus(TaskStatus.RUNNING)],
+  };
 }
 
 /** A user's cancel of a QUEUED task (due or delayed): CANCELLED at once, out of both indexes. */
@@ -154,7 +255,11 @@ export function cancelledQueued(now: number, config: Pick<LeaseholdConfig, 'rete
 }
 
 /** The holder's answer to a cancel request (finishCancel): CANCELLED. */
-export function cancelledRunning(lease: LeaseRef, now: number, config: Pick<LeaseholdConfig, 'retentionDays'>): Transition {
+export function cancelledRunning(
+  lease: LeaseRef,
+  now: number,
+  config: Pick<LeaseholdConfig, 'retentionDays'>,
+): Transition {
   return {
     assign: { ...LEASE_LEFT, status: TaskStatus.CANCELLED, updatedAt: now, ...finishedFields(now, config) },
     require: [hasStatus(TaskStatus.CANCEL_REQUESTED), fence(lease)],
@@ -176,20 +281,47 @@ export function recoveredRequeue(task: ObservedLease, now: number): Transition {
 }
 
 /** Recovery of an expired lease on its last attempt: FAILED with decideRecovery's error. */
-export function recoveredFail(task: ObservedLease, now: number, error: string, config: Pick<LeaseholdConfig, 'retentionDays'>): Transition {
-  return { assign: { ...LEASE_LEFT, updatedAt: now, ...finishedFields(now, config), status: TaskStatus.FAILED, error }, require: [observed(task)] };
+export function recoveredFail(
+  task: ObservedLease,
+  now: number,
+  error: string,
+  config: Pick<LeaseholdConfig, 'retentionDays'>,
+): Transition {
+  return {
+    assign: {
+      ...LEASE_LEFT,
+      updatedAt: now,
+      ...finishedFields(now, config),
+      status: TaskStatus.FAILED,
+      error,
+    },
+    require: [observed(task)],
+  };
 }
 
 /** Recovery of an expired lease whose cancel was requested: CANCELLED. */
-export function recoveredCancel(task: ObservedLease, now: number, config: Pick<LeaseholdConfig, 'retentionDays'>): Transition {
-  return { assign: { ...LEASE_LEFT, updatedAt: now, ...finishedFields(now, config), status: TaskStatus.CANCELLED }, require: [observed(task)] };
+export function recoveredCancel(
+  task: ObservedLease,
+  now: number,
+  config: Pick<LeaseholdConfig, 'retentionDays'>,
+): Transition {
+  return {
+    assign: { ...LEASE_LEFT, updatedAt: now, ...finishedFields(now, config), status: TaskStatus.CANCELLED },
+    require: [observed(task)],
+  };
 }
 
 /** A due delayed task into the ready index, by key, without a read: its ready keys are copied inside DynamoDB. */
 export function promoted(delayPartition: string, now: number): Transition {
   return {
     copy: { [INDEX.ready.partition]: DUE_READY.partition, [INDEX.ready.sort]: DUE_READY.sort },
-    assign: { updatedAt: now, [INDEX.sweep.partition]: undefined, [INDEX.sweep.sort]: undefined, [DUE_READY.partition]: undefined, [DUE_READY.sort]: undefined },
+    assign: {
+      updatedAt: now,
+      [INDEX.sweep.partition]: undefined,
+      [INDEX.sweep.sort]: undefined,
+      [DUE_READY.partition]: undefined,
+      [DUE_READY.sort]: undefined,
+    },
     require: [stillDelayedAndDue(delayPartition, now)],
   };
 }
@@ -250,25 +382,41 @@ export function applyTransition<T extends object>(item: T, t: Transition): T {
     if (value === undefined) delete after[attribute];
     else after[attribute] = value;
   }
-  for (const [attribute, n] of Object.entries(t.add ?? {})) after[attribute] = (typeof before[attribute] === 'number' ? (before[attribute] as number) : 0) + n;
+  for (const [attribute, n] of Object.entries(t.add ?? {}))
+    after[attribute] = (typeof before[attribute] === 'number' ? (before[attribute] as number) : 0) + n;
   return after as T;
 }
 
 // --- the pieces the edges share ---
 
 /** Removed whenever a task leaves its lease (terminal, requeued or released): the lease and its sweep entry. */
-const LEASE_LEFT = { leaseOwner: undefined, leaseUntil: undefined, [INDEX.sweep.partition]: undefined, [INDEX.sweep.sort]: undefined } as const;
+const LEASE_LEFT = {
+  leaseOwner: undefined,
+  leaseUntil: undefined,
+  [INDEX.sweep.partition]: undefined,
+  [INDEX.sweep.sort]: undefined,
+} as const;
 
 /** Every write under a lease: the writer holds this very claim (see holdsLease). Always the last part. */
 const fence = (lease: LeaseRef): ConditionPart => holdsLease(lease.owner, lease.token);
 
 /** Recovery: the lease is exactly as it was read back. */
-const observed = (task: ObservedLease): ConditionPart => leaseAsObserved(task.leaseToken, task.status, task.leaseUntil!);
+const observed = (task: ObservedLease): ConditionPart =>
+  leaseAsObserved(task.leaseToken, task.status, task.leaseUntil!);
 
-const placeOf = (lease: LeaseRef): Place => ({ id: lease.taskId, type: lease.type, shard: lease.shard, priority: lease.priority, createdAt: lease.createdAt });
+const placeOf = (lease: LeaseRef): Place => ({
+  id: lease.taskId,
+  type: lease.type,
+  shard: lease.shard,
+  priority: lease.priority,
+  createdAt: lease.createdAt,
+});
 
 function readyKeys(task: Place, availableAt: number): Record<string, string> {
-  return { [INDEX.ready.partition]: readyPartition(task.type, task.shard, task.priority), [INDEX.ready.sort]: readySortKey(task.priority, availableAt, task.createdAt, task.id) };
+  return {
+    [INDEX.ready.partition]: readyPartition(task.type, task.shard, task.priority),
+    [INDEX.ready.sort]: readySortKey(task.priority, availableAt, task.createdAt, task.id),
+  };
 }
 
 /** Where a task queued at `now` goes: the ready index when due, else the delay sweep (with the ready keys it will take). */

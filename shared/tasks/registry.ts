@@ -5,7 +5,11 @@ import { ConfigError, ValidationError, type InputProblem } from '../errors.js';
 import { taskTypeSchema } from '../store/inputs.js';
 import type { TaskDefinition } from './define.js';
 
-const backoffMs = z.number().int().min(0).max(MAX_DURATION_MS, `must be at most ${MAX_DURATION_MS} ms (7 days), like LEASEHOLD_BACKOFF_MAX_MS`);
+const backoffMs = z
+  .number()
+  .int()
+  .min(0)
+  .max(MAX_DURATION_MS, `must be at most ${MAX_DURATION_MS} ms (7 days), like LEASEHOLD_BACKOFF_MAX_MS`);
 
 const policySchema = z.object({
   maxAttempts: z.number().int().min(1).max(100).optional(),
@@ -24,14 +28,26 @@ export class TaskRegistry {
     const problems: InputProblem[] = [];
     for (const def of definitions) {
       const name = taskTypeSchema.safeParse(def.name);
-      if (!name.success) problems.push({ path: `task ${JSON.stringify(def.name)}`, message: `name ${name.error.issues[0]!.message}` });
+      if (!name.success)
+        problems.push({
+          path: `task ${JSON.stringify(def.name)}`,
+          message: `name ${name.error.issues[0]!.message}`,
+        });
       if (this.byName.has(def.name)) problems.push({ path: `task ${def.name}`, message: 'is defined twice' });
       const policy = policySchema.safeParse(def);
-      if (!policy.success) problems.push(...policy.error.issues.map((i) => ({ path: `task ${def.name}.${i.path.join('.')}`, message: i.message })));
+      if (!policy.success)
+        problems.push(
+          ...policy.error.issues.map((i) => ({
+            path: `task ${def.name}.${i.path.join('.')}`,
+            message: i.message,
+          })),
+        );
       // Runs at the maximum instead (effectiveTimeoutMs): refusing here would take every function of a
       // deployment down at start-up; `cdk synth` refuses it instead (infra), before anything is deployed.
       if (def.timeoutMs !== undefined && def.timeoutMs > config.maxExecutionMs) {
-        this.warnings.push(`task ${def.name}: timeoutMs ${def.timeoutMs} exceeds LEASEHOLD_MAX_EXECUTION_MS (${config.maxExecutionMs} ms); it runs with ${config.maxExecutionMs} ms`);
+        this.warnings.push(
+          `task ${def.name}: timeoutMs ${def.timeoutMs} exceeds LEASEHOLD_MAX_EXECUTION_MS (${config.maxExecutionMs} ms); it runs with ${config.maxExecutionMs} ms`,
+        );
       }
       this.byName.set(def.name, def);
     }
@@ -48,20 +64,36 @@ export class TaskRegistry {
 
   /** Per-type concurrency limits declared by the definitions. */
   limits(): Record<string, number> {
-    return Object.fromEntries([...this.byName.values()].flatMap((d) => (d.concurrency === undefined ? [] : [[d.name, d.concurrency]])));
+    return Object.fromEntries(
+      [...this.byName.values()].flatMap((d) =>
+        d.concurrency === undefined ? [] : [[d.name, d.concurrency]],
+      ),
+    );
   }
 
   /** The definition and the parsed payload, or a ValidationError naming the type or each bad payload field. */
-  parsePayload(type: string, payload: unknown, operation = 'enqueue'): { definition: TaskDefinition; payload: unknown } {
+  parsePayload(
+    type: string,
+    payload: unknown,
+    operation = 'enqueue',
+  ): { definition: TaskDefinition; payload: unknown } {
     const definition = this.byName.get(type);
     if (!definition) {
-      throw new ValidationError(operation, [{ path: 'type', message: `unknown task type "${type}"; known types: ${this.names().join(', ') || '(none)'}` }]);
+      throw new ValidationError(operation, [
+        {
+          path: 'type',
+          message: `unknown task type "${type}"; known types: ${this.names().join(', ') || '(none)'}`,
+        },
+      ]);
     }
     const parsed = definition.schema.safeParse(payload);
     if (!parsed.success) {
       throw new ValidationError(
         operation,
-        parsed.error.issues.map((i) => ({ path: ['payload', ...i.path.map(String)].join('.'), message: i.message })),
+        parsed.error.issues.map((i) => ({
+          path: ['payload', ...i.path.map(String)].join('.'),
+          message: i.message,
+        })),
       );
     }
     return { definition, payload: parsed.data };

@@ -22,12 +22,16 @@ export class TaskSubmitter {
     // A task may ask for less time than its type allows, never more: the worker's claim rule checks the type's.
     const limit = typeTimeoutMs(definition.timeoutMs, this.config);
     if (input.timeoutMs !== undefined && input.timeoutMs > limit) {
-      throw new ValidationError('enqueue', [{ path: 'timeoutMs', message: `must be at most ${limit} ms, the timeout of task type ${input.type}` }]);
+      throw new ValidationError('enqueue', [
+        { path: 'timeoutMs', message: `must be at most ${limit} ms, the timeout of task type ${input.type}` },
+      ]);
     }
     // The stored payload is the one given: the handler's schema parses it again (with its transforms) at run time.
     return this.store.enqueue({
       ...input,
-      ...(input.maxAttempts === undefined && definition.maxAttempts !== undefined ? { maxAttempts: definition.maxAttempts } : {}),
+      ...(input.maxAttempts === undefined && definition.maxAttempts !== undefined
+        ? { maxAttempts: definition.maxAttempts }
+        : {}),
     });
   }
 }

@@ -6,14 +6,26 @@
  */
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { Clock } from '../clock.js';
-import { describeError, LeaseLostError, LeaseholdError, NonRetryableError, ValidationError } from '../errors.js';
+import {
+  describeError,
+  LeaseLostError,
+  LeaseholdError,
+  NonRetryableError,
+  ValidationError,
+} from '../errors.js';
 import type { FinishedStatus, LeaseEvents, OutcomeWriteKind } from '../events.js';
 import type { Claimed } from '../store/claim.js';
 import type { LeaseStore } from '../store/ports.js';
 import { TaskStatus, type Task } from '../task-model.js';
 import type { TaskContext, TaskDefinition } from '../tasks/define.js';
 import type { KeptLease, LeaseKeeper } from './lease-keeper.js';
-import { decideOutcome, TaskAbortedError, type AbortReason, type HandlerEnd, type OutcomeWrite } from './outcome.js';
+import {
+  decideOutcome,
+  TaskAbortedError,
+  type AbortReason,
+  type HandlerEnd,
+  type OutcomeWrite,
+} from './outcome.js';
 import { sanitizeProgress } from './progress.js';
 import type { TimerSet } from './timers.js';
 
@@ -41,7 +53,9 @@ export class Execution {
   private abortReason: AbortReason | undefined;
   private running: Promise<void> | undefined;
   private abandon!: () => void;
-  private readonly abandoned = new Promise<HandlerEnd>((resolve) => (this.abandon = () => resolve({ kind: 'abandoned' })));
+  private readonly abandoned = new Promise<HandlerEnd>(
+    (resolve) => (this.abandon = () => resolve({ kind: 'abandoned' })),
+  );
   private readonly logger: Logger;
   private warnedProgress = false;
 
@@ -51,10 +65,18 @@ export class Execution {
     claimed: Claimed,
   ) {
     this.task = claimed.task;
-    this.kept = deps.keeper.track(claimed.lease, { lost: () => this.abort('lease-lost'), cancelRequested: () => this.abort('cancel-requested') });
+    this.kept = deps.keeper.track(claimed.lease, {
+      lost: () => this.abort('lease-lost'),
+      cancelRequested: () => this.abort('cancel-requested'),
+    });
     this.logger = deps.logger.createChild();
     // Never the payload: it may hold personal data.
-    this.logger.appendKeys({ taskId: this.task.id, taskType: this.task.type, attempt: this.task.attempts, token: claimed.lease.token });
+    this.logger.appendKeys({
+      taskId: this.task.id,
+      taskType: this.task.type,
+      attempt: this.task.attempts,
+      token: claimed.lease.token,
+    });
   }
 
   /** Runs the handler and writes the outcome; the same promise on every call. */
@@ -69,7 +91,8 @@ export class Execution {
     this.controller.abort(new TaskAbortedError(reason));
     this.logger.info('task aborted', { reason });
     // A cancelled or timed-out handler gets a grace period to stop before its outcome is written anyway.
-    if (reason === 'cancel-requested' || reason === 'timeout') this.deps.timers.timeout(() => this.abandon(), this.deps.graceMs);
+    if (reason === 'cancel-requested' || reason === 'timeout')
+      this.deps.timers.timeout(() => this.abandon(), this.deps.graceMs);
   }
 
   /** Stops waiting for the handler (the worker is out of time); the outcome becomes a release. */
@@ -89,11 +112,25 @@ export class Execution {
 
   private async runHandler(started: number): Promise<HandlerEnd> {
     const { definition } = this.deps;
-    if (!definition) return { kind: 'rejected', error: new NonRetryableError(`no handler registered for task type "${this.task.type}"`), retryable: false };
+    if (!definition)
+      return {
+        kind: 'rejected',
+        error: new NonRetryableError(`no handler registered for task type "${this.task.type}"`),
+        retryable: false,
+      };
     const parsed = definition.schema.safeParse(this.task.payload);
-    if (!parsed.success) return { kind: 'rejected', error: new NonRetryableError(`payload does not match the schema: ${parsed.error.message}`), retryable: false };
+    if (!parsed.success)
+      return {
+        kind: 'rejected',
+        error: new NonRetryableError(`payload does not match the schema: ${parsed.error.message}`),
+        retryable: false,
+      };
     const marker = { taskId: this.task.id, token: this.kept.lease.token };
-    this.deps.events.emit('handler:start', { ...marker, type: this.task.type, queueWaitMs: Math.max(0, started - this.task.availableAt) });
+    this.deps.events.emit('handler:start', {
+      ...marker,
+      type: this.task.type,
+      queueWaitMs: Math.max(0, started - this.task.availableAt),
+    });
     try {
       return { kind: 'resolved', result: await definition.handler(parsed.data, this.context()) };
     } catch (error) {
@@ -105,7 +142,13 @@ export class Execution {
 
   private context(): TaskContext {
     const signal = this.controller.signal;
-    const previous = this.task.progress === undefined ? undefined : { progress: this.task.progress, ...(this.task.progressNote === undefined ? {} : { note: this.task.progressNote }) };
+    const previous =
+      this.task.progress === undefined
+        ? undefined
+        : {
+            progress: this.task.progress,
+            ...(this.task.progressNote === undefined ? {} : { note: this.task.progressNote }),
+          };
     return {
       taskId: this.task.id,
       attempt: this.task.attempts,
@@ -141,9 +184,17 @@ export class Execution {
     const lease = this.kept.stopRenewing();
     const { events } = this.deps;
     const step = { taskId: this.task.id, token: lease.token, write: outcome.write };
-    const answered = (result: 'ok' | 'refused' | 'error', status?: string) => events.emit('write:answered', { ...step, outcome: result, ...(status ? { status } : {}) });
+    const answered = (result: 'ok' | 'refused' | 'error', status?: string) =>
+      events.emit('write:answered', { ...step, outcome: result, ...(status ? { status } : {}) });
     const finished = (status: FinishedStatus, error?: string) =>
-      events.emit('task:finished', { taskId: this.task.id, type: this.task.type, status, by: 'worker', durationMs: this.deps.clock.now() - started, ...(error ? { error } : {}) });
+      events.emit('task:finished', {
+        taskId: this.task.id,
+        type: this.task.type,
+        status,
+        by: 'worker',
+        durationMs: this.deps.clock.now() - started,
+        ...(error ? { error } : {}),
+      });
     const progress = this.kept.progress;
     events.emit('write:sent', step);
     try {
@@ -152,11 +203,15 @@ export class Execution {
       const status = finishedStatus(outcome.write, after.status);
       finished(status, outcome.write === 'fail' ? outcome.error : undefined);
       if (status === 'RETRYING') this.deps.onRetryScheduled(after);
-      if (outcome.write === 'fail') this.logger.warn('task attempt failed', { error: outcome.error, status: after.status });
+      if (outcome.write === 'fail')
+        this.logger.warn('task attempt failed', { error: outcome.error, status: after.status });
     } catch (error) {
       if (error instanceof LeaseLostError) {
         answered('refused');
-        this.logger.warn('outcome refused: the lease is no longer held', { outcome: outcome.write, current: error.current?.status });
+        this.logger.warn('outcome refused: the lease is no longer held', {
+          outcome: outcome.write,
+          current: error.current?.status,
+        });
       } else if (error instanceof ValidationError && outcome.write === 'complete') {
         // e.g. a result over the size limit: record the attempt as failed rather than losing it.
         answered('error');
@@ -164,18 +219,31 @@ export class Execution {
       } else {
         answered('error');
         // Unknown (deadline, throttling): the lease runs out and recovery decides.
-        this.logger.error('outcome write failed; recovery will handle the task', { error: describeError(error), ...(error instanceof LeaseholdError ? { code: error.code } : {}) });
+        this.logger.error('outcome write failed; recovery will handle the task', {
+          error: describeError(error),
+          ...(error instanceof LeaseholdError ? { code: error.code } : {}),
+        });
       }
     }
   }
 
-  private send(outcome: OutcomeWrite, lease: KeptLease['lease'], progress: KeptLease['progress']): Promise<Task> {
+  private send(
+    outcome: OutcomeWrite,
+    lease: KeptLease['lease'],
+    progress: KeptLease['progress'],
+  ): Promise<Task> {
     const { store } = this.deps;
     switch (outcome.write) {
       case 'complete':
         return store.complete({ lease, result: outcome.result ?? null });
       case 'fail':
-        return store.fail({ lease, error: outcome.error, retryable: outcome.retryable, ...(this.deps.definition?.backoff ? { backoff: this.deps.definition.backoff } : {}), ...(progress ? { progress } : {}) });
+        return store.fail({
+          lease,
+          error: outcome.error,
+          retryable: outcome.retryable,
+          ...(this.deps.definition?.backoff ? { backoff: this.deps.definition.backoff } : {}),
+          ...(progress ? { progress } : {}),
+        });
       case 'finish-cancel':
         return store.finishCancel({ lease });
       case 'release':
@@ -196,6 +264,7 @@ export class Execution {
 function finishedStatus(write: OutcomeWriteKind, status: string): FinishedStatus {
   if (write === 'release' && status === TaskStatus.QUEUED) return 'RELEASED';
   if (status === TaskStatus.QUEUED) return 'RETRYING';
-  if (status === TaskStatus.SUCCESS || status === TaskStatus.FAILED || status === TaskStatus.CANCELLED) return status;
+  if (status === TaskStatus.SUCCESS || status === TaskStatus.FAILED || status === TaskStatus.CANCELLED)
+    return status;
   return 'RELEASED';
 }

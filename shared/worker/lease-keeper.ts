@@ -100,7 +100,11 @@ export class LeaseKeeper {
       expected = now + interval;
       this.maxLag = Math.max(this.maxLag, lag);
       this.deps.events.emit('heartbeat', { lagMs: lag });
-      if (lag > interval) this.deps.logger.warn('event loop blocked past a heartbeat interval; a CPU-bound handler should call heartbeat()', { lagMs: lag });
+      if (lag > interval)
+        this.deps.logger.warn(
+          'event loop blocked past a heartbeat interval; a CPU-bound handler should call heartbeat()',
+          { lagMs: lag },
+        );
       // One round at a time: a slow round is not stacked on by the next tick.
       if (!this.round) void this.renew([...this.entries.values()]);
     }, interval);
@@ -131,9 +135,16 @@ export class LeaseKeeper {
 
   private async renewLive(live: Entry[]): Promise<void> {
     this.rounds++;
-    const progress = Object.fromEntries(live.flatMap((e) => (e.progress ? [[e.lease.taskId, e.progress]] : [])));
+    const progress = Object.fromEntries(
+      live.flatMap((e) => (e.progress ? [[e.lease.taskId, e.progress]] : [])),
+    );
     // One answer per lease even when the round fails as a whole, so every lease reaches the switch below.
-    const outcomes = await renewRound(this.deps.store, live.map((e) => e.lease), progress, this.deps.logger);
+    const outcomes = await renewRound(
+      this.deps.store,
+      live.map((e) => e.lease),
+      progress,
+      this.deps.logger,
+    );
     for (const [i, outcome] of outcomes.entries()) {
       const entry = live[i]!;
       // Its outcome write began while the round ran: that write decides, not this answer.
@@ -156,7 +167,10 @@ export class LeaseKeeper {
           this.lose(entry);
           break;
         case 'error':
-          this.deps.logger.warn('lease renewal failed', { taskId: outcome.taskId, error: describeError(outcome.error) });
+          this.deps.logger.warn('lease renewal failed', {
+            taskId: outcome.taskId,
+            error: describeError(outcome.error),
+          });
           // Unknown whether we still hold it: once our own view says it ran out, stop the handler.
           if (this.deps.clock.now() >= entry.lease.leaseUntil) this.lose(entry);
           break;

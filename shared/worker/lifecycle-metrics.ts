@@ -22,7 +22,11 @@ export interface LifecycleMetricsOptions {
 }
 
 /** Subscribes `metrics` to the worker's steps; returns the unsubscribe function. */
-export function countLifecycle(events: LeaseEvents, metrics: LeaseholdMetrics, options: LifecycleMetricsOptions): () => void {
+export function countLifecycle(
+  events: LeaseEvents,
+  metrics: LeaseholdMetrics,
+  options: LifecycleMetricsOptions,
+): () => void {
   const flushEvery = options.flushIntervalMs ?? METRICS_FLUSH_INTERVAL_MS;
   let flushedAt = options.monotonic();
   const off = [

@@ -25,7 +25,11 @@ export type OutcomeWrite =
   | { write: 'finish-cancel' }
   | { write: 'release' };
 
-export function decideOutcome(end: HandlerEnd, abortReason: AbortReason | undefined, timeoutMs: number): OutcomeWrite {
+export function decideOutcome(
+  end: HandlerEnd,
+  abortReason: AbortReason | undefined,
+  timeoutMs: number,
+): OutcomeWrite {
   // Work that finished is recorded as done, whatever else happened meanwhile; if the lease is gone the token refuses it.
   if (end.kind === 'resolved') return { write: 'complete', result: end.result };
   switch (abortReason) {

@@ -25,13 +25,19 @@ export interface Progress {
  */
 export function sanitizeProgress(fraction: unknown, note: unknown): Progress | undefined {
   const problems = [
-    ...(typeof fraction === 'number' ? [] : [{ path: 'fraction', message: `must be a number from 0 to 1 (got ${typeof fraction})` }]),
-    ...(note === undefined || typeof note === 'string' ? [] : [{ path: 'note', message: `must be a string (got ${typeof note})` }]),
+    ...(typeof fraction === 'number'
+      ? []
+      : [{ path: 'fraction', message: `must be a number from 0 to 1 (got ${typeof fraction})` }]),
+    ...(note === undefined || typeof note === 'string'
+      ? []
+      : [{ path: 'note', message: `must be a string (got ${typeof note})` }]),
   ];
   if (problems.length > 0) throw new ValidationError('progress', problems);
   if (Number.isNaN(fraction)) return undefined;
   const clamped = Math.min(1, Math.max(0, fraction as number));
-  return note === undefined ? { fraction: clamped } : { fraction: clamped, note: truncateNote(note as string) };
+  return note === undefined
+    ? { fraction: clamped }
+    : { fraction: clamped, note: truncateNote(note as string) };
 }
 
 function truncateNote(note: string): string {

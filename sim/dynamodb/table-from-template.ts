@@ -4,7 +4,11 @@ import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
 interface TableProperties {
   KeySchema: { AttributeName: string; KeyType: 'HASH' | 'RANGE' }[];
   AttributeDefinitions: { AttributeName: string; AttributeType: 'S' | 'N' | 'B' }[];
-  GlobalSecondaryIndexes?: { IndexName: string; KeySchema: { AttributeName: string; KeyType: 'HASH' | 'RANGE' }[]; Projection: { ProjectionType: 'ALL' | 'KEYS_ONLY' | 'INCLUDE'; NonKeyAttributes?: string[] } }[];
+  GlobalSecondaryIndexes?: {
+    IndexName: string;
+    KeySchema: { AttributeName: string; KeyType: 'HASH' | 'RANGE' }[];
+    Projection: { ProjectionType: 'ALL' | 'KEYS_ONLY' | 'INCLUDE'; NonKeyAttributes?: string[] };
+  }[];
   Replicas?: { SSESpecification?: { KMSMasterKeyId?: string } }[];
   SSESpecification?: { KMSMasterKeyId?: string };
 }
@@ -16,7 +20,13 @@ export function createTableInputFrom(name: string, props: TableProperties): Crea
     KeySchema: props.KeySchema,
     AttributeDefinitions: props.AttributeDefinitions,
     ...(props.GlobalSecondaryIndexes?.length
-      ? { GlobalSecondaryIndexes: props.GlobalSecondaryIndexes.map((g) => ({ IndexName: g.IndexName, KeySchema: g.KeySchema, Projection: g.Projection })) }
+      ? {
+          GlobalSecondaryIndexes: props.GlobalSecondaryIndexes.map((g) => ({
+            IndexName: g.IndexName,
+            KeySchema: g.KeySchema,
+            Projection: g.Projection,
+          })),
+        }
       : {}),
   };
 }

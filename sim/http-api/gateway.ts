@@ -54,10 +54,18 @@ class TokenBucket {
   }
 }
 
-const requestId = () => randomBytes(10).toString('base64').replace(/[^A-Za-z0-9]/g, '').slice(0, 14) + '=';
+const requestId = () =>
+  randomBytes(10)
+    .toString('base64')
+    .replace(/[^A-Za-z0-9]/g, '')
+    .slice(0, 14) + '=';
 
-export async function startGateway(options: GatewayOptions): Promise<{ url: string; server: Server; close(): Promise<void> }> {
-  const bucket = options.throttle ? new TokenBucket(options.throttle.rateLimit, options.throttle.burstLimit) : undefined;
+export async function startGateway(
+  options: GatewayOptions,
+): Promise<{ url: string; server: Server; close(): Promise<void> }> {
+  const bucket = options.throttle
+    ? new TokenBucket(options.throttle.rateLimit, options.throttle.burstLimit)
+    : undefined;
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const started = Date.now();
@@ -66,12 +74,27 @@ export async function startGateway(options: GatewayOptions): Promise<{ url: stri
     const method = req.method ?? 'GET';
     let caller = '-';
     let routeKey = '-';
-    const answer = (status: number, body: Buffer | string, headers: Record<string, string | string[]> = { 'content-type': 'application/json' }, integrationError?: string) => {
+    const answer = (
+      status: number,
+      body: Buffer | string,
+      headers: Record<string, string | string[]> = { 'content-type': 'application/json' },
+      integrationError?: string,
+    ) => {
       res.writeHead(status, { ...headers, 'apigw-requestid': id });
       res.end(body);
-      options.accessLog({ requestId: id, ip: req.socket.remoteAddress, caller, method, route: routeKey, status, latencyMs: Date.now() - started, ...(integrationError ? { integrationError } : {}) });
+      options.accessLog({
+        requestId: id,
+        ip: req.socket.remoteAddress,
+        caller,
+        method,
+        route: routeKey,
+        status,
+        latencyMs: Date.now() - started,
+        ...(integrationError ? { integrationError } : {}),
+      });
     };
-    const own = (status: number, message: string, integrationError?: string) => answer(status, JSON.stringify({ message }), { 'content-type': 'application/json' }, integrationError);
+    const own = (status: number, message: string, integrationError?: string) =>
+      answer(status, JSON.stringify({ message }), { 'content-type': 'application/json' }, integrationError);
 
     const chunks: Buffer[] = [];
     let size = 0;
@@ -86,38 +109,84 @@ export async function startGateway(options: GatewayOptions): Promise<{ url: stri
     const { route } = match;
     routeKey = route.routeKey;
 
-    let iam: { accessKey: string; accountId: string; callerId: string; userArn: string; userId: string } | undefined;
+    let iam:
+      { accessKey: string; accountId: string; callerId: string; userArn: string; userId: string } | undefined;
     if (route.authorization === 'AWS_IAM') {
-      const verified = await verifySigV4({ method, path: rawPath, query: rawQueryString, headers: req.headers, body }, (key) => options.identities.byAccessKey(key)?.credentials, 'execute-api');
+      const verified = await verifySigV4(
+        { method, path: rawPath, query: rawQueryString, headers: req.headers, body },
+        (key) => options.identities.byAccessKey(key)?.credentials,
+        'execute-api',
+      );
       if (!verified.ok) return own(403, verified.reason === 'unsigned' ? 'Forbidden' : verified.message);
       const principal = options.identities.byAccessKey(verified.accessKeyId)!;
       caller = principal.arn;
       const resource = `arn:aws:execute-api:${options.region}:${options.accountId}:${options.apiId}/${options.stage}/${method}${rawPath}`;
       const allowed = options.identities.isAllowed(principal.arn, 'execute-api:Invoke', resource);
-      options.log.add({ at: Date.now(), service: 'execute-api', principalArn: principal.arn, action: 'execute-api:Invoke', resource, allowed });
+      options.log.add({
+        at: Date.now(),
+        service: 'execute-api',
+        principalArn: principal.arn,
+        action: 'execute-api:Invoke',
+        resource,
+        allowed,
+      });
       if (!allowed) return own(403, 'Forbidden');
-      iam = { accessKey: verified.accessKeyId, accountId: principal.accountId, callerId: principal.userId, userArn: principal.arn, userId: principal.userId };
+      iam = {
+        accessKey: verified.accessKeyId,
+        accountId: principal.accountId,
+        callerId: principal.userId,
+        userArn: principal.arn,
+        userId: principal.userId,
+      };
     }
     if (bucket && !bucket.take()) return own(429, 'Too Many Requests');
 
     const event = buildProxyEvent(
-      { method, rawPath, rawQueryString, headers: req.headers, body, sourceIp: req.socket.remoteAddress ?? '127.0.0.1' },
-      { accountId: options.accountId, apiId: options.apiId, region: options.region, routeKey: route.routeKey, stage: options.stage, requestId: id, now: started, pathParameters: match.pathParameters, ...(iam ? { iam } : {}) },
+      {
+        method,
+        rawPath,
+        rawQueryString,
+        headers: req.headers,
+        body,
+        sourceIp: req.socket.remoteAddress ?? '127.0.0.1',
+      },
+      {
+        accountId: options.accountId,
+        apiId: options.apiId,
+        region: options.region,
+        routeKey: route.routeKey,
+        stage: options.stage,
+        requestId: id,
+        now: started,
+        pathParameters: match.pathParameters,
+        ...(iam ? { iam } : {}),
+      },
     );
     // API Gateway names the route (its path template, e.g. /tasks/{id}), not the request path, when it invokes.
     const sourceArn = `arn:aws:execute-api:${options.region}:${options.accountId}:${options.apiId}/${options.stage}/${route.routeKey === '$default' ? '$default' : `${method}${route.path}`}`;
     const timeoutMs = Math.min(route.integration.timeoutMs, MAX_INTEGRATION_TIMEOUT_MS);
     let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), timeoutMs)));
+    const timedOut = new Promise<'timeout'>(
+      (resolve) => (timer = setTimeout(() => resolve('timeout'), timeoutMs)),
+    );
     try {
-      const result = await Promise.race([options.lambda.invoke(route.integration.functionArn, JSON.stringify(event), { service: 'apigateway.amazonaws.com', sourceArn }), timedOut]);
-      if (result === 'timeout') return own(503, 'Service Unavailable', `integration timed out after ${timeoutMs} ms`);
-      if (result.functionError) return own(500, 'Internal Server Error', `the function failed: ${result.errorType}`);
+      const result = await Promise.race([
+        options.lambda.invoke(route.integration.functionArn, JSON.stringify(event), {
+          service: 'apigateway.amazonaws.com',
+          sourceArn,
+        }),
+        timedOut,
+      ]);
+      if (result === 'timeout')
+        return own(503, 'Service Unavailable', `integration timed out after ${timeoutMs} ms`);
+      if (result.functionError)
+        return own(500, 'Internal Server Error', `the function failed: ${result.errorType}`);
       const mapped = mapProxyResult(result.payload);
       if (!mapped) return own(500, 'Internal Server Error', 'malformed Lambda proxy response');
       return answer(mapped.status, mapped.body, mapped.headers);
     } catch (error) {
-      if (error instanceof LambdaError) return own(500, 'Internal Server Error', `${error.code}: ${error.message}`);
+      if (error instanceof LambdaError)
+        return own(500, 'Internal Server Error', `${error.code}: ${error.message}`);
       throw error;
     } finally {
       clearTimeout(timer);
@@ -126,7 +195,10 @@ export async function startGateway(options: GatewayOptions): Promise<{ url: stri
 
   const server = createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
-      if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ message: 'Internal Server Error' }));
+      if (!res.headersSent)
+        res
+          .writeHead(500, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ message: 'Internal Server Error' }));
       options.accessLog({ error: String(error) });
     });
   });

@@ -36,12 +36,25 @@ function apiGatewayTime(ms: number): string {
   return `${pad(d.getUTCDate())}/${month}/${d.getUTCFullYear()}:${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())} +0000`;
 }
 
-export function buildProxyEvent(http: IncomingHttp, ctx: EventContext): APIGatewayProxyEventV2WithIAMAuthorizer {
+export function buildProxyEvent(
+  http: IncomingHttp,
+  ctx: EventContext,
+): APIGatewayProxyEventV2WithIAMAuthorizer {
   const headers: Record<string, string> = {};
-  for (const [k, v] of Object.entries(http.headers)) if (v !== undefined && k !== 'cookie') headers[k.toLowerCase()] = Array.isArray(v) ? v.join(',') : v;
-  const cookies = [http.headers.cookie].flat().filter((c): c is string => typeof c === 'string').flatMap((c) => c.split(';').map((x) => x.trim()).filter(Boolean));
+  for (const [k, v] of Object.entries(http.headers))
+    if (v !== undefined && k !== 'cookie') headers[k.toLowerCase()] = Array.isArray(v) ? v.join(',') : v;
+  const cookies = [http.headers.cookie]
+    .flat()
+    .filter((c): c is string => typeof c === 'string')
+    .flatMap((c) =>
+      c
+        .split(';')
+        .map((x) => x.trim())
+        .filter(Boolean),
+    );
   const query: Record<string, string> = {};
-  for (const [k, v] of new URLSearchParams(http.rawQueryString)) query[k] = k in query ? `${query[k]},${v}` : v;
+  for (const [k, v] of new URLSearchParams(http.rawQueryString))
+    query[k] = k in query ? `${query[k]},${v}` : v;
   const contentType = headers['content-type'] ?? '';
   const hasBody = http.body.length > 0;
   const asText = TEXT_TYPES.test(contentType);
@@ -58,11 +71,29 @@ export function buildProxyEvent(http: IncomingHttp, ctx: EventContext): APIGatew
       accountId: ctx.accountId,
       apiId: ctx.apiId,
       ...(ctx.iam
-        ? { authorizer: { iam: { accessKey: ctx.iam.accessKey, accountId: ctx.iam.accountId, callerId: ctx.iam.callerId, cognitoIdentity: null, principalOrgId: null, userArn: ctx.iam.userArn, userId: ctx.iam.userId } } }
+        ? {
+            authorizer: {
+              iam: {
+                accessKey: ctx.iam.accessKey,
+                accountId: ctx.iam.accountId,
+                callerId: ctx.iam.callerId,
+                cognitoIdentity: null,
+                principalOrgId: null,
+                userArn: ctx.iam.userArn,
+                userId: ctx.iam.userId,
+              },
+            },
+          }
         : {}),
       domainName,
       domainPrefix: ctx.apiId,
-      http: { method: http.method, path: http.rawPath, protocol: 'HTTP/1.1', sourceIp: http.sourceIp, userAgent: headers['user-agent'] ?? '' },
+      http: {
+        method: http.method,
+        path: http.rawPath,
+        protocol: 'HTTP/1.1',
+        sourceIp: http.sourceIp,
+        userAgent: headers['user-agent'] ?? '',
+      },
       requestId: ctx.requestId,
       routeKey: ctx.routeKey,
       stage: ctx.stage,
@@ -96,11 +127,21 @@ export function mapProxyResult(payload: string): HttpAnswer | undefined {
     const body = typeof result === 'string' ? result : JSON.stringify(result);
     return { status: 200, headers: { 'content-type': 'application/json' }, body: Buffer.from(body) };
   }
-  const r = result as { statusCode: unknown; headers?: Record<string, unknown>; body?: unknown; isBase64Encoded?: boolean; cookies?: string[] };
+  const r = result as {
+    statusCode: unknown;
+    headers?: Record<string, unknown>;
+    body?: unknown;
+    isBase64Encoded?: boolean;
+    cookies?: string[];
+  };
   if (typeof r.statusCode !== 'number') return undefined;
   const headers: Record<string, string | string[]> = {};
   for (const [k, v] of Object.entries(r.headers ?? {})) headers[k.toLowerCase()] = String(v);
   if (r.cookies?.length) headers['set-cookie'] = r.cookies;
   const text = r.body === undefined || r.body === null ? '' : String(r.body);
-  return { status: r.statusCode, headers, body: r.isBase64Encoded ? Buffer.from(text, 'base64') : Buffer.from(text) };
+  return {
+    status: r.statusCode,
+    headers,
+    body: r.isBase64Encoded ? Buffer.from(text, 'base64') : Buffer.from(text),
+  };
 }

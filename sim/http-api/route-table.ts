@@ -40,7 +40,12 @@ function segmentsMatch(pattern: string, path: string): Record<string, string> | 
 /** Lower is more specific: literal segments beat variables, variables beat greedy ones, a method beats ANY. */
 function specificity(route: Route): number[] {
   const parts = route.path.split('/').filter(Boolean);
-  return [route.routeKey === '$default' ? 1 : 0, parts.some((p) => p.endsWith('+}')) ? 1 : 0, -parts.filter((p) => !p.startsWith('{')).length, route.method === 'ANY' ? 1 : 0];
+  return [
+    route.routeKey === '$default' ? 1 : 0,
+    parts.some((p) => p.endsWith('+}')) ? 1 : 0,
+    -parts.filter((p) => !p.startsWith('{')).length,
+    route.method === 'ANY' ? 1 : 0,
+  ];
 }
 
 export function selectRoute(routes: Route[], method: string, path: string): RouteMatch | undefined {

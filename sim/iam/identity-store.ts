@@ -7,7 +7,13 @@
 import { randomBytes } from 'node:crypto';
 import { resourcesOfType } from '../template/cloud-assembly.js';
 import type { TemplateResolver } from '../template/resolver.js';
-import { evaluate, trusts, type AuthorizationRequest, type Decision, type PolicyDocument } from './policy-evaluator.js';
+import {
+  evaluate,
+  trusts,
+  type AuthorizationRequest,
+  type Decision,
+  type PolicyDocument,
+} from './policy-evaluator.js';
 import type { Credentials } from './sigv4-verifier.js';
 
 export interface SimPrincipal {
@@ -32,7 +38,15 @@ interface RoleDefinition {
 
 /** AWS managed policies a CDK template may attach, with the statements that matter to the sim. */
 const MANAGED_POLICIES: Record<string, PolicyDocument> = {
-  'service-role/AWSLambdaBasicExecutionRole': { Statement: [{ Effect: 'Allow', Action: ['logs:CreateLogGroup', 'logs:CreateLogStream', 'logs:PutLogEvents'], Resource: '*' }] },
+  'service-role/AWSLambdaBasicExecutionRole': {
+    Statement: [
+      {
+        Effect: 'Allow',
+        Action: ['logs:CreateLogGroup', 'logs:CreateLogStream', 'logs:PutLogEvents'],
+        Resource: '*',
+      },
+    ],
+  },
 };
 
 const newKey = (prefix: 'AKIA' | 'ASIA') => `${prefix}${randomBytes(8).toString('hex').toUpperCase()}`;
@@ -51,15 +65,23 @@ export class IdentityStore {
     const attached = new Map<string, PolicyDocument[]>();
     for (const [, policy] of resourcesOfType(resolver.template, 'AWS::IAM::Policy')) {
       const props = resolver.resolve<{ PolicyDocument: PolicyDocument; Roles?: string[] }>(policy.Properties);
-      for (const role of props.Roles ?? []) attached.set(role, [...(attached.get(role) ?? []), props.PolicyDocument]);
+      for (const role of props.Roles ?? [])
+        attached.set(role, [...(attached.get(role) ?? []), props.PolicyDocument]);
     }
     for (const [logicalId, role] of resourcesOfType(resolver.template, 'AWS::IAM::Role')) {
       const physical = resolver.resource(logicalId);
-      const props = resolver.resolve<{ AssumeRolePolicyDocument: PolicyDocument; Policies?: { PolicyDocument: PolicyDocument }[]; ManagedPolicyArns?: string[] }>(role.Properties);
+      const props = resolver.resolve<{
+        AssumeRolePolicyDocument: PolicyDocument;
+        Policies?: { PolicyDocument: PolicyDocument }[];
+        ManagedPolicyArns?: string[];
+      }>(role.Properties);
       const managed = (props.ManagedPolicyArns ?? []).flatMap((arn) => {
         const name = arn.replace(/^arn:aws:iam::aws:policy\//, '');
         const doc = MANAGED_POLICIES[name];
-        if (!doc) this.warnings.push(`role ${physical.ref}: managed policy ${arn} is not known to the sim; its permissions are left out`);
+        if (!doc)
+          this.warnings.push(
+            `role ${physical.ref}: managed policy ${arn} is not known to the sim; its permissions are left out`,
+          );
         return doc ? [doc] : [];
       });
       this.roles.set(physical.attributes.Arn!, {
@@ -67,7 +89,11 @@ export class IdentityStore {
         name: physical.ref,
         roleId: physical.attributes.RoleId!,
         trust: props.AssumeRolePolicyDocument,
-        policies: [...(props.Policies ?? []).map((p) => p.PolicyDocument), ...(attached.get(physical.ref) ?? []), ...managed],
+        policies: [
+          ...(props.Policies ?? []).map((p) => p.PolicyDocument),
+          ...(attached.get(physical.ref) ?? []),
+          ...managed,
+        ],
       });
     }
   }
@@ -77,13 +103,34 @@ export class IdentityStore {
     const role = this.roles.get(roleArn);
     if (!role) throw new Error(`no role ${roleArn} in the template`);
     const arn = `arn:aws:sts::${this.accountId}:assumed-role/${role.name}/${sessionName}`;
-    return this.principals.get(arn) ?? this.register({ name: `${role.name}/${sessionName}`, arn, userId: `${role.roleId}:${sessionName}`, accountId: this.accountId, credentials: { accessKeyId: newKey('ASIA'), secretAccessKey: newSecret(), sessionToken: randomBytes(48).toString('base64') }, policies: role.policies });
+    return (
+      this.principals.get(arn) ??
+      this.register({
+        name: `${role.name}/${sessionName}`,
+        arn,
+        userId: `${role.roleId}:${sessionName}`,
+        accountId: this.accountId,
+        credentials: {
+          accessKeyId: newKey('ASIA'),
+          secretAccessKey: newSecret(),
+          sessionToken: randomBytes(48).toString('base64'),
+        },
+        policies: role.policies,
+      })
+    );
   }
 
   /** A local caller (an IAM user or a role session outside the template) with the given policies. */
   addCaller(name: string, arn: string, policies: PolicyDocument[]): SimPrincipal {
     const userId = `AIDA${randomBytes(8).toString('hex').toUpperCase()}`;
-    return this.register({ name, arn, userId, accountId: this.accountId, credentials: { accessKeyId: newKey('AKIA'), secretAccessKey: newSecret() }, policies });
+    return this.register({
+      name,
+      arn,
+      userId,
+      accountId: this.accountId,
+      credentials: { accessKeyId: newKey('AKIA'), secretAccessKey: newSecret() },
+      policies,
+    });
   }
 
   private register(p: SimPrincipal): SimPrincipal {
@@ -97,7 +144,9 @@ export class IdentityStore {
   }
 
   callers(): SimPrincipal[] {
-    return [...this.principals.values()].filter((p) => !p.arn.includes(':assumed-role/') || !this.isTemplateRoleSession(p.arn));
+    return [...this.principals.values()].filter(
+      (p) => !p.arn.includes(':assumed-role/') || !this.isTemplateRoleSession(p.arn),
+    );
   }
 
   private isTemplateRoleSession(arn: string): boolean {
@@ -108,10 +157,22 @@ export class IdentityStore {
   decide(principalArn: string, request: AuthorizationRequest): Decision {
     const p = this.principals.get(principalArn);
     if (!p) return 'implicit-deny';
-    return evaluate(p.policies, { ...request, context: { 'aws:PrincipalArn': principalArn, 'aws:PrincipalAccount': this.accountId, ...request.context } });
+    return evaluate(p.policies, {
+      ...request,
+      context: {
+        'aws:PrincipalArn': principalArn,
+        'aws:PrincipalAccount': this.accountId,
+        ...request.context,
+      },
+    });
   }
 
-  isAllowed(principalArn: string, action: string, resource: string, context?: Record<string, string>): boolean {
+  isAllowed(
+    principalArn: string,
+    action: string,
+    resource: string,
+    context?: Record<string, string>,
+  ): boolean {
     return this.decide(principalArn, { action, resource, ...(context ? { context } : {}) }) === 'allow';
   }
 

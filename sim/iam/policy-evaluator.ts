@@ -34,7 +34,13 @@ const list = (v: string | string[] | undefined) => (v === undefined ? [] : Array
 
 /** IAM wildcards: `*` any run of characters, `?` one character. */
 export function wildcardMatch(pattern: string, value: string, caseInsensitive = false): boolean {
-  const re = new RegExp(`^${pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`, caseInsensitive ? 'is' : 's');
+  const re = new RegExp(
+    `^${pattern
+      .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+      .replace(/\*/g, '.*')
+      .replace(/\?/g, '.')}$`,
+    caseInsensitive ? 'is' : 's',
+  );
   return re.test(value);
 }
 
@@ -42,11 +48,17 @@ function matchesAny(patterns: string[], value: string, caseInsensitive: boolean)
   return patterns.some((p) => wildcardMatch(p, value, caseInsensitive));
 }
 
-function conditionHolds(operator: string, key: string, expected: string | string[] | boolean, context: Record<string, string>): boolean {
+function conditionHolds(
+  operator: string,
+  key: string,
+  expected: string | string[] | boolean,
+  context: Record<string, string>,
+): boolean {
   const ifExists = operator.endsWith('IfExists');
   const op = ifExists ? operator.slice(0, -'IfExists'.length) : operator;
   const actual = Object.entries(context).find(([k]) => k.toLowerCase() === key.toLowerCase())?.[1];
-  if (actual === undefined) return ifExists || op === 'Null' ? op !== 'Null' || String(expected) === 'true' : false;
+  if (actual === undefined)
+    return ifExists || op === 'Null' ? op !== 'Null' || String(expected) === 'true' : false;
   const values = list(typeof expected === 'boolean' ? String(expected) : expected).map(String);
   switch (op) {
     case 'StringEquals':
@@ -73,12 +85,22 @@ function conditionHolds(operator: string, key: string, expected: string | string
 }
 
 function statementApplies(s: PolicyStatement, request: AuthorizationRequest): boolean {
-  const actionOk = s.Action !== undefined ? matchesAny(list(s.Action), request.action, true) : !matchesAny(list(s.NotAction), request.action, true);
+  const actionOk =
+    s.Action !== undefined
+      ? matchesAny(list(s.Action), request.action, true)
+      : !matchesAny(list(s.NotAction), request.action, true);
   if (!actionOk) return false;
-  const resourceOk = s.Resource !== undefined ? matchesAny(list(s.Resource), request.resource, false) : s.NotResource !== undefined ? !matchesAny(list(s.NotResource), request.resource, false) : true;
+  const resourceOk =
+    s.Resource !== undefined
+      ? matchesAny(list(s.Resource), request.resource, false)
+      : s.NotResource !== undefined
+        ? !matchesAny(list(s.NotResource), request.resource, false)
+        : true;
   if (!resourceOk) return false;
   const context = request.context ?? {};
-  return Object.entries(s.Condition ?? {}).every(([operator, keys]) => Object.entries(keys).every(([key, expected]) => conditionHolds(operator, key, expected, context)));
+  return Object.entries(s.Condition ?? {}).every(([operator, keys]) =>
+    Object.entries(keys).every(([key, expected]) => conditionHolds(operator, key, expected, context)),
+  );
 }
 
 /** The decision of a set of identity policies for one request. */
@@ -95,7 +117,12 @@ export function evaluate(policies: PolicyDocument[], request: AuthorizationReque
 }
 
 /** Does a trust (or resource) policy let this service principal in, with the given context? */
-export function trusts(policy: PolicyDocument, service: string, action: string, context: Record<string, string>): boolean {
+export function trusts(
+  policy: PolicyDocument,
+  service: string,
+  action: string,
+  context: Record<string, string>,
+): boolean {
   return [policy.Statement].flat().some((s) => {
     if (s.Effect !== 'Allow') return false;
     const principal = s.Principal as { Service?: string | string[] } | undefined;

@@ -18,13 +18,20 @@ export interface AsyncInvokeConfig {
 }
 
 /** Lambda's defaults where a function has no EventInvokeConfig. */
-export const LAMBDA_ASYNC_DEFAULTS: AsyncInvokeConfig = { maximumRetryAttempts: 2, maximumEventAgeMs: 6 * 3_600_000 };
+export const LAMBDA_ASYNC_DEFAULTS: AsyncInvokeConfig = {
+  maximumRetryAttempts: 2,
+  maximumEventAgeMs: 6 * 3_600_000,
+};
 
 /** Waits after the first and the second failed attempt. */
 const ERROR_RETRY_DELAYS_MS = [60_000, 120_000];
 const THROTTLE_BACKOFF_MAX_MS = 300_000;
 
-export type DestinationSender = (destinationArn: string, fromFunctionArn: string, record: string) => Promise<void>;
+export type DestinationSender = (
+  destinationArn: string,
+  fromFunctionArn: string,
+  record: string,
+) => Promise<void>;
 
 interface QueuedEvent {
   requestId: string;
@@ -52,7 +59,13 @@ export class AsyncInvokeQueue {
   }
 
   enqueue(payload: string): string {
-    const event: QueuedEvent = { requestId: randomUUID(), payload, receivedAt: Date.now(), attempts: 0, throttles: 0 };
+    const event: QueuedEvent = {
+      requestId: randomUUID(),
+      payload,
+      receivedAt: Date.now(),
+      attempts: 0,
+      throttles: 0,
+    };
     this.pending++;
     this.later(event, 0);
     return event.requestId;
@@ -74,7 +87,8 @@ export class AsyncInvokeQueue {
   }
 
   private async attempt(event: QueuedEvent): Promise<void> {
-    if (Date.now() - event.receivedAt > this.config.maximumEventAgeMs) return this.giveUp(event, 'EventAgeExceeded', undefined);
+    if (Date.now() - event.receivedAt > this.config.maximumEventAgeMs)
+      return this.giveUp(event, 'EventAgeExceeded', undefined);
     let result: InvocationResult;
     try {
       result = await this.run(event.payload);
@@ -94,19 +108,32 @@ export class AsyncInvokeQueue {
       return;
     }
     if (event.attempts <= this.config.maximumRetryAttempts) {
-      this.log(`sim: async invocation ${event.requestId} failed (${result.errorType}); Lambda retries it in ${ERROR_RETRY_DELAYS_MS[event.attempts - 1]! / 1000} s`);
+      this.log(
+        `sim: async invocation ${event.requestId} failed (${result.errorType}); Lambda retries it in ${ERROR_RETRY_DELAYS_MS[event.attempts - 1]! / 1000} s`,
+      );
       return this.later(event, ERROR_RETRY_DELAYS_MS[event.attempts - 1]!);
     }
     return this.giveUp(event, 'RetriesExhausted', result);
   }
 
-  private async giveUp(event: QueuedEvent, condition: 'RetriesExhausted' | 'EventAgeExceeded', result: InvocationResult | undefined): Promise<void> {
+  private async giveUp(
+    event: QueuedEvent,
+    condition: 'RetriesExhausted' | 'EventAgeExceeded',
+    result: InvocationResult | undefined,
+  ): Promise<void> {
     this.pending--;
-    this.log(`sim: async invocation ${event.requestId} dropped (${condition}, ${event.attempts} attempts)${this.config.onFailure ? `; sent to ${this.config.onFailure}` : '; no on-failure destination'}`);
+    this.log(
+      `sim: async invocation ${event.requestId} dropped (${condition}, ${event.attempts} attempts)${this.config.onFailure ? `; sent to ${this.config.onFailure}` : '; no on-failure destination'}`,
+    );
     if (this.config.onFailure) await this.send(this.config.onFailure, event, condition, result);
   }
 
-  private async send(destination: string, event: QueuedEvent, condition: string, result: InvocationResult | undefined): Promise<void> {
+  private async send(
+    destination: string,
+    event: QueuedEvent,
+    condition: string,
+    result: InvocationResult | undefined,
+  ): Promise<void> {
     const parse = (text: string) => {
       try {
         return JSON.parse(text) as unknown;
@@ -117,11 +144,22 @@ export class AsyncInvokeQueue {
     const record = {
       version: '1.0',
       timestamp: new Date().toISOString(),
-      requestContext: { requestId: event.requestId, functionArn: `${this.functionArn}:$LATEST`, condition, approximateInvokeCount: event.attempts },
+      requestContext: {
+        requestId: event.requestId,
+        functionArn: `${this.functionArn}:$LATEST`,
+        condition,
+        approximateInvokeCount: event.attempts,
+      },
       requestPayload: parse(event.payload),
-      responseContext: { statusCode: 200, executedVersion: '$LATEST', ...(result?.functionError ? { functionError: result.functionError } : {}) },
+      responseContext: {
+        statusCode: 200,
+        executedVersion: '$LATEST',
+        ...(result?.functionError ? { functionError: result.functionError } : {}),
+      },
       ...(result ? { responsePayload: parse(result.payload) } : {}),
     };
-    await this.destinations(destination, this.functionArn, JSON.stringify(record)).catch((error: unknown) => this.log(`sim: destination ${destination} refused the record: ${String(error)}`));
+    await this.destinations(destination, this.functionArn, JSON.stringify(record)).catch((error: unknown) =>
+      this.log(`sim: destination ${destination} refused the record: ${String(error)}`),
+    );
   }
 }

@@ -16,19 +16,39 @@ let currentRequestId;
 
 function call(method, urlPath, body, headers) {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: apiHost, port: Number(apiPort), method, path: BASE + urlPath, headers: { 'content-type': 'application/json', ...(headers || {}) } }, (res) => {
-      const chunks = [];
-      res.on('data', (c) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
-    });
+    const req = http.request(
+      {
+        host: apiHost,
+        port: Number(apiPort),
+        method,
+        path: BASE + urlPath,
+        headers: { 'content-type': 'application/json', ...(headers || {}) },
+      },
+      (res) => {
+        const chunks = [];
+        res.on('data', (c) => chunks.push(c));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode,
+            headers: res.headers,
+            body: Buffer.concat(chunks).toString('utf8'),
+          }),
+        );
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
 }
 
 function errorBody(error, fallbackType) {
-  const e = error instanceof Error ? error : new Error(typeof error === 'string' ? error : JSON.stringify(error));
-  return JSON.stringify({ errorType: (error instanceof Error && e.name) || fallbackType || 'Error', errorMessage: e.message, trace: String(e.stack || '').split('\n') });
+  const e =
+    error instanceof Error ? error : new Error(typeof error === 'string' ? error : JSON.stringify(error));
+  return JSON.stringify({
+    errorType: (error instanceof Error && e.name) || fallbackType || 'Error',
+    errorMessage: e.message,
+    trace: String(e.stack || '').split('\n'),
+  });
 }
 
 function loadHandler() {
@@ -67,14 +87,20 @@ function run(handler, event, context) {
 
 process.on('uncaughtException', (error) => {
   const id = currentRequestId;
-  const post = id ? call('POST', `/invocation/${id}/error`, errorBody(error, 'Runtime.UncaughtException'), { 'lambda-runtime-function-error-type': 'Runtime.UncaughtException' }) : Promise.resolve();
+  const post = id
+    ? call('POST', `/invocation/${id}/error`, errorBody(error, 'Runtime.UncaughtException'), {
+        'lambda-runtime-function-error-type': 'Runtime.UncaughtException',
+      })
+    : Promise.resolve();
   post.finally(() => process.exit(129));
 });
 process.on('unhandledRejection', (reason) => {
   const id = currentRequestId;
   const e = new Error(String(reason && reason.message ? reason.message : reason));
   e.name = 'Runtime.UnhandledPromiseRejection';
-  const post = id ? call('POST', `/invocation/${id}/error`, errorBody(e), { 'lambda-runtime-function-error-type': e.name }) : Promise.resolve();
+  const post = id
+    ? call('POST', `/invocation/${id}/error`, errorBody(e), { 'lambda-runtime-function-error-type': e.name })
+    : Promise.resolve();
   post.finally(() => process.exit(128));
 });
 
@@ -83,7 +109,9 @@ async function main() {
   try {
     handler = loadHandler();
   } catch (error) {
-    await call('POST', '/init/error', errorBody(error, 'Runtime.ImportModuleError'), { 'lambda-runtime-function-error-type': error.name });
+    await call('POST', '/init/error', errorBody(error, 'Runtime.ImportModuleError'), {
+      'lambda-runtime-function-error-type': error.name,
+    });
     process.exit(1);
   }
   for (;;) {
@@ -106,9 +134,15 @@ async function main() {
     let outcome;
     try {
       const result = await run(handler, JSON.parse(next.body), context);
-      outcome = call('POST', `/invocation/${requestId}/response`, JSON.stringify(result === undefined ? null : result));
+      outcome = call(
+        'POST',
+        `/invocation/${requestId}/response`,
+        JSON.stringify(result === undefined ? null : result),
+      );
     } catch (error) {
-      outcome = call('POST', `/invocation/${requestId}/error`, errorBody(error), { 'lambda-runtime-function-error-type': 'Unhandled' });
+      outcome = call('POST', `/invocation/${requestId}/error`, errorBody(error), {
+        'lambda-runtime-function-error-type': 'Unhandled',
+      });
     }
     await outcome;
     currentRequestId = undefined;

@@ -86,7 +86,11 @@ export class ExecutionEnvironment {
       AWS_LAMBDA_RUNTIME_API: `127.0.0.1:${port}`,
       AWS_LAMBDA_LOG_STREAM_NAME: `${new Date().toISOString().slice(0, 10).replace(/-/g, '/')}/[$LATEST]${this.id}`,
     };
-    this.child = spawn(this.spec.nodePath, [...lambdaNodeFlags(this.spec.memoryMb), BOOTSTRAP], { cwd: this.spec.taskRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child = spawn(this.spec.nodePath, [...lambdaNodeFlags(this.spec.memoryMb), BOOTSTRAP], {
+      cwd: this.spec.taskRoot,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     for (const stream of [this.child.stdout!, this.child.stderr!]) {
       let rest = '';
       stream.on('data', (d: Buffer) => {
@@ -96,16 +100,22 @@ export class ExecutionEnvironment {
       });
     }
     this.child.on('exit', (code, signal) => this.onExit(code, signal));
-    const ok = await Promise.race([new Promise<boolean>((r) => this.readyWaiters.push(r)), new Promise<boolean>((r) => setTimeout(() => r(false), INIT_TIMEOUT_MS).unref())]);
+    const ok = await Promise.race([
+      new Promise<boolean>((r) => this.readyWaiters.push(r)),
+      new Promise<boolean>((r) => setTimeout(() => r(false), INIT_TIMEOUT_MS).unref()),
+    ]);
     if (!ok) {
       this.kill();
-      throw new Error(this.initError ?? `init of ${this.spec.functionName} did not finish within ${INIT_TIMEOUT_MS} ms`);
+      throw new Error(
+        this.initError ?? `init of ${this.spec.functionName} did not finish within ${INIT_TIMEOUT_MS} ms`,
+      );
     }
   }
 
   /** Runs one invocation; resolves with its result (never rejects: failures are results, as Invoke reports them). */
   invoke(payload: string): Promise<InvocationResult> {
-    if (this.state !== 'idle' || !this.waitingNext) throw new Error(`environment ${this.id} is ${this.state}`);
+    if (this.state !== 'idle' || !this.waitingNext)
+      throw new Error(`environment ${this.id} is ${this.state}`);
     const coldStart = this.invocations === 0;
     this.invocations++;
     this.state = 'busy';
@@ -115,7 +125,14 @@ export class ExecutionEnvironment {
     this.spec.log(`START RequestId: ${requestId} Version: $LATEST`);
     return new Promise<InvocationResult>((resolve) => {
       const timer = setTimeout(() => this.timeOut(), this.spec.timeoutMs);
-      this.current = { requestId, payload, deadline, startedAt, resolve: (r) => resolve({ ...r, coldStart }), timer };
+      this.current = {
+        requestId,
+        payload,
+        deadline,
+        startedAt,
+        resolve: (r) => resolve({ ...r, coldStart }),
+        timer,
+      };
       this.thaw();
       const next = this.waitingNext!;
       this.waitingNext = undefined;
@@ -162,7 +179,9 @@ export class ExecutionEnvironment {
     if (this.rssTimer) clearInterval(this.rssTimer);
     const durationMs = Date.now() - current.startedAt;
     this.spec.log(`END RequestId: ${current.requestId}`);
-    this.spec.log(`REPORT RequestId: ${current.requestId}\tDuration: ${durationMs.toFixed(2)} ms\tMemory Size: ${this.spec.memoryMb} MB${result.errorType ? `\tStatus: ${result.errorType}` : ''}`);
+    this.spec.log(
+      `REPORT RequestId: ${current.requestId}\tDuration: ${durationMs.toFixed(2)} ms\tMemory Size: ${this.spec.memoryMb} MB${result.errorType ? `\tStatus: ${result.errorType}` : ''}`,
+    );
     this.lastUsedAt = Date.now();
     current.resolve({ requestId: current.requestId, durationMs, coldStart: false, ...result });
   }
@@ -174,7 +193,14 @@ export class ExecutionEnvironment {
     this.spec.log(`${new Date().toISOString()} ${current.requestId} Task timed out after ${seconds} seconds`);
     // Lambda resets an environment that timed out: the process and every timer in it are gone.
     this.kill();
-    this.finish({ payload: JSON.stringify({ errorType: 'Sandbox.Timedout', errorMessage: `RequestId: ${current.requestId} Error: Task timed out after ${seconds} seconds` }), functionError: 'Unhandled', errorType: 'Sandbox.Timedout' });
+    this.finish({
+      payload: JSON.stringify({
+        errorType: 'Sandbox.Timedout',
+        errorMessage: `RequestId: ${current.requestId} Error: Task timed out after ${seconds} seconds`,
+      }),
+      functionError: 'Unhandled',
+      errorType: 'Sandbox.Timedout',
+    });
   }
 
   /** Lambda stops a function that uses more memory than it was given. */
@@ -189,9 +215,18 @@ export class ExecutionEnvironment {
         return; // the process just ended
       }
       if (kb > this.spec.memoryMb * 1024 && this.current) {
-        this.spec.log(`RequestId: ${this.current.requestId} Error: Runtime exited with error: signal: killed (memory ${Math.round(kb / 1024)} MB over ${this.spec.memoryMb} MB)`);
+        this.spec.log(
+          `RequestId: ${this.current.requestId} Error: Runtime exited with error: signal: killed (memory ${Math.round(kb / 1024)} MB over ${this.spec.memoryMb} MB)`,
+        );
         this.kill();
-        this.finish({ payload: JSON.stringify({ errorType: 'Runtime.OutOfMemory', errorMessage: 'Runtime exited with error: signal: killed' }), functionError: 'Unhandled', errorType: 'Runtime.OutOfMemory' });
+        this.finish({
+          payload: JSON.stringify({
+            errorType: 'Runtime.OutOfMemory',
+            errorMessage: 'Runtime exited with error: signal: killed',
+          }),
+          functionError: 'Unhandled',
+          errorType: 'Runtime.OutOfMemory',
+        });
       }
     }, 250);
     this.rssTimer.unref();
@@ -205,7 +240,14 @@ export class ExecutionEnvironment {
     for (const w of this.readyWaiters.splice(0)) w(false);
     if (!wasDead && this.current) {
       const how = signal ? `signal: ${signal.toLowerCase()}` : `exit status ${code}`;
-      this.finish({ payload: JSON.stringify({ errorType: 'Runtime.ExitError', errorMessage: `RequestId: ${this.current.requestId} Error: Runtime exited with error: ${how}` }), functionError: 'Unhandled', errorType: 'Runtime.ExitError' });
+      this.finish({
+        payload: JSON.stringify({
+          errorType: 'Runtime.ExitError',
+          errorMessage: `RequestId: ${this.current.requestId} Error: Runtime exited with error: ${how}`,
+        }),
+        functionError: 'Unhandled',
+        errorType: 'Runtime.ExitError',
+      });
     }
   }
 
@@ -230,18 +272,32 @@ export class ExecutionEnvironment {
       }
       const m = /\/runtime\/invocation\/([^/]+)\/(response|error)$/.exec(url);
       if (!m || m[1] !== this.current?.requestId) {
-        res.writeHead(400, { 'content-type': 'application/json' }).end('{"errorMessage":"Invalid request ID","errorType":"InvalidRequestID"}');
+        res
+          .writeHead(400, { 'content-type': 'application/json' })
+          .end('{"errorMessage":"Invalid request ID","errorType":"InvalidRequestID"}');
         return;
       }
       if (m[2] === 'response' && body.length > MAX_RESPONSE_BYTES) {
-        res.writeHead(413, { 'content-type': 'application/json' }).end(`{"errorMessage":"Exceeded maximum allowed payload size (${MAX_RESPONSE_BYTES} bytes).","errorType":"RequestEntityTooLarge"}`);
-        this.finish({ payload: JSON.stringify({ errorType: 'Function.ResponseSizeTooLarge', errorMessage: `Response payload size exceeded maximum allowed payload size (${MAX_RESPONSE_BYTES} bytes).` }), functionError: 'Unhandled', errorType: 'Function.ResponseSizeTooLarge' });
+        res
+          .writeHead(413, { 'content-type': 'application/json' })
+          .end(
+            `{"errorMessage":"Exceeded maximum allowed payload size (${MAX_RESPONSE_BYTES} bytes).","errorType":"RequestEntityTooLarge"}`,
+          );
+        this.finish({
+          payload: JSON.stringify({
+            errorType: 'Function.ResponseSizeTooLarge',
+            errorMessage: `Response payload size exceeded maximum allowed payload size (${MAX_RESPONSE_BYTES} bytes).`,
+          }),
+          functionError: 'Unhandled',
+          errorType: 'Function.ResponseSizeTooLarge',
+        });
         return;
       }
       res.writeHead(202, { 'content-type': 'application/json' }).end('{"status":"OK"}');
       if (m[2] === 'response') this.finish({ payload: body.toString('utf8') });
       else {
-        const errorType = (JSON.parse(body.toString('utf8') || '{}') as { errorType?: string }).errorType ?? 'Unhandled';
+        const errorType =
+          (JSON.parse(body.toString('utf8') || '{}') as { errorType?: string }).errorType ?? 'Unhandled';
         this.finish({ payload: body.toString('utf8'), functionError: 'Unhandled', errorType });
       }
     });

@@ -43,7 +43,14 @@ export interface FunctionStats {
   throttles: number;
   errors: Record<string, number>;
   environments: { id: string; state: string; pid: number | undefined; invocations: number }[];
-  recent: { requestId: string; startedAt: number; durationMs: number; coldStart: boolean; errorType?: string; environment: string }[];
+  recent: {
+    requestId: string;
+    startedAt: number;
+    durationMs: number;
+    coldStart: boolean;
+    errorType?: string;
+    environment: string;
+  }[];
 }
 
 interface FunctionState {
@@ -77,7 +84,13 @@ export class LambdaService {
         environments: [],
         starting: 0,
         stats: { invocations: 0, coldStarts: 0, throttles: 0, errors: {}, recent: [] },
-        queue: new AsyncInvokeQueue(def.arn, def.asyncConfig, (payload) => this.run(state, payload), options.destinations, def.log),
+        queue: new AsyncInvokeQueue(
+          def.arn,
+          def.asyncConfig,
+          (payload) => this.run(state, payload),
+          options.destinations,
+          def.log,
+        ),
       };
       this.fns.set(def.arn, state);
       this.fns.set(def.name, state);
@@ -107,7 +120,12 @@ export class LambdaService {
     for (const state of new Set(this.fns.values())) {
       out[state.def.logicalId] = {
         ...state.stats,
-        environments: state.environments.map((e) => ({ id: e.id, state: e.state, pid: e.pid, invocations: e.invocations })),
+        environments: state.environments.map((e) => ({
+          id: e.id,
+          state: e.state,
+          pid: e.pid,
+          invocations: e.invocations,
+        })),
         queued: state.queue.size,
       };
     }
@@ -125,7 +143,8 @@ export class LambdaService {
 
   private authorize(functionArnOrName: string, caller: Caller): FunctionState {
     const state = this.fns.get(functionArnOrName.replace(/:\$LATEST$/, ''));
-    if (!state) throw new LambdaError('ResourceNotFoundException', 404, `Function not found: ${functionArnOrName}`);
+    if (!state)
+      throw new LambdaError('ResourceNotFoundException', 404, `Function not found: ${functionArnOrName}`);
     const arn = state.def.arn;
     let allowed: boolean;
     let principal: string;
@@ -134,10 +153,27 @@ export class LambdaService {
       allowed = this.options.identities.isAllowed(caller.principalArn, 'lambda:InvokeFunction', arn);
     } else {
       principal = caller.service;
-      allowed = state.def.resourcePolicy.some((p) => p.principal === caller.service && wildcardMatch(p.action, 'lambda:InvokeFunction', true) && (p.sourceArn === undefined || wildcardMatch(p.sourceArn, caller.sourceArn)));
+      allowed = state.def.resourcePolicy.some(
+        (p) =>
+          p.principal === caller.service &&
+          wildcardMatch(p.action, 'lambda:InvokeFunction', true) &&
+          (p.sourceArn === undefined || wildcardMatch(p.sourceArn, caller.sourceArn)),
+      );
     }
-    this.options.log.add({ at: Date.now(), service: 'lambda', principalArn: principal, action: 'lambda:InvokeFunction', resource: arn, allowed });
-    if (!allowed) throw new LambdaError('AccessDeniedException', 403, `User: ${principal} is not authorized to perform: lambda:InvokeFunction on resource: ${arn}`);
+    this.options.log.add({
+      at: Date.now(),
+      service: 'lambda',
+      principalArn: principal,
+      action: 'lambda:InvokeFunction',
+      resource: arn,
+      allowed,
+    });
+    if (!allowed)
+      throw new LambdaError(
+        'AccessDeniedException',
+        403,
+        `User: ${principal} is not authorized to perform: lambda:InvokeFunction on resource: ${arn}`,
+      );
     return state;
   }
 
@@ -154,16 +190,25 @@ export class LambdaService {
   /** The function's share of the account: its reservation, or what the reservations leave to everyone else. */
   private limitOf(state: FunctionState): number {
     if (state.def.reservedConcurrency !== undefined) return state.def.reservedConcurrency;
-    const reserved = [...new Set(this.fns.values())].reduce((sum, s) => sum + (s.def.reservedConcurrency ?? 0), 0);
+    const reserved = [...new Set(this.fns.values())].reduce(
+      (sum, s) => sum + (s.def.reservedConcurrency ?? 0),
+      0,
+    );
     return this.options.accountConcurrency - reserved;
   }
 
   private async run(state: FunctionState, payload: string): Promise<InvocationResult> {
     if (this.closed) throw new LambdaError('TooManyRequestsException', 429, 'the sim is shutting down');
     const idle = state.environments.find((e) => e.state === 'idle');
-    if (!idle && (this.busyCount(state) >= this.limitOf(state) || this.accountBusy() >= this.options.accountConcurrency)) {
+    if (
+      !idle &&
+      (this.busyCount(state) >= this.limitOf(state) || this.accountBusy() >= this.options.accountConcurrency)
+    ) {
       state.stats.throttles++;
-      const reason = state.def.reservedConcurrency !== undefined ? 'ReservedFunctionConcurrentInvocationLimitExceeded' : 'ConcurrentInvocationLimitExceeded';
+      const reason =
+        state.def.reservedConcurrency !== undefined
+          ? 'ReservedFunctionConcurrentInvocationLimitExceeded'
+          : 'ConcurrentInvocationLimitExceeded';
       state.def.log(`sim: invocation throttled (${reason})`);
       throw new LambdaError('TooManyRequestsException', 429, `Rate Exceeded. (${reason})`);
     }
@@ -171,8 +216,16 @@ export class LambdaService {
     state.stats.invocations++;
     const result = await environment.invoke(payload);
     if (result.coldStart) state.stats.coldStarts++;
-    if (result.errorType) state.stats.errors[result.errorType] = (state.stats.errors[result.errorType] ?? 0) + 1;
-    state.stats.recent.push({ requestId: result.requestId, startedAt: Date.now() - result.durationMs, durationMs: result.durationMs, coldStart: result.coldStart, ...(result.errorType ? { errorType: result.errorType } : {}), environment: environment.id });
+    if (result.errorType)
+      state.stats.errors[result.errorType] = (state.stats.errors[result.errorType] ?? 0) + 1;
+    state.stats.recent.push({
+      requestId: result.requestId,
+      startedAt: Date.now() - result.durationMs,
+      durationMs: result.durationMs,
+      coldStart: result.coldStart,
+      ...(result.errorType ? { errorType: result.errorType } : {}),
+      environment: environment.id,
+    });
     if (state.stats.recent.length > 500) state.stats.recent.shift();
     state.environments = state.environments.filter((e) => e.state !== 'dead');
     return result;
@@ -217,7 +270,8 @@ export class LambdaService {
   private reapIdle(): void {
     const now = Date.now();
     for (const state of new Set(this.fns.values())) {
-      for (const e of state.environments) if (e.state === 'idle' && now - e.lastUsedAt > this.options.idleEnvironmentTtlMs) e.kill();
+      for (const e of state.environments)
+        if (e.state === 'idle' && now - e.lastUsedAt > this.options.idleEnvironmentTtlMs) e.kill();
       state.environments = state.environments.filter((e) => e.state !== 'dead');
     }
   }

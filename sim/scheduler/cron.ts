@@ -68,8 +68,16 @@ function numbers(text: string, rule: FieldRule): Set<number> {
   const out = new Set<number>();
   for (const item of text.split(',')) {
     const m = /^(\*|[A-Za-z0-9]+)(?:-([A-Za-z0-9]+))?(?:\/(\d+))?$/.exec(item);
-    if (!m) throw new CronError(`${rule.label} item "${item}" is not a value, range or increment (${rule.label === 'day-of-week' ? 'SUN-SAT or 1-7' : `${rule.min}-${rule.max}`})`);
-    const [, startText, endText, stepText] = m as unknown as [string, string, string | undefined, string | undefined];
+    if (!m)
+      throw new CronError(
+        `${rule.label} item "${item}" is not a value, range or increment (${rule.label === 'day-of-week' ? 'SUN-SAT or 1-7' : `${rule.min}-${rule.max}`})`,
+      );
+    const [, startText, endText, stepText] = m as unknown as [
+      string,
+      string,
+      string | undefined,
+      string | undefined,
+    ];
     if (startText === '*' && endText) throw new CronError(`${rule.label} item "${item}" is not valid`);
     const start = startText === '*' ? rule.min : value(startText, rule);
     const end = endText ? value(endText, rule) : startText === '*' || stepText ? rule.max : start;
@@ -84,7 +92,7 @@ function numbers(text: string, rule: FieldRule): Set<number> {
 
 function nearestWeekday(target: number, d: Day): number {
   if (target > d.daysInMonth) return -1;
-  const weekday = ((d.weekday - 1 + (target - d.day)) % 7 + 7) % 7; // 0 = Sunday
+  const weekday = (((d.weekday - 1 + (target - d.day)) % 7) + 7) % 7; // 0 = Sunday
   if (weekday === 6) return target === 1 ? target + 2 : target - 1;
   if (weekday === 0) return target === d.daysInMonth ? target - 2 : target + 1;
   return target;
@@ -129,14 +137,26 @@ function dayOfWeekMatcher(text: string): (d: Day) => boolean {
 export function parseCron(body: string): CronSpec {
   const fields = body.trim().split(/\s+/);
   if (fields.length !== 6) {
-    throw new CronError(`a cron expression has six fields (minutes hours day-of-month month day-of-week year), got ${fields.length}`);
+    throw new CronError(
+      `a cron expression has six fields (minutes hours day-of-month month day-of-week year), got ${fields.length}`,
+    );
   }
   const [minutes, hours, dom, month, dow, year] = fields as [string, string, string, string, string, string];
-  for (const [text, rule] of [[minutes, FIELDS.minutes], [hours, FIELDS.hours], [month, FIELDS.month], [year, FIELDS.year]] as const) {
-    if (text.includes('?')) throw new CronError(`? is allowed only in day-of-month or day-of-week, not in ${rule.label}`);
+  for (const [text, rule] of [
+    [minutes, FIELDS.minutes],
+    [hours, FIELDS.hours],
+    [month, FIELDS.month],
+    [year, FIELDS.year],
+  ] as const) {
+    if (text.includes('?'))
+      throw new CronError(`? is allowed only in day-of-month or day-of-week, not in ${rule.label}`);
   }
   if ((dom === '?') === (dow === '?')) {
-    throw new CronError(dom === '?' ? 'day-of-month and day-of-week cannot both be ?' : 'one of day-of-month and day-of-week must be ? (EventBridge does not combine them)');
+    throw new CronError(
+      dom === '?'
+        ? 'day-of-month and day-of-week cannot both be ?'
+        : 'one of day-of-month and day-of-week must be ? (EventBridge does not combine them)',
+    );
   }
   if (dom !== '?' && dom.includes('?')) throw new CronError('? must stand alone in day-of-month');
   if (dow !== '?' && dow.includes('?')) throw new CronError('? must stand alone in day-of-week');
@@ -169,7 +189,13 @@ export function nextCronTick(spec: CronSpec, zone: string, from: number): number
       date = Date.UTC(year, month, 1);
       continue;
     }
-    const day: Day = { year, month, day: c.getUTCDate(), weekday: c.getUTCDay() + 1, daysInMonth: new Date(Date.UTC(year, month, 0)).getUTCDate() };
+    const day: Day = {
+      year,
+      month,
+      day: c.getUTCDate(),
+      weekday: c.getUTCDay() + 1,
+      daysInMonth: new Date(Date.UTC(year, month, 0)).getUTCDate(),
+    };
     if (spec.day(day)) {
       const firstDay = date === Date.UTC(start.year, start.month - 1, start.day);
       for (const hour of spec.hours) {

@@ -55,7 +55,10 @@ export interface DeliveryContext {
 }
 
 /** Replaces Scheduler's context attributes in the target input. */
-export function substitute(input: string, values: { scheduledTime: string; executionId: string; attempt: number; scheduleArn: string }): string {
+export function substitute(
+  input: string,
+  values: { scheduledTime: string; executionId: string; attempt: number; scheduleArn: string },
+): string {
   return input
     .replaceAll('<aws.scheduler.scheduled-time>', values.scheduledTime)
     .replaceAll('<aws.scheduler.execution-id>', values.executionId)
@@ -69,34 +72,65 @@ export function backoffMs(attempt: number, random: () => number): number {
 
 type Failure = { code: string; message: string };
 
-async function attemptOnce(ctx: DeliveryContext, e: Execution, payload: string): Promise<Failure | undefined> {
+async function attemptOnce(
+  ctx: DeliveryContext,
+  e: Execution,
+  payload: string,
+): Promise<Failure | undefined> {
   if (!ctx.auth.canAssume(e.target.RoleArn, { sourceAccount: ctx.accountId, sourceArn: e.groupArn })) {
-    return { code: 'AccessDeniedException', message: `EventBridge Scheduler could not assume ${e.target.RoleArn}: its trust policy does not allow scheduler.amazonaws.com for ${e.groupArn}` };
+    return {
+      code: 'AccessDeniedException',
+      message: `EventBridge Scheduler could not assume ${e.target.RoleArn}: its trust policy does not allow scheduler.amazonaws.com for ${e.groupArn}`,
+    };
   }
   try {
     await ctx.targets.invokeAsync({ arn: e.target.Arn, roleArn: e.target.RoleArn, payload });
     return undefined;
   } catch (error) {
     const f = (error ?? {}) as Partial<Failure>;
-    return { code: typeof f.code === 'string' ? f.code : 'InternalError', message: typeof f.message === 'string' ? f.message : String(error) };
+    return {
+      code: typeof f.code === 'string' ? f.code : 'InternalError',
+      message: typeof f.message === 'string' ? f.message : String(error),
+    };
   }
 }
 
 export async function deliver(ctx: DeliveryContext, e: Execution): Promise<FireRecord['outcome']> {
   const scheduledTime = isoSeconds(e.tick);
-  const base = { name: e.name, group: e.group, scheduleArn: e.scheduleArn, scheduledTime, executionId: e.executionId };
+  const base = {
+    name: e.name,
+    group: e.group,
+    scheduleArn: e.scheduleArn,
+    scheduledTime,
+    executionId: e.executionId,
+  };
   const { MaximumRetryAttempts: maxRetries, MaximumEventAgeInSeconds: maxAge } = e.target.RetryPolicy;
   const firstAt = ctx.now();
   let attempt = 1;
   for (;;) {
     // No Input: Scheduler "delivers a default notification"; an empty JSON object stands in for it.
-    const payload = substitute(e.target.Input ?? '{}', { scheduledTime, executionId: e.executionId, attempt, scheduleArn: e.scheduleArn });
+    const payload = substitute(e.target.Input ?? '{}', {
+      scheduledTime,
+      executionId: e.executionId,
+      attempt,
+      scheduleArn: e.scheduleArn,
+    });
     const failure = await attemptOnce(ctx, e, payload);
-    ctx.log({ ...base, attempt, at: ctx.now(), outcome: failure ? 'failed' : 'delivered', ...(failure ? { error: failure } : {}) });
+    ctx.log({
+      ...base,
+      attempt,
+      at: ctx.now(),
+      outcome: failure ? 'failed' : 'delivered',
+      ...(failure ? { error: failure } : {}),
+    });
     if (!failure) return 'delivered';
     const delay = backoffMs(attempt, ctx.random);
     const condition =
-      attempt - 1 >= maxRetries ? 'MaximumRetryAttempts' : ctx.now() + delay - firstAt > maxAge * 1000 ? 'MaximumEventAgeInSeconds' : undefined;
+      attempt - 1 >= maxRetries
+        ? 'MaximumRetryAttempts'
+        : ctx.now() + delay - firstAt > maxAge * 1000
+          ? 'MaximumEventAgeInSeconds'
+          : undefined;
     if (condition) return deadLetter(ctx, e, { ...base, attempt, payload, failure, condition });
     if (!(await ctx.sleep(delay))) return 'dropped';
     attempt += 1;
@@ -106,7 +140,11 @@ export async function deliver(ctx: DeliveryContext, e: Execution): Promise<FireR
 async function deadLetter(
   ctx: DeliveryContext,
   e: Execution,
-  last: Omit<FireRecord, 'at' | 'outcome'> & { payload: string; failure: Failure; condition: NonNullable<FireRecord['exhaustedRetryCondition']> },
+  last: Omit<FireRecord, 'at' | 'outcome'> & {
+    payload: string;
+    failure: Failure;
+    condition: NonNullable<FireRecord['exhaustedRetryCondition']>;
+  },
 ): Promise<FireRecord['outcome']> {
   const { payload, failure, condition, ...record } = last;
   const queue = e.target.DeadLetterConfig?.Arn;
@@ -125,12 +163,16 @@ async function deadLetter(
       TARGET_ARN: e.target.Arn,
     };
     try {
-      if (!ctx.auth.canAssume(e.target.RoleArn, { sourceAccount: ctx.accountId, sourceArn: e.groupArn })) throw { code: 'AccessDeniedException', message: `could not assume ${e.target.RoleArn}` };
+      if (!ctx.auth.canAssume(e.target.RoleArn, { sourceAccount: ctx.accountId, sourceArn: e.groupArn }))
+        throw { code: 'AccessDeniedException', message: `could not assume ${e.target.RoleArn}` };
       await ctx.targets.sendToQueue(queue, e.target.RoleArn, { body: payload, attributes });
       outcome = 'dead-lettered';
     } catch (sendError) {
       const f = (sendError ?? {}) as Partial<Failure>;
-      error = { code: f.code ?? 'DeadLetterFailed', message: `dead-letter queue ${queue}: ${f.message ?? String(sendError)}` };
+      error = {
+        code: f.code ?? 'DeadLetterFailed',
+        message: `dead-letter queue ${queue}: ${f.message ?? String(sendError)}`,
+      };
     }
   }
   ctx.log({ ...record, at: ctx.now(), outcome, error, exhaustedRetryCondition: condition });

@@ -9,7 +9,13 @@ import { deliver, type DeliveryContext, type FireRecord } from './delivery.js';
 import { SchedulerError } from './errors.js';
 import type { SchedulerAuth, SchedulerCaller, SchedulerTargets } from './ports.js';
 import { startRestJsonServer, type RestJsonServer } from './rest-json-server.js';
-import { isoSeconds, nextTick, validateScheduleRequest, type ScheduleRequest, type ValidSchedule } from './schedule-rules.js';
+import {
+  isoSeconds,
+  nextTick,
+  validateScheduleRequest,
+  type ScheduleRequest,
+  type ValidSchedule,
+} from './schedule-rules.js';
 
 export type { FireRecord } from './delivery.js';
 
@@ -143,7 +149,11 @@ export class LocalScheduler {
 
   // ---- API operations (caller undefined: the template, no caller checks) ----
 
-  createSchedule(caller: SchedulerCaller | undefined, name: string, body: Record<string, unknown>): { ScheduleArn: string } {
+  createSchedule(
+    caller: SchedulerCaller | undefined,
+    name: string,
+    body: Record<string, unknown>,
+  ): { ScheduleArn: string } {
     const group = groupOf(body);
     this.authorize(caller, 'scheduler:CreateSchedule', this.scheduleArn(group, name));
     const schedule = this.validate({ ...body, Name: name });
@@ -152,13 +162,18 @@ export class LocalScheduler {
     const existing = this.entries.get(key(group, name));
     if (existing) {
       // The SDK sends a ClientToken; a retried create with the same token is the same request.
-      if (schedule.request.ClientToken && existing.clientToken === schedule.request.ClientToken) return { ScheduleArn: existing.arn };
+      if (schedule.request.ClientToken && existing.clientToken === schedule.request.ClientToken)
+        return { ScheduleArn: existing.arn };
       throw new SchedulerError('ConflictException', `Schedule ${name} already exists.`);
     }
     return { ScheduleArn: this.store(schedule, undefined) };
   }
 
-  updateSchedule(caller: SchedulerCaller | undefined, name: string, body: Record<string, unknown>): { ScheduleArn: string } {
+  updateSchedule(
+    caller: SchedulerCaller | undefined,
+    name: string,
+    body: Record<string, unknown>,
+  ): { ScheduleArn: string } {
     const group = groupOf(body);
     this.authorize(caller, 'scheduler:UpdateSchedule', this.scheduleArn(group, name));
     const schedule = this.validate({ ...body, Name: name });
@@ -167,7 +182,11 @@ export class LocalScheduler {
     return { ScheduleArn: this.store(schedule, existing) };
   }
 
-  deleteSchedule(caller: SchedulerCaller | undefined, name: string, groupName: string | undefined): Record<string, never> {
+  deleteSchedule(
+    caller: SchedulerCaller | undefined,
+    name: string,
+    groupName: string | undefined,
+  ): Record<string, never> {
     const group = groupName ?? 'default';
     this.authorize(caller, 'scheduler:DeleteSchedule', this.scheduleArn(group, name));
     const e = this.find(group, name);
@@ -176,12 +195,21 @@ export class LocalScheduler {
     return {};
   }
 
-  getSchedule(caller: SchedulerCaller | undefined, name: string, groupName: string | undefined): Record<string, unknown> {
+  getSchedule(
+    caller: SchedulerCaller | undefined,
+    name: string,
+    groupName: string | undefined,
+  ): Record<string, unknown> {
     const group = groupName ?? 'default';
     this.authorize(caller, 'scheduler:GetSchedule', this.scheduleArn(group, name));
     const e = this.find(group, name);
     const { ClientToken: _token, ...request } = e.schedule.request;
-    return { ...request, Arn: e.arn, CreationDate: e.creationDate / 1000, LastModificationDate: e.lastModificationDate / 1000 };
+    return {
+      ...request,
+      Arn: e.arn,
+      CreationDate: e.creationDate / 1000,
+      LastModificationDate: e.lastModificationDate / 1000,
+    };
   }
 
   listSchedules(caller: SchedulerCaller | undefined, query: URLSearchParams): Record<string, unknown> {
@@ -191,7 +219,12 @@ export class LocalScheduler {
     const prefix = query.get('NamePrefix') ?? '';
     const state = query.get('State');
     const all = [...this.entries.values()]
-      .filter((e) => (group === null || e.schedule.request.GroupName === group) && e.schedule.request.Name.startsWith(prefix) && (state === null || e.schedule.request.State === state))
+      .filter(
+        (e) =>
+          (group === null || e.schedule.request.GroupName === group) &&
+          e.schedule.request.Name.startsWith(prefix) &&
+          (state === null || e.schedule.request.State === state),
+      )
       .sort((a, b) => a.arn.localeCompare(b.arn));
     const offset = Number(query.get('NextToken') ?? 0);
     const size = Number(query.get('MaxResults') ?? 100);
@@ -215,18 +248,29 @@ export class LocalScheduler {
     return verdict.schedule;
   }
 
-  private authorize(caller: SchedulerCaller | undefined, action: string, resource: string, context?: Record<string, string>): void {
+  private authorize(
+    caller: SchedulerCaller | undefined,
+    action: string,
+    resource: string,
+    context?: Record<string, string>,
+  ): void {
     if (caller && !this.options.auth.isAllowed(caller.principalArn, action, resource, context)) {
-      throw new SchedulerError('AccessDeniedException', `User: ${caller.principalArn} is not authorized to perform: ${action} on resource: ${resource}`);
+      throw new SchedulerError(
+        'AccessDeniedException',
+        `User: ${caller.principalArn} is not authorized to perform: ${action} on resource: ${resource}`,
+      );
     }
   }
 
   private passRole(caller: SchedulerCaller | undefined, request: ScheduleRequest): void {
-    this.authorize(caller, 'iam:PassRole', request.Target.RoleArn, { 'iam:PassedToService': 'scheduler.amazonaws.com' });
+    this.authorize(caller, 'iam:PassRole', request.Target.RoleArn, {
+      'iam:PassedToService': 'scheduler.amazonaws.com',
+    });
   }
 
   private requireGroup(group: string): void {
-    if (!this.groups.has(group)) throw new SchedulerError('ResourceNotFoundException', `Schedule group ${group} does not exist.`);
+    if (!this.groups.has(group))
+      throw new SchedulerError('ResourceNotFoundException', `Schedule group ${group} does not exist.`);
   }
 
   private find(group: string, name: string): Entry {
@@ -281,7 +325,10 @@ export class LocalScheduler {
     if (tick === undefined) return this.complete(e);
     e.nextTick = tick;
     // FLEXIBLE: Scheduler invokes at some moment within the window after the tick.
-    const window = r.FlexibleTimeWindow.Mode === 'FLEXIBLE' ? (r.FlexibleTimeWindow.MaximumWindowInMinutes ?? 0) * 60_000 : 0;
+    const window =
+      r.FlexibleTimeWindow.Mode === 'FLEXIBLE'
+        ? (r.FlexibleTimeWindow.MaximumWindowInMinutes ?? 0) * 60_000
+        : 0;
     const fireAt = tick + Math.floor(this.random() * window);
     e.timer = this.timers.setTimeout(() => this.fire(e, tick), Math.max(0, fireAt - this.now()));
   }
@@ -292,7 +339,15 @@ export class LocalScheduler {
     if (this.closed || this.entries.get(key(r.GroupName, r.Name)) !== e) return;
     e.cursor = tick + 1000;
     e.inFlight += 1;
-    const execution = { name: r.Name, group: r.GroupName, scheduleArn: e.arn, groupArn: this.groupArn(r.GroupName), target: r.Target, tick, executionId: randomUUID() };
+    const execution = {
+      name: r.Name,
+      group: r.GroupName,
+      scheduleArn: e.arn,
+      groupArn: this.groupArn(r.GroupName),
+      target: r.Target,
+      tick,
+      executionId: randomUUID(),
+    };
     void deliver(this.deliveryContext(), execution).finally(() => {
       e.inFlight -= 1;
       if (e.done) this.complete(e);
@@ -304,7 +359,12 @@ export class LocalScheduler {
   private complete(e: Entry): void {
     e.done = true;
     const r = e.schedule.request;
-    if (r.ActionAfterCompletion === 'DELETE' && e.inFlight === 0 && this.entries.get(key(r.GroupName, r.Name)) === e) this.entries.delete(key(r.GroupName, r.Name));
+    if (
+      r.ActionAfterCompletion === 'DELETE' &&
+      e.inFlight === 0 &&
+      this.entries.get(key(r.GroupName, r.Name)) === e
+    )
+      this.entries.delete(key(r.GroupName, r.Name));
   }
 
   private deliveryContext(): DeliveryContext {

@@ -17,7 +17,12 @@ export interface SchedulerAuth {
     body: string;
   }): Promise<{ caller: SchedulerCaller } | { error: { status: number; type: string; message: string } }>;
   /** The IAM decision for one action on one resource (conditions as key/value context). */
-  isAllowed(principalArn: string, action: string, resourceArn: string, context?: Record<string, string>): boolean;
+  isAllowed(
+    principalArn: string,
+    action: string,
+    resourceArn: string,
+    context?: Record<string, string>,
+  ): boolean;
   /** Whether Scheduler may assume this role for a schedule of this group (trust policy + conditions). */
   canAssume(roleArn: string, context: { sourceAccount: string; sourceArn: string }): boolean;
 }
@@ -26,5 +31,9 @@ export interface SchedulerTargets {
   /** Asynchronous Lambda Invoke as the assumed role; rejects with { code, message } when the invocation is refused (then Scheduler retries / dead-letters). */
   invokeAsync(target: { arn: string; roleArn: string; payload: string }): Promise<void>;
   /** SQS SendMessage to a dead-letter queue as the assumed role. */
-  sendToQueue(queueArn: string, roleArn: string, message: { body: string; attributes: Record<string, string> }): Promise<void>;
+  sendToQueue(
+    queueArn: string,
+    roleArn: string,
+    message: { body: string; attributes: Record<string, string> },
+  ): Promise<void>;
 }

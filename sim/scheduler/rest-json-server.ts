@@ -42,9 +42,11 @@ async function readBody(req: IncomingMessage): Promise<string> {
 
 function route(api: SchedulerApi, caller: SchedulerCaller, method: string, url: URL, body: string): unknown {
   const parts = url.pathname.split('/').filter(Boolean);
-  if (parts[0] !== 'schedules' || parts.length > 2) throw new SchedulerError('UnknownOperationException', `No operation at ${method} ${url.pathname}`);
+  if (parts[0] !== 'schedules' || parts.length > 2)
+    throw new SchedulerError('UnknownOperationException', `No operation at ${method} ${url.pathname}`);
   if (parts.length === 1) {
-    if (method !== 'GET') throw new SchedulerError('UnknownOperationException', `No operation at ${method} ${url.pathname}`);
+    if (method !== 'GET')
+      throw new SchedulerError('UnknownOperationException', `No operation at ${method} ${url.pathname}`);
     return api.listSchedules(caller, url.searchParams);
   }
   const name = decodeURIComponent(parts[1]!);
@@ -52,7 +54,8 @@ function route(api: SchedulerApi, caller: SchedulerCaller, method: string, url: 
   const json = (): Record<string, unknown> => {
     try {
       const parsed: unknown = body ? JSON.parse(body) : {};
-      if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) return parsed as Record<string, unknown>;
+      if (parsed && typeof parsed === 'object' && !Array.isArray(parsed))
+        return parsed as Record<string, unknown>;
     } catch {
       // fall through
     }
@@ -72,19 +75,36 @@ function route(api: SchedulerApi, caller: SchedulerCaller, method: string, url: 
   }
 }
 
-export async function startRestJsonServer(api: SchedulerApi, auth: SchedulerAuth, port: number): Promise<RestJsonServer> {
+export async function startRestJsonServer(
+  api: SchedulerApi,
+  auth: SchedulerAuth,
+  port: number,
+): Promise<RestJsonServer> {
   const server = createServer((req, res) => {
     void (async () => {
       try {
         const body = await readBody(req);
         const url = new URL(req.url ?? '/', 'http://127.0.0.1');
         const method = req.method ?? 'GET';
-        const who = await auth.authenticate({ method, path: url.pathname, query: url.search.slice(1), headers: req.headers, body });
-        if ('error' in who) return send(res, who.error.status, { Message: who.error.message }, who.error.type);
+        const who = await auth.authenticate({
+          method,
+          path: url.pathname,
+          query: url.search.slice(1),
+          headers: req.headers,
+          body,
+        });
+        if ('error' in who)
+          return send(res, who.error.status, { Message: who.error.message }, who.error.type);
         send(res, 200, route(api, who.caller, method, url, body));
       } catch (error) {
-        if (error instanceof SchedulerError) return send(res, error.status, { Message: error.message }, error.type);
-        send(res, 500, { Message: error instanceof Error ? error.message : String(error) }, 'InternalServerException');
+        if (error instanceof SchedulerError)
+          return send(res, error.status, { Message: error.message }, error.type);
+        send(
+          res,
+          500,
+          { Message: error instanceof Error ? error.message : String(error) },
+          'InternalServerException',
+        );
       }
     })();
   });

@@ -36,8 +36,13 @@ const str = (min: number, max?: number, pattern?: RegExp) => {
   return pattern ? s.regex(pattern, `Member must satisfy regular expression pattern: ${pattern.source}`) : s;
 };
 const int = (min: number, max: number) =>
-  z.number().int('Member must be an integer').min(min, `Member must have value greater than or equal to ${min}`).max(max, `Member must have value less than or equal to ${max}`);
-const oneOf = <const T extends readonly [string, ...string[]]>(values: T) => z.enum(values, { error: `Member must satisfy enum value set: [${values.join(', ')}]` });
+  z
+    .number()
+    .int('Member must be an integer')
+    .min(min, `Member must have value greater than or equal to ${min}`)
+    .max(max, `Member must have value less than or equal to ${max}`);
+const oneOf = <const T extends readonly [string, ...string[]]>(values: T) =>
+  z.enum(values, { error: `Member must satisfy enum value set: [${values.join(', ')}]` });
 
 const requestSchema = z.object({
   Name: str(1, 64, NAME),
@@ -51,12 +56,20 @@ const requestSchema = z.object({
   ActionAfterCompletion: oneOf(['NONE', 'DELETE']).optional(),
   KmsKeyArn: str(1, 2048, KMS_ARN).optional(),
   ClientToken: str(1, 64, /^[a-zA-Z0-9-_]+$/).optional(),
-  FlexibleTimeWindow: z.object({ Mode: oneOf(['OFF', 'FLEXIBLE']), MaximumWindowInMinutes: int(1, 1440).optional() }),
+  FlexibleTimeWindow: z.object({
+    Mode: oneOf(['OFF', 'FLEXIBLE']),
+    MaximumWindowInMinutes: int(1, 1440).optional(),
+  }),
   Target: z.object({
     Arn: str(1, 1600),
     RoleArn: str(1, 1600, ROLE_ARN),
     Input: str(1).optional(),
-    RetryPolicy: z.object({ MaximumEventAgeInSeconds: int(60, 86_400).optional(), MaximumRetryAttempts: int(0, 185).optional() }).optional(),
+    RetryPolicy: z
+      .object({
+        MaximumEventAgeInSeconds: int(60, 86_400).optional(),
+        MaximumRetryAttempts: int(0, 185).optional(),
+      })
+      .optional(),
     DeadLetterConfig: z.object({ Arn: str(1, 1600, SQS_ARN).optional() }).optional(),
   }),
 });
@@ -64,25 +77,29 @@ const requestSchema = z.object({
 type RawRequest = z.infer<typeof requestSchema>;
 
 /** A valid request with Scheduler's defaults filled in (what GetSchedule answers). */
-export interface ScheduleRequest extends Omit<RawRequest, 'GroupName' | 'State' | 'ActionAfterCompletion' | 'ScheduleExpressionTimezone' | 'Target'> {
+export interface ScheduleRequest extends Omit<
+  RawRequest,
+  'GroupName' | 'State' | 'ActionAfterCompletion' | 'ScheduleExpressionTimezone' | 'Target'
+> {
   GroupName: string;
   State: 'ENABLED' | 'DISABLED';
   ActionAfterCompletion: 'NONE' | 'DELETE';
   ScheduleExpressionTimezone: string;
-  Target: Omit<RawRequest['Target'], 'RetryPolicy'> & { RetryPolicy: { MaximumEventAgeInSeconds: number; MaximumRetryAttempts: number } };
+  Target: Omit<RawRequest['Target'], 'RetryPolicy'> & {
+    RetryPolicy: { MaximumEventAgeInSeconds: number; MaximumRetryAttempts: number };
+  };
 }
 
 export type ScheduleExpression =
-  | { kind: 'rate'; everyMs: number }
-  | { kind: 'cron'; cron: CronSpec }
-  | { kind: 'at'; at: number };
+  { kind: 'rate'; everyMs: number } | { kind: 'cron'; cron: CronSpec } | { kind: 'at'; at: number };
 
 export interface ValidSchedule {
   request: ScheduleRequest;
   expression: ScheduleExpression;
 }
 
-export type Verdict = { ok: true; schedule: ValidSchedule } | { ok: false; problems: string[]; message: string };
+export type Verdict =
+  { ok: true; schedule: ValidSchedule } | { ok: false; problems: string[]; message: string };
 
 export class ExpressionError extends Error {
   override name = 'ExpressionError';
@@ -105,19 +122,43 @@ export function parseScheduleExpression(text: string, zone: string): ScheduleExp
   }
   if (kind === 'rate') {
     const r = /^([1-9]\d*) (minute|minutes|hour|hours|day|days)$/.exec(body);
-    if (!r) throw new ExpressionError('rate(value unit) takes a positive whole number and minute(s), hour(s) or day(s)');
+    if (!r)
+      throw new ExpressionError(
+        'rate(value unit) takes a positive whole number and minute(s), hour(s) or day(s)',
+      );
     const value = Number(r[1]);
     const unit = r[2]!.replace(/s$/, '');
-    if ((value === 1) !== !r[2]!.endsWith('s')) throw new ExpressionError(`write rate(${value} ${value === 1 ? unit : `${unit}s`}): the unit is singular for 1 and plural otherwise`);
+    if ((value === 1) !== !r[2]!.endsWith('s'))
+      throw new ExpressionError(
+        `write rate(${value} ${value === 1 ? unit : `${unit}s`}): the unit is singular for 1 and plural otherwise`,
+      );
     return { kind: 'rate', everyMs: value * RATE_UNIT_MS[unit]! };
   }
   const a = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})$/.exec(body);
-  if (!a) throw new ExpressionError('at() takes yyyy-mm-ddThh:mm:ss, with no zone suffix or fraction (the zone is ScheduleExpressionTimezone)');
-  const [year, month, day, hour, minute, second] = a.slice(1).map(Number) as [number, number, number, number, number, number];
+  if (!a)
+    throw new ExpressionError(
+      'at() takes yyyy-mm-ddThh:mm:ss, with no zone suffix or fraction (the zone is ScheduleExpressionTimezone)',
+    );
+  const [year, month, day, hour, minute, second] = a.slice(1).map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   const naive = new Date(Date.UTC(year, month - 1, day, hour, minute, second));
-  if (naive.getUTCMonth() !== month - 1 || naive.getUTCDate() !== day || hour > 23 || minute > 59 || second > 59) throw new ExpressionError(`${body} is not a real date and time`);
+  if (
+    naive.getUTCMonth() !== month - 1 ||
+    naive.getUTCDate() !== day ||
+    hour > 23 ||
+    minute > 59 ||
+    second > 59
+  )
+    throw new ExpressionError(`${body} is not a real date and time`);
   const at = instantOfWallClock({ year, month, day, hour, minute, second }, zone);
-  if (at === undefined) throw new ExpressionError(`${body} does not exist in ${zone} (the clocks skip it for daylight saving)`);
+  if (at === undefined)
+    throw new ExpressionError(`${body} does not exist in ${zone} (the clocks skip it for daylight saving)`);
   return { kind: 'at', at };
 }
 
@@ -129,7 +170,8 @@ function describe(value: unknown): string {
 
 function valueAt(input: unknown, path: PropertyKey[]): unknown {
   let v = input;
-  for (const key of path) v = v && typeof v === 'object' ? (v as Record<PropertyKey, unknown>)[key] : undefined;
+  for (const key of path)
+    v = v && typeof v === 'object' ? (v as Record<PropertyKey, unknown>)[key] : undefined;
   return v;
 }
 
@@ -144,10 +186,15 @@ export function validateScheduleRequest(input: unknown, now: () => number): Verd
     const problems = parsed.error.issues.map((issue) => {
       const v = valueAt(input, issue.path);
       const path = issue.path.map((p) => String(p).replace(/^./, (c) => c.toLowerCase())).join('.');
-      const message = v === undefined && issue.code === 'invalid_type' ? 'Member must not be null' : issue.message;
+      const message =
+        v === undefined && issue.code === 'invalid_type' ? 'Member must not be null' : issue.message;
       return `Value ${describe(v)} at '${path}' failed to satisfy constraint: ${message}`;
     });
-    return { ok: false, problems, message: `${problems.length} validation error${problems.length > 1 ? 's' : ''} detected: ${problems.join('; ')}` };
+    return {
+      ok: false,
+      problems,
+      message: `${problems.length} validation error${problems.length > 1 ? 's' : ''} detected: ${problems.join('; ')}`,
+    };
   }
   const raw = parsed.data;
   const problems: string[] = [];
@@ -165,26 +212,35 @@ export function validateScheduleRequest(input: unknown, now: () => number): Verd
     problems.push(`Invalid Schedule Expression ${raw.ScheduleExpression}: ${error.message}.`);
   }
   if (expression?.kind === 'at' && zoneVerdict.ok && expression.at < Math.floor(t / 1000) * 1000) {
-    problems.push(`Invalid Schedule Expression ${raw.ScheduleExpression}: ${isoSeconds(expression.at)} is in the past (now ${isoSeconds(t)}); a one-time schedule must be in the future.`);
+    problems.push(
+      `Invalid Schedule Expression ${raw.ScheduleExpression}: ${isoSeconds(expression.at)} is in the past (now ${isoSeconds(t)}); a one-time schedule must be in the future.`,
+    );
   }
   if (expression && expression.kind !== 'at') {
     // Scheduler ignores StartDate and EndDate for one-time schedules.
     const start = raw.StartDate === undefined ? undefined : raw.StartDate * 1000;
     const end = raw.EndDate === undefined ? undefined : raw.EndDate * 1000;
-    if (start !== undefined && start < t - 5 * 60_000) problems.push('The StartDate you specify cannot be earlier than 5 minutes ago.');
-    if (end !== undefined && end <= t) problems.push('The EndDate you specify cannot be earlier than the current time.');
-    if (start !== undefined && end !== undefined && end <= start) problems.push('The EndDate you specify must be after the StartDate.');
+    if (start !== undefined && start < t - 5 * 60_000)
+      problems.push('The StartDate you specify cannot be earlier than 5 minutes ago.');
+    if (end !== undefined && end <= t)
+      problems.push('The EndDate you specify cannot be earlier than the current time.');
+    if (start !== undefined && end !== undefined && end <= start)
+      problems.push('The EndDate you specify must be after the StartDate.');
   }
 
   const window = raw.FlexibleTimeWindow;
-  if (window.Mode === 'FLEXIBLE' && window.MaximumWindowInMinutes === undefined) problems.push('FlexibleTimeWindow Mode FLEXIBLE requires MaximumWindowInMinutes (1-1440).');
-  if (window.Mode === 'OFF' && window.MaximumWindowInMinutes !== undefined) problems.push('FlexibleTimeWindow MaximumWindowInMinutes is only allowed with Mode FLEXIBLE.');
+  if (window.Mode === 'FLEXIBLE' && window.MaximumWindowInMinutes === undefined)
+    problems.push('FlexibleTimeWindow Mode FLEXIBLE requires MaximumWindowInMinutes (1-1440).');
+  if (window.Mode === 'OFF' && window.MaximumWindowInMinutes !== undefined)
+    problems.push('FlexibleTimeWindow MaximumWindowInMinutes is only allowed with Mode FLEXIBLE.');
 
   const targetInput = raw.Target.Input;
   if (targetInput !== undefined) {
     const bytes = Buffer.byteLength(targetInput, 'utf8');
-    if (bytes > INPUT_MAX_BYTES) problems.push(`Target Input is ${bytes} bytes; the maximum is ${INPUT_MAX_BYTES} bytes (256 KB).`);
-    else if (/^arn:aws(-[a-z]+)?:lambda:/.test(raw.Target.Arn) && !isJson(targetInput)) problems.push('Target Input must be well-formed JSON for a Lambda target.');
+    if (bytes > INPUT_MAX_BYTES)
+      problems.push(`Target Input is ${bytes} bytes; the maximum is ${INPUT_MAX_BYTES} bytes (256 KB).`);
+    else if (/^arn:aws(-[a-z]+)?:lambda:/.test(raw.Target.Arn) && !isJson(targetInput))
+      problems.push('Target Input must be well-formed JSON for a Lambda target.');
   }
   if (problems.length || !expression) return { ok: false, problems, message: problems.join(' ') };
 

@@ -32,9 +32,15 @@ export function checkTimeZone(name: string): TimeZoneVerdict {
   const resolved = intlResolve(name);
   if (resolved) {
     const canonical = CANONICAL.has(resolved) ? resolved : undefined;
-    return { ok: false, reason: `"${name}" is a legacy alias, not a canonical IANA zone name${canonical ? `; write ${canonical}` : ''}` };
+    return {
+      ok: false,
+      reason: `"${name}" is a legacy alias, not a canonical IANA zone name${canonical ? `; write ${canonical}` : ''}`,
+    };
   }
-  return { ok: false, reason: `"${name}" is not an IANA time zone name (e.g. UTC, Europe/Berlin, America/New_York)` };
+  return {
+    ok: false,
+    reason: `"${name}" is not an IANA time zone name (e.g. UTC, Europe/Berlin, America/New_York)`,
+  };
 }
 
 function intlResolve(name: string): string | undefined {
@@ -75,7 +81,14 @@ export function wallClockAt(t: number, zone: string): WallClock {
   }
   const parts: Record<string, number> = {};
   for (const p of f.formatToParts(new Date(t))) if (p.type !== 'literal') parts[p.type] = Number(p.value);
-  return { year: parts.year!, month: parts.month!, day: parts.day!, hour: parts.hour!, minute: parts.minute!, second: parts.second! };
+  return {
+    year: parts.year!,
+    month: parts.month!,
+    day: parts.day!,
+    hour: parts.hour!,
+    minute: parts.minute!,
+    second: parts.second!,
+  };
 }
 
 function wallAsUtc(w: WallClock): number {
@@ -92,7 +105,11 @@ function sameWall(a: WallClock, b: WallClock): boolean {
  */
 export function instantOfWallClock(w: WallClock, zone: string): number | undefined {
   const naive = wallAsUtc(w);
-  const offsets = new Set([-86_400_000, 0, 86_400_000].map((d) => wallAsUtc(wallClockAt(naive + d, zone)) - (naive + d - ((naive + d) % 1000))));
+  const offsets = new Set(
+    [-86_400_000, 0, 86_400_000].map(
+      (d) => wallAsUtc(wallClockAt(naive + d, zone)) - (naive + d - ((naive + d) % 1000)),
+    ),
+  );
   const hits = [...offsets].map((off) => naive - off).filter((t) => sameWall(wallClockAt(t, zone), w));
   return hits.length ? Math.min(...hits) : undefined;
 }

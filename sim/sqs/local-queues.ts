@@ -31,9 +31,19 @@ export class LocalQueues {
   send(queueArn: string, senderArn: string, body: string, attributes: Record<string, string> = {}): void {
     const queue = this.queues.find((q) => q.arn === queueArn);
     const allowed = queue !== undefined && this.identities.isAllowed(senderArn, 'sqs:SendMessage', queueArn);
-    this.log.add({ at: Date.now(), service: 'sqs', principalArn: senderArn, action: 'sqs:SendMessage', resource: queueArn, allowed });
+    this.log.add({
+      at: Date.now(),
+      service: 'sqs',
+      principalArn: senderArn,
+      action: 'sqs:SendMessage',
+      resource: queueArn,
+      allowed,
+    });
     if (!queue) throw new Error(`AWS.SimpleQueueService.NonExistentQueue: ${queueArn}`);
-    if (!allowed) throw new Error(`AccessDenied: ${senderArn} is not authorized to perform: sqs:SendMessage on resource: ${queueArn}`);
+    if (!allowed)
+      throw new Error(
+        `AccessDenied: ${senderArn} is not authorized to perform: sqs:SendMessage on resource: ${queueArn}`,
+      );
     const message = { queueArn, sentAt: new Date().toISOString(), sender: senderArn, body, attributes };
     this.messages.push(message);
     appendFileSync(this.fileOf(queue.name), `${JSON.stringify(message)}\n`);
@@ -44,6 +54,10 @@ export class LocalQueues {
   }
 
   list(): { arn: string; name: string; file: string; messages: QueueMessage[] }[] {
-    return this.queues.map((q) => ({ ...q, file: this.fileOf(q.name), messages: this.messages.filter((m) => m.queueArn === q.arn) }));
+    return this.queues.map((q) => ({
+      ...q,
+      file: this.fileOf(q.name),
+      messages: this.messages.filter((m) => m.queueArn === q.arn),
+    }));
   }
 }

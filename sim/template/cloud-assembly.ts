@@ -17,14 +17,21 @@ export type TemplateResource = z.infer<typeof resourceSchema>;
 
 const templateSchema = z.object({
   Resources: z.record(z.string(), resourceSchema),
-  Parameters: z.record(z.string(), z.object({ Type: z.string(), Default: z.unknown().optional() })).optional(),
+  Parameters: z
+    .record(z.string(), z.object({ Type: z.string(), Default: z.unknown().optional() }))
+    .optional(),
   Conditions: z.record(z.string(), z.unknown()).optional(),
-  Outputs: z.record(z.string(), z.object({ Value: z.unknown(), Description: z.string().optional() })).optional(),
+  Outputs: z
+    .record(z.string(), z.object({ Value: z.unknown(), Description: z.string().optional() }))
+    .optional(),
 });
 export type Template = z.infer<typeof templateSchema>;
 
 const manifestSchema = z.object({
-  artifacts: z.record(z.string(), z.object({ type: z.string(), properties: z.record(z.string(), z.unknown()).optional() })),
+  artifacts: z.record(
+    z.string(),
+    z.object({ type: z.string(), properties: z.record(z.string(), z.unknown()).optional() }),
+  ),
 });
 
 const assetManifestSchema = z.object({
@@ -50,15 +57,21 @@ export function loadCloudAssembly(dir: string, stackName?: string): CloudAssembl
   const manifest = manifestSchema.parse(JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8')));
   const stacks = Object.entries(manifest.artifacts).filter(([, a]) => a.type === 'aws:cloudformation:stack');
   const chosen = stackName ? stacks.find(([name]) => name === stackName) : stacks[0];
-  if (!chosen) throw new Error(`no stack ${stackName ?? ''} in ${dir} (stacks: ${stacks.map(([n]) => n).join(', ') || 'none'})`);
+  if (!chosen)
+    throw new Error(
+      `no stack ${stackName ?? ''} in ${dir} (stacks: ${stacks.map(([n]) => n).join(', ') || 'none'})`,
+    );
   const [name, artifact] = chosen;
   const templateFile = String(artifact.properties?.templateFile ?? `${name}.template.json`);
   const template = templateSchema.parse(JSON.parse(readFileSync(join(dir, templateFile), 'utf8')));
   const assetDirs = new Map<string, string>();
   for (const [, a] of Object.entries(manifest.artifacts).filter(([, a]) => a.type === 'cdk:asset-manifest')) {
-    const assets = assetManifestSchema.parse(JSON.parse(readFileSync(join(dir, String(a.properties?.file)), 'utf8')));
+    const assets = assetManifestSchema.parse(
+      JSON.parse(readFileSync(join(dir, String(a.properties?.file)), 'utf8')),
+    );
     for (const file of Object.values(assets.files)) {
-      for (const destination of Object.values(file.destinations)) assetDirs.set(destination.objectKey, join(dir, file.source.path));
+      for (const destination of Object.values(file.destinations))
+        assetDirs.set(destination.objectKey, join(dir, file.source.path));
     }
   }
   return { dir, stackName: name, template, assetDirForObjectKey: (key) => assetDirs.get(key) };

@@ -36,14 +36,26 @@ function generatedName(d: Deployment, logicalId: string, max: number): string {
 }
 
 /** Physical names and ARNs per resource type (what `cdk deploy` would produce, in this account and region). */
-function physicalResource(d: Deployment, logicalId: string, type: string, props: Record<string, unknown>): PhysicalResource {
+function physicalResource(
+  d: Deployment,
+  logicalId: string,
+  type: string,
+  props: Record<string, unknown>,
+): PhysicalResource {
   const { region, accountId } = d;
-  const named = (key: string, max: number) => (typeof props[key] === 'string' ? (props[key] as string) : generatedName(d, logicalId, max));
+  const named = (key: string, max: number) =>
+    typeof props[key] === 'string' ? (props[key] as string) : generatedName(d, logicalId, max);
   switch (type) {
     case 'AWS::DynamoDB::GlobalTable':
     case 'AWS::DynamoDB::Table': {
       const name = named('TableName', 255);
-      return { ref: name, attributes: { Arn: `arn:aws:dynamodb:${region}:${accountId}:table/${name}`, StreamArn: `arn:aws:dynamodb:${region}:${accountId}:table/${name}/stream/sim` } };
+      return {
+        ref: name,
+        attributes: {
+          Arn: `arn:aws:dynamodb:${region}:${accountId}:table/${name}`,
+          StreamArn: `arn:aws:dynamodb:${region}:${accountId}:table/${name}/stream/sim`,
+        },
+      };
     }
     case 'AWS::Lambda::Function': {
       const name = named('FunctionName', 64);
@@ -51,13 +63,23 @@ function physicalResource(d: Deployment, logicalId: string, type: string, props:
     }
     case 'AWS::IAM::Role': {
       const name = named('RoleName', 64);
-      return { ref: name, attributes: { Arn: `arn:aws:iam::${accountId}:role/${name}`, RoleId: `AROA${suffix(name)}SIM` } };
+      return {
+        ref: name,
+        attributes: { Arn: `arn:aws:iam::${accountId}:role/${name}`, RoleId: `AROA${suffix(name)}SIM` },
+      };
     }
     case 'AWS::IAM::Policy':
       return { ref: named('PolicyName', 128), attributes: {} };
     case 'AWS::SQS::Queue': {
       const name = named('QueueName', 80);
-      return { ref: `https://sqs.${region}.amazonaws.com/${accountId}/${name}`, attributes: { Arn: `arn:aws:sqs:${region}:${accountId}:${name}`, QueueName: name, QueueUrl: `https://sqs.${region}.amazonaws.com/${accountId}/${name}` } };
+      return {
+        ref: `https://sqs.${region}.amazonaws.com/${accountId}/${name}`,
+        attributes: {
+          Arn: `arn:aws:sqs:${region}:${accountId}:${name}`,
+          QueueName: name,
+          QueueUrl: `https://sqs.${region}.amazonaws.com/${accountId}/${name}`,
+        },
+      };
     }
     case 'AWS::Logs::LogGroup': {
       const name = named('LogGroupName', 512);
@@ -65,12 +87,18 @@ function physicalResource(d: Deployment, logicalId: string, type: string, props:
     }
     case 'AWS::Scheduler::ScheduleGroup': {
       const name = named('Name', 64);
-      return { ref: name, attributes: { Arn: `arn:aws:scheduler:${region}:${accountId}:schedule-group/${name}` } };
+      return {
+        ref: name,
+        attributes: { Arn: `arn:aws:scheduler:${region}:${accountId}:schedule-group/${name}` },
+      };
     }
     case 'AWS::Scheduler::Schedule': {
       const group = typeof props.GroupName === 'string' ? props.GroupName : 'default';
       const name = named('Name', 64);
-      return { ref: name, attributes: { Arn: `arn:aws:scheduler:${region}:${accountId}:schedule/${group}/${name}` } };
+      return {
+        ref: name,
+        attributes: { Arn: `arn:aws:scheduler:${region}:${accountId}:schedule/${group}/${name}` },
+      };
     }
     case 'AWS::ApiGatewayV2::Api': {
       const id = suffix(logicalId).toLowerCase().padEnd(10, '0');
@@ -94,8 +122,11 @@ export class TemplateResolver {
     readonly deployment: Deployment,
     parameterValues: Record<string, string> = {},
   ) {
-    for (const [id, r] of Object.entries(template.Resources)) this.physical.set(id, physicalResource(deployment, id, r.Type, r.Properties ?? {}));
-    this.parameters = Object.fromEntries(Object.entries(template.Parameters ?? {}).map(([k, p]) => [k, parameterValues[k] ?? p.Default ?? '']));
+    for (const [id, r] of Object.entries(template.Resources))
+      this.physical.set(id, physicalResource(deployment, id, r.Type, r.Properties ?? {}));
+    this.parameters = Object.fromEntries(
+      Object.entries(template.Parameters ?? {}).map(([k, p]) => [k, parameterValues[k] ?? p.Default ?? '']),
+    );
   }
 
   /** The physical resource of a logical id (throws for an unknown id: the template is the only source). */
@@ -141,7 +172,9 @@ export class TemplateResolver {
   }
 
   private getAtt(target: unknown): string {
-    const [id, attribute] = (typeof target === 'string' ? target.split('.') : (this.walk(target) as string[])) as [string, string];
+    const [id, attribute] = (
+      typeof target === 'string' ? target.split('.') : (this.walk(target) as string[])
+    ) as [string, string];
     const value = this.resource(id).attributes[attribute];
     if (value === undefined) throw new Error(`Fn::GetAtt ${id}.${attribute} is not supported by the sim`);
     return value;

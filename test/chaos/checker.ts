@@ -27,8 +27,21 @@ export interface CheckInput {
    * not). With it, "exactly one terminal state" is checked against what the table applied, not only
    * against what the writers recorded (a writer can apply a write it never hears of).
    */
-  statusWrites?: { task: string; status: string; t: number; delivered: boolean; applied: 'yes' | 'unknown' }[];
-  config: { leaseTimeoutMs: number; recoveryIntervalMs: number; clockSkewMs: number; requestDeadlineMs: number; limits: Record<string, number>; maxClockOffsetMs?: number };
+  statusWrites?: {
+    task: string;
+    status: string;
+    t: number;
+    delivered: boolean;
+    applied: 'yes' | 'unknown';
+  }[];
+  config: {
+    leaseTimeoutMs: number;
+    recoveryIntervalMs: number;
+    clockSkewMs: number;
+    requestDeadlineMs: number;
+    limits: Record<string, number>;
+    maxClockOffsetMs?: number;
+  };
 }
 
 export interface CheckResult {
@@ -53,12 +66,17 @@ const TERMINAL = new Set(['SUCCESS', 'FAILED', 'CANCELLED']);
 
 export function checkHistory(input: CheckInput): CheckResult {
   const { history, tasks, enqueued, kills, config } = input;
-  const appliedByTask = new Map<string, { status: string; t: number; delivered: boolean; applied: 'yes' | 'unknown' }[]>();
-  for (const w of input.statusWrites ?? []) appliedByTask.set(w.task, [...(appliedByTask.get(w.task) ?? []), w]);
+  const appliedByTask = new Map<
+    string,
+    { status: string; t: number; delivered: boolean; applied: 'yes' | 'unknown' }[]
+  >();
+  for (const w of input.statusWrites ?? [])
+    appliedByTask.set(w.task, [...(appliedByTask.get(w.task) ?? []), w]);
   let terminalUnrecorded = 0;
   const violations: CheckResult['violations'] = [];
   const byTask = new Map<string, Recorded[]>();
-  for (const e of [...history].sort((a, b) => a.t - b.t)) byTask.set(e.task, [...(byTask.get(e.task) ?? []), e]);
+  for (const e of [...history].sort((a, b) => a.t - b.t))
+    byTask.set(e.task, [...(byTask.get(e.task) ?? []), e]);
   const finalById = new Map(tasks.map((t) => [t.id, t]));
   // A finished task no history mentions is checked too (with the table's record, its terminal write is still seen).
   for (const t of tasks) if (!byTask.has(t.id)) byTask.set(t.id, []);
@@ -71,7 +89,11 @@ export function checkHistory(input: CheckInput): CheckResult {
     const t = finalById.get(id);
     if (!t || !TERMINAL.has(t.status)) {
       lost++;
-      violations.push({ invariant: 'no task lost', task: id, detail: t ? `ended the run ${t.status}` : 'missing from the table' });
+      violations.push({
+        invariant: 'no task lost',
+        task: id,
+        detail: t ? `ended the run ${t.status}` : 'missing from the table',
+      });
     }
   }
 
@@ -85,11 +107,21 @@ export function checkHistory(input: CheckInput): CheckResult {
     const final = finalById.get(id);
     // 2. Exactly one terminal state: one accepted write that ended the task, and it is what the table shows.
     const terminalWrites = events.filter(
-      (e) => (e.ev === 'write' && e.outcome === 'ok' && TERMINAL.has(e.status ?? '')) || (e.ev === 'recover' && e.action !== 'requeued'),
+      (e) =>
+        (e.ev === 'write' && e.outcome === 'ok' && TERMINAL.has(e.status ?? '')) ||
+        (e.ev === 'recover' && e.action !== 'requeued'),
     );
     // A write whose answer never came (all retries failed, or its writer was killed while it was in
     // flight) may still have applied: its outcome is unknown.
-    const answered = (e: Recorded) => events.some((x) => x.ev === 'write' && x.w === e.w && x.token === (e as { token: number }).token && x.outcome !== 'sent' && x.t >= e.t);
+    const answered = (e: Recorded) =>
+      events.some(
+        (x) =>
+          x.ev === 'write' &&
+          x.w === e.w &&
+          x.token === (e as { token: number }).token &&
+          x.outcome !== 'sent' &&
+          x.t >= e.t,
+      );
     // A claim or recovery fix sent by a writer that was killed afterwards may have applied unrecorded.
     const killedAfter = (e: Recorded) => kills.some((k) => k.worker === e.w && k.t >= e.t);
     // A recovery fix whose outcome its writer never recorded may have applied too: its write and the
@@ -97,7 +129,9 @@ export function checkHistory(input: CheckInput): CheckResult {
     // (on taking over its expired slot) failed afterwards and its fixes went unreported. Each recorded
     // fix settles the earliest open intent of its writer; what stays open is unknown. Only intents
     // after the final token's claim can have ended the task.
-    const finalClaimAt = events.find((e) => e.ev === 'claim' && final !== undefined && e.token === final.leaseToken)?.t ?? Number.NEGATIVE_INFINITY;
+    const finalClaimAt =
+      events.find((e) => e.ev === 'claim' && final !== undefined && e.token === final.leaseToken)?.t ??
+      Number.NEGATIVE_INFINITY;
     const openRecoverIntents = new Set<Recorded>();
     for (const e of events) {
       if (e.ev === 'intent' && e.op === 'recover') openRecoverIntents.add(e);
@@ -108,39 +142,76 @@ export function checkHistory(input: CheckInput): CheckResult {
     }
     const unknown = events.filter(
       (e) =>
-        (e.ev === 'write' && final !== undefined && e.token === final.leaseToken && (e.outcome === 'error' || (e.outcome === 'sent' && !answered(e)))) ||
+        (e.ev === 'write' &&
+          final !== undefined &&
+          e.token === final.leaseToken &&
+          (e.outcome === 'error' || (e.outcome === 'sent' && !answered(e)))) ||
         (e.ev === 'intent' && killedAfter(e)) ||
         (openRecoverIntents.has(e) && e.t >= finalClaimAt),
     );
-    const story = () => events.map((e) => `${e.ev}${'outcome' in e ? `:${e.outcome}` : ''}${'action' in e ? `:${e.action}` : ''}#${'token' in e ? e.token : ''}@${e.w}`).join(' ');
+    const story = () =>
+      events
+        .map(
+          (e) =>
+            `${e.ev}${'outcome' in e ? `:${e.outcome}` : ''}${'action' in e ? `:${e.action}` : ''}#${'token' in e ? e.token : ''}@${e.w}`,
+        )
+        .join(' ');
     if (input.statusWrites && final && TERMINAL.has(final.status)) {
       // The table's own record decides: exactly one applied write ended the task, it is what the
       // table shows, and no writer recorded more terminal writes accepted than were applied.
       const onWire = (appliedByTask.get(id) ?? []).filter((w) => TERMINAL.has(w.status));
       const applied = onWire.filter((w) => w.applied === 'yes');
       // A write DynamoDB never answered the proxy may have applied: it can stand in for the one.
-      const explained = applied.length === 1 ? applied[0]!.status === final.status : applied.length === 0 && onWire.some((w) => w.status === final.status);
+      const explained =
+        applied.length === 1
+          ? applied[0]!.status === final.status
+          : applied.length === 0 && onWire.some((w) => w.status === final.status);
       if (!explained || terminalWrites.length > 1 || terminalWrites.length > onWire.length) {
         doubleTerminals += applied.length > 1 || terminalWrites.length > 1 ? 1 : 0;
-        const wire = onWire.map((w) => `${w.status}${w.applied === 'yes' ? '' : ' (outcome unknown)'}${w.delivered ? '' : ' (answer lost)'}`).join(', ');
-        violations.push({ invariant: 'exactly one terminal state', task: id, detail: `${applied.length} terminal writes applied [${wire}], ${terminalWrites.length} recorded as accepted; final ${final.status} token ${final.leaseToken}; ${story()}` });
+        const wire = onWire
+          .map(
+            (w) =>
+              `${w.status}${w.applied === 'yes' ? '' : ' (outcome unknown)'}${w.delivered ? '' : ' (answer lost)'}`,
+          )
+          .join(', ');
+        violations.push({
+          invariant: 'exactly one terminal state',
+          task: id,
+          detail: `${applied.length} terminal writes applied [${wire}], ${terminalWrites.length} recorded as accepted; final ${final.status} token ${final.leaseToken}; ${story()}`,
+        });
       } else if (terminalWrites.length === 0) terminalUnrecorded++;
-    } else if (final && TERMINAL.has(final.status) && (terminalWrites.length > 1 || (terminalWrites.length === 0 && unknown.length === 0))) {
+    } else if (
+      final &&
+      TERMINAL.has(final.status) &&
+      (terminalWrites.length > 1 || (terminalWrites.length === 0 && unknown.length === 0))
+    ) {
       doubleTerminals += terminalWrites.length > 1 ? 1 : 0;
-      violations.push({ invariant: 'exactly one terminal state', task: id, detail: `${terminalWrites.length} terminal writes accepted; final ${final.status} token ${final.leaseToken}; ${story()}` });
+      violations.push({
+        invariant: 'exactly one terminal state',
+        task: id,
+        detail: `${terminalWrites.length} terminal writes accepted; final ${final.status} token ${final.leaseToken}; ${story()}`,
+      });
     }
 
-    const claims = events.filter((e): e is Recorded & { ev: 'claim' } => e.ev === 'claim').sort((a, b) => a.token - b.token);
+    const claims = events
+      .filter((e): e is Recorded & { ev: 'claim' } => e.ev === 'claim')
+      .sort((a, b) => a.token - b.token);
     // 3. No write accepted from a token that a later claim had already replaced.
     for (const e of events) {
-      const accepted = (e.ev === 'write' && e.outcome === 'ok') || (e.ev === 'renew' && (e.outcome === 'renewed' || e.outcome === 'cancel-requested'));
+      const accepted =
+        (e.ev === 'write' && e.outcome === 'ok') ||
+        (e.ev === 'renew' && (e.outcome === 'renewed' || e.outcome === 'cancel-requested'));
       if (e.ev === 'write' && e.outcome === 'refused') staleRefused++;
       if (e.ev === 'renew' && e.outcome === 'lost') staleRefused++;
       if (!accepted || !('token' in e)) continue;
       const newer = claims.find((c) => c.token > e.token && c.t < e.t - inFlightSlack);
       if (newer) {
         staleAccepted++;
-        violations.push({ invariant: 'no write accepted from a non-current token', task: id, detail: `${e.ev} with token ${e.token} by ${e.w} accepted ${e.t - newer.t} ms after token ${newer.token} was claimed` });
+        violations.push({
+          invariant: 'no write accepted from a non-current token',
+          task: id,
+          detail: `${e.ev} with token ${e.token} by ${e.w} accepted ${e.t - newer.t} ms after token ${newer.token} was claimed`,
+        });
       }
     }
 
@@ -148,36 +219,71 @@ export function checkHistory(input: CheckInput): CheckResult {
     for (let k = 0; k < claims.length; k++) {
       const claim = claims[k]!;
       const ownEvents = events.filter((e) => 'token' in e && e.token === claim.token && e.w === claim.w);
-      const leaseEnds = ownEvents.flatMap((e) => ('leaseUntil' in e && e.leaseUntil !== undefined && e.ev !== 'recover' ? [e.leaseUntil - e.off] : []));
+      const leaseEnds = ownEvents.flatMap((e) =>
+        'leaseUntil' in e && e.leaseUntil !== undefined && e.ev !== 'recover' ? [e.leaseUntil - e.off] : [],
+      );
       // The lease ends when its holder's write lands: at the answer, or, for a write whose answer never
       // came, possibly as early as when it was sent.
       const closed = ownEvents.find((e) => e.ev === 'write' && (e.outcome === 'ok' || e.outcome === 'sent'));
-      const end = Math.min(Math.max(claim.leaseUntil - claim.off, ...leaseEnds), closed ? closed.t : Number.POSITIVE_INFINITY);
-      intervals.push({ type: final?.type ?? '?', from: claim.t, to: end, task: id, token: claim.token, w: claim.w });
+      const end = Math.min(
+        Math.max(claim.leaseUntil - claim.off, ...leaseEnds),
+        closed ? closed.t : Number.POSITIVE_INFINITY,
+      );
+      intervals.push({
+        type: final?.type ?? '?',
+        from: claim.t,
+        to: end,
+        task: id,
+        token: claim.token,
+        w: claim.w,
+      });
       const next = claims[k + 1];
       if (next && next.t < end - config.clockSkewMs - inFlightSlack) {
         overlapping++;
-        violations.push({ invariant: 'valid leases never overlap', task: id, detail: `token ${next.token} claimed ${end - next.t} ms before token ${claim.token}'s lease ended` });
+        violations.push({
+          invariant: 'valid leases never overlap',
+          task: id,
+          detail: `token ${next.token} claimed ${end - next.t} ms before token ${claim.token}'s lease ended`,
+        });
       }
     }
   }
 
   // 5. attempts <= maxAttempts.
-  for (const t of tasks) if (t.attempts > t.maxAttempts) violations.push({ invariant: 'attempts <= maxAttempts', task: t.id, detail: `${t.attempts} > ${t.maxAttempts}` });
+  for (const t of tasks)
+    if (t.attempts > t.maxAttempts)
+      violations.push({
+        invariant: 'attempts <= maxAttempts',
+        task: t.id,
+        detail: `${t.attempts} > ${t.maxAttempts}`,
+      });
 
   // 6. Concurrency limits: valid leases of a limited type at once.
   const peakConcurrency: Record<string, number> = {};
   for (const [type, limit] of Object.entries(config.limits)) {
-    const points = intervals.filter((i) => i.type === type).flatMap((i) => [{ t: i.from, d: 1 }, { t: i.to, d: -1 }]);
+    const points = intervals
+      .filter((i) => i.type === type)
+      .flatMap((i) => [
+        { t: i.from, d: 1 },
+        { t: i.to, d: -1 },
+      ]);
     points.sort((a, b) => a.t - b.t || a.d - b.d);
     let now = 0;
     let peak = 0;
     for (const p of points) peak = Math.max(peak, (now += p.d));
     peakConcurrency[type] = peak;
     if (peak > limit) {
-      const at = points.reduce((acc, p) => ((acc.n += p.d), acc.n > limit && acc.t === 0 ? { n: acc.n, t: p.t } : acc), { n: 0, t: 0 }).t;
-      const overlapping = intervals.filter((i) => i.type === type && i.from <= at && i.to > at).map((i) => `${i.task.slice(0, 8)}#${i.token}@${i.w} [${i.from}, ${i.to}]`);
-      violations.push({ invariant: 'concurrency limit never exceeded', detail: `${type}: ${peak} valid leases at once, limit ${limit}: ${overlapping.join(', ')}` });
+      const at = points.reduce(
+        (acc, p) => ((acc.n += p.d), acc.n > limit && acc.t === 0 ? { n: acc.n, t: p.t } : acc),
+        { n: 0, t: 0 },
+      ).t;
+      const overlapping = intervals
+        .filter((i) => i.type === type && i.from <= at && i.to > at)
+        .map((i) => `${i.task.slice(0, 8)}#${i.token}@${i.w} [${i.from}, ${i.to}]`);
+      violations.push({
+        invariant: 'concurrency limit never exceeded',
+        detail: `${type}: ${peak} valid leases at once, limit ${limit}: ${overlapping.join(', ')}`,
+      });
     }
   }
 
@@ -188,22 +294,42 @@ export function checkHistory(input: CheckInput): CheckResult {
   // is a query, a read and a write; any of them may be throttled by the injected faults),
   // unless the paused holder came back and finished it itself first.
   const latencies: number[] = [];
-  const bound = config.leaseTimeoutMs + config.recoveryIntervalMs + config.clockSkewMs + (config.maxClockOffsetMs ?? 0) + config.recoveryIntervalMs + SDK_THROTTLING_BACKOFF_MS;
+  const bound =
+    config.leaseTimeoutMs +
+    config.recoveryIntervalMs +
+    config.clockSkewMs +
+    (config.maxClockOffsetMs ?? 0) +
+    config.recoveryIntervalMs +
+    SDK_THROTTLING_BACKOFF_MS;
   for (const kill of kills) {
     for (const [id, events] of byTask) {
-      const held = events.filter((e): e is Recorded & { ev: 'claim' } => e.ev === 'claim' && e.w === kill.worker && e.t <= kill.t).at(-1);
+      const held = events
+        .filter(
+          (e): e is Recorded & { ev: 'claim' } => e.ev === 'claim' && e.w === kill.worker && e.t <= kill.t,
+        )
+        .at(-1);
       if (!held) continue;
       const sameLease = (e: Recorded) => 'token' in e && e.token === held.token;
-      if (events.some((e) => sameLease(e) && e.ev === 'write' && e.outcome === 'ok' && e.t <= kill.t)) continue;
-      const resolved = events.find((e) => sameLease(e) && e.t > kill.t && ((e.ev === 'write' && e.outcome === 'ok') || e.ev === 'recover'));
+      if (events.some((e) => sameLease(e) && e.ev === 'write' && e.outcome === 'ok' && e.t <= kill.t))
+        continue;
+      const resolved = events.find(
+        (e) =>
+          sameLease(e) && e.t > kill.t && ((e.ev === 'write' && e.outcome === 'ok') || e.ev === 'recover'),
+      );
       if (!resolved || resolved.ev !== 'recover') continue; // finished by its holder after a pause, or never re-run (checked as lost)
       const latency = resolved.t - kill.t;
       latencies.push(latency);
-      if (latency > bound) violations.push({ invariant: 'recovered within leaseTimeout + recoveryInterval', task: id, detail: `recovered ${latency} ms after its holder ${kill.worker} stopped (bound ${bound} ms)` });
+      if (latency > bound)
+        violations.push({
+          invariant: 'recovered within leaseTimeout + recoveryInterval',
+          task: id,
+          detail: `recovered ${latency} ms after its holder ${kill.worker} stopped (bound ${bound} ms)`,
+        });
     }
   }
   latencies.sort((a, b) => a - b);
-  const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? 0;
+  const pct = (p: number) =>
+    latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? 0;
   const starts = history.filter((e) => e.ev === 'start').length;
   const finished = tasks.length || 1;
   return {

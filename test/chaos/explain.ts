@@ -26,9 +26,22 @@ for (const f of (await readdir(dir)).filter((f) => f.startsWith('history-'))) {
 const journal = await readFile(join(dir, 'proxy-journal.jsonl'), 'utf8').catch(() => '');
 for (const line of journal.split('\n')) {
   if (!line) continue;
-  const j = JSON.parse(line) as { t: number; op: string; pk?: string; claim: boolean; fault?: string; status?: number; error?: string; delivered: boolean; body: string };
+  const j = JSON.parse(line) as {
+    t: number;
+    op: string;
+    pk?: string;
+    claim: boolean;
+    fault?: string;
+    status?: number;
+    error?: string;
+    delivered: boolean;
+    body: string;
+  };
   if (!j.pk?.startsWith(`TASK#${prefix}`)) continue;
-  lines.push({ t: j.t, text: `${'(proxy)'.padEnd(12)} ${j.op}${j.claim ? ' claim' : ''} -> ${j.status ?? 'no answer'}${j.error ? ` ${j.error}` : ''}${j.fault ? ` fault ${j.fault}` : ''}${j.delivered ? '' : ' ANSWER NOT DELIVERED'} ${summarize(j.body)}` });
+  lines.push({
+    t: j.t,
+    text: `${'(proxy)'.padEnd(12)} ${j.op}${j.claim ? ' claim' : ''} -> ${j.status ?? 'no answer'}${j.error ? ` ${j.error}` : ''}${j.fault ? ` fault ${j.fault}` : ''}${j.delivered ? '' : ' ANSWER NOT DELIVERED'} ${summarize(j.body)}`,
+  });
 }
 lines.sort((a, b) => a.t - b.t);
 const t0 = lines[0]?.t ?? 0;
@@ -37,7 +50,11 @@ for (const l of lines) console.log(`${String(l.t - t0).padStart(7)} ms  ${l.text
 /** What an update sets, in plain names ("status=FAILED leaseToken+=1"), from its expression and placeholders. */
 function summarize(body: string): string {
   try {
-    const r = JSON.parse(body) as { UpdateExpression?: string; ExpressionAttributeNames?: Record<string, string>; ExpressionAttributeValues?: Record<string, Record<string, unknown>> };
+    const r = JSON.parse(body) as {
+      UpdateExpression?: string;
+      ExpressionAttributeNames?: Record<string, string>;
+      ExpressionAttributeValues?: Record<string, Record<string, unknown>>;
+    };
     if (!r.UpdateExpression) return '';
     const names = r.ExpressionAttributeNames ?? {};
     const values = r.ExpressionAttributeValues ?? {};

@@ -18,7 +18,12 @@ const draws: number[] = [];
 beforeAll(async () => {
   db = await startDynalite();
   // Faults only where the test queues draws: [0, 0.99] is "a fault" then "drop-answer" (the last kind).
-  proxy = await startFaultProxy({ target: db.endpoint, rate: 1, operations: ['UpdateItem'], random: () => draws.shift() ?? 1 });
+  proxy = await startFaultProxy({
+    target: db.endpoint,
+    rate: 1,
+    operations: ['UpdateItem'],
+    random: () => draws.shift() ?? 1,
+  });
   const setup = createDynamoClient({ region: 'local', dynamodbEndpoint: db.endpoint });
   await ensureTable(setup, 'proxy');
   setup.destroy();
@@ -44,10 +49,17 @@ it('records a status write that applied although its answer was dropped', async 
     ExpressionAttributeValues: { ':failed': 'FAILED', ':running': 'RUNNING', ':token': 5 },
   });
   // The SDK resends on the dropped connection; the resend fails its own condition.
-  await expect(doc.send(fix)).rejects.toMatchObject({ name: 'ConditionalCheckFailedException', $metadata: { attempts: 2 } });
+  await expect(doc.send(fix)).rejects.toMatchObject({
+    name: 'ConditionalCheckFailedException',
+    $metadata: { attempts: 2 },
+  });
   expect(proxy.injected['drop-answer']).toBe(1);
-  expect((await doc.send(new GetCommand({ TableName: 'proxy', Key, ConsistentRead: true }))).Item?.status).toBe('FAILED');
-  expect(proxy.statusWrites.map(({ pk, status, delivered, applied }) => ({ pk, status, delivered, applied }))).toEqual([
+  expect(
+    (await doc.send(new GetCommand({ TableName: 'proxy', Key, ConsistentRead: true }))).Item?.status,
+  ).toBe('FAILED');
+  expect(
+    proxy.statusWrites.map(({ pk, status, delivered, applied }) => ({ pk, status, delivered, applied })),
+  ).toEqual([
     { pk: 'TASK#x', status: 'RUNNING', delivered: true, applied: 'yes' },
     { pk: 'TASK#x', status: 'FAILED', delivered: false, applied: 'yes' },
   ]);
@@ -56,7 +68,19 @@ it('records a status write that applied although its answer was dropped', async 
 it('reads the status an update sets from its expression', () => {
   const names = { '#a': 'leaseOwner', '#b': 'status' };
   const values = { ':o': { S: 'w' }, ':s': { S: 'QUEUED' } };
-  expect(statusSet('UpdateItem', { UpdateExpression: 'SET #a = :o, #b = :s REMOVE leaseUntil ADD attempts :one', ExpressionAttributeNames: names, ExpressionAttributeValues: values })).toBe('QUEUED');
-  expect(statusSet('UpdateItem', { UpdateExpression: 'SET #a = :o REMOVE #b', ExpressionAttributeNames: names, ExpressionAttributeValues: values })).toBeUndefined();
+  expect(
+    statusSet('UpdateItem', {
+      UpdateExpression: 'SET #a = :o, #b = :s REMOVE leaseUntil ADD attempts :one',
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: values,
+    }),
+  ).toBe('QUEUED');
+  expect(
+    statusSet('UpdateItem', {
+      UpdateExpression: 'SET #a = :o REMOVE #b',
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: values,
+    }),
+  ).toBeUndefined();
   expect(statusSet('PutItem', { Item: { status: { S: 'QUEUED' } } })).toBe('QUEUED');
 });

@@ -13,7 +13,8 @@ import { createServer, request, type IncomingMessage, type Server, type ServerRe
 import type { AddressInfo } from 'node:net';
 import { IndexLag, type IndexLagStats } from './index-lag.js';
 
-export type FaultKind = 'delay' | 'throughput-exceeded' | 'throttling' | 'internal-error' | 'reset' | 'drop-answer';
+export type FaultKind =
+  'delay' | 'throughput-exceeded' | 'throttling' | 'internal-error' | 'reset' | 'drop-answer';
 
 export interface FaultProxyOptions {
   target: string;
@@ -65,12 +66,34 @@ export interface FaultProxy {
   close(): Promise<void>;
 }
 
-const ERRORS: Record<'throughput-exceeded' | 'throttling' | 'internal-error', { status: number; type: string; message: string }> = {
-  'throughput-exceeded': { status: 400, type: 'com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException', message: 'The level of configured provisioned throughput for the table was exceeded (injected).' },
-  throttling: { status: 400, type: 'com.amazon.coral.availability#ThrottlingException', message: 'Rate of requests exceeds the allowed throughput (injected).' },
-  'internal-error': { status: 500, type: 'com.amazonaws.dynamodb.v20120810#InternalServerError', message: 'Internal server error (injected).' },
+const ERRORS: Record<
+  'throughput-exceeded' | 'throttling' | 'internal-error',
+  { status: number; type: string; message: string }
+> = {
+  'throughput-exceeded': {
+    status: 400,
+    type: 'com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException',
+    message: 'The level of configured provisioned throughput for the table was exceeded (injected).',
+  },
+  throttling: {
+    status: 400,
+    type: 'com.amazon.coral.availability#ThrottlingException',
+    message: 'Rate of requests exceeds the allowed throughput (injected).',
+  },
+  'internal-error': {
+    status: 500,
+    type: 'com.amazonaws.dynamodb.v20120810#InternalServerError',
+    message: 'Internal server error (injected).',
+  },
 };
-const KINDS: FaultKind[] = ['delay', 'throughput-exceeded', 'throttling', 'internal-error', 'reset', 'drop-answer'];
+const KINDS: FaultKind[] = [
+  'delay',
+  'throughput-exceeded',
+  'throttling',
+  'internal-error',
+  'reset',
+  'drop-answer',
+];
 
 export async function startFaultProxy(options: FaultProxyOptions): Promise<FaultProxy> {
   const random = options.random ?? Math.random;
@@ -82,22 +105,35 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
   const statusWrites: StatusWrite[] = [];
   const journal: WriteStream | undefined = options.journal ? createWriteStream(options.journal) : undefined;
 
-  const lag = options.indexLag && options.indexLag.maxLagMs > 0
-    ? new IndexLag({ primary: options.target, replica: options.indexLag.replica, maxLagMs: options.indexLag.maxLagMs, ...(options.indexLag.random ? { random: options.indexLag.random } : {}) })
-    : undefined;
+  const lag =
+    options.indexLag && options.indexLag.maxLagMs > 0
+      ? new IndexLag({
+          primary: options.target,
+          replica: options.indexLag.replica,
+          maxLagMs: options.indexLag.maxLagMs,
+          ...(options.indexLag.random ? { random: options.indexLag.random } : {}),
+        })
+      : undefined;
   const replica = options.indexLag ? new URL(options.indexLag.replica) : target;
 
   const forward = (to: URL, req: IncomingMessage, body: Buffer) =>
-    new Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }>((resolve, reject) => {
-      const upstream = request({ host: to.hostname, port: to.port, method: req.method, path: req.url, headers: req.headers }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 500, headers: res.headers, body: Buffer.concat(chunks) }));
-        res.on('error', reject);
-      });
-      upstream.on('error', reject);
-      upstream.end(body);
-    });
+    new Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }>(
+      (resolve, reject) => {
+        const upstream = request(
+          { host: to.hostname, port: to.port, method: req.method, path: req.url, headers: req.headers },
+          (res) => {
+            const chunks: Buffer[] = [];
+            res.on('data', (c: Buffer) => chunks.push(c));
+            res.on('end', () =>
+              resolve({ status: res.statusCode ?? 500, headers: res.headers, body: Buffer.concat(chunks) }),
+            );
+            res.on('error', reject);
+          },
+        );
+        upstream.on('error', reject);
+        upstream.end(body);
+      },
+    );
 
   const handle = async (req: IncomingMessage, res: ServerResponse, body: Buffer, faulty: boolean) => {
     state.requests++;
@@ -108,7 +144,10 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     if (kind === 'reset') return req.socket.destroy();
     if (kind === 'throughput-exceeded' || kind === 'throttling' || kind === 'internal-error') {
       const e = ERRORS[kind];
-      res.writeHead(e.status, { 'content-type': 'application/x-amz-json-1.0', 'x-amzn-requestid': 'injected' });
+      res.writeHead(e.status, {
+        'content-type': 'application/x-amz-json-1.0',
+        'x-amzn-requestid': 'injected',
+      });
       return res.end(JSON.stringify({ __type: e.type, message: e.message }));
     }
     if (kind === 'delay') await new Promise((r) => setTimeout(r, 50 + random() * 250));
@@ -121,7 +160,8 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
       // Unknown whether the write applied: the lagging view reads the item back either way.
     }
     // A 4xx from DynamoDB (a failed condition, a bad request) applied nothing.
-    if (lag && IndexLag.isWrite(op) && !(answer && answer.status >= 400 && answer.status < 500)) void lag.noteWrite(op, body);
+    if (lag && IndexLag.isWrite(op) && !(answer && answer.status >= 400 && answer.status < 500))
+      void lag.noteWrite(op, body);
     const delivered = answer !== undefined && kind !== 'drop-answer' && !req.socket.destroyed;
     if (IndexLag.isWrite(op)) note(op, body, kind, answer, delivered);
     if (!delivered) return req.socket.destroy();
@@ -130,7 +170,13 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
   };
 
   /** Counts claim writes and their lost races, and journals the write. */
-  const note = (op: string, body: Buffer, kind: FaultKind | undefined, answer: { status: number; body: Buffer } | undefined, delivered: boolean) => {
+  const note = (
+    op: string,
+    body: Buffer,
+    kind: FaultKind | undefined,
+    answer: { status: number; body: Buffer } | undefined,
+    delivered: boolean,
+  ) => {
     const error = answer && answer.status >= 400 ? errorType(answer.body) : undefined;
     let request: Record<string, any> | undefined;
     try {
@@ -140,15 +186,25 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     }
     const claim = op === 'UpdateItem' && request !== undefined && isClaim(request);
     // Applied: DynamoDB answered 200. Without any answer from DynamoDB (our connection to it failed), unknown.
-    const status = request && (answer === undefined || answer.status === 200) ? statusSet(op, request) : undefined;
+    const status =
+      request && (answer === undefined || answer.status === 200) ? statusSet(op, request) : undefined;
     const pk = ((request?.Key ?? request?.Item) as Record<string, { S?: string }> | undefined)?.pk?.S;
-    if (status !== undefined && pk !== undefined) statusWrites.push({ pk, status, t: Date.now(), delivered, applied: answer === undefined ? 'unknown' : 'yes' });
+    if (status !== undefined && pk !== undefined)
+      statusWrites.push({
+        pk,
+        status,
+        t: Date.now(),
+        delivered,
+        applied: answer === undefined ? 'unknown' : 'yes',
+      });
     if (claim) {
       claims.sent++;
       if (error === 'ConditionalCheckFailedException') claims.refused++;
     }
     if (journal) {
-      journal.write(`${JSON.stringify({ t: Date.now(), op, pk, claim, fault: kind, status: answer?.status, error, delivered, body: body.toString('utf8').slice(0, 20_000) })}\n`);
+      journal.write(
+        `${JSON.stringify({ t: Date.now(), op, pk, claim, fault: kind, status: answer?.status, error, delivered, body: body.toString('utf8').slice(0, 20_000) })}\n`,
+      );
     }
   };
 
@@ -173,7 +229,10 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     indexLag: lag?.stats,
     claims,
     statusWrites,
-    flush: () => (journal && !journal.closed ? new Promise<void>((resolve) => journal.end(() => resolve())) : Promise.resolve()),
+    flush: () =>
+      journal && !journal.closed
+        ? new Promise<void>((resolve) => journal.end(() => resolve()))
+        : Promise.resolve(),
     setRate: (r) => (rate = r),
     close: async () => {
       lag?.close();
@@ -217,10 +276,13 @@ function isClaim(request: Record<string, any>): boolean {
 export function statusSet(op: string, request: Record<string, any>): string | undefined {
   if (op === 'PutItem') return request.Item?.status?.S as string | undefined;
   if (op !== 'UpdateItem') return undefined;
-  const set = /\bSET\s+(.*?)(?:\s+\b(?:REMOVE|ADD|DELETE)\b|$)/.exec(String(request.UpdateExpression ?? ''))?.[1];
+  const set = /\bSET\s+(.*?)(?:\s+\b(?:REMOVE|ADD|DELETE)\b|$)/.exec(
+    String(request.UpdateExpression ?? ''),
+  )?.[1];
   if (!set) return undefined;
   const names = (request.ExpressionAttributeNames ?? {}) as Record<string, string>;
   const values = (request.ExpressionAttributeValues ?? {}) as Record<string, { S?: string }>;
-  for (const m of set.matchAll(/([#\w]+)\s*=\s*(:\w+)/g)) if ((names[m[1]!] ?? m[1]) === 'status') return values[m[2]!]?.S;
+  for (const m of set.matchAll(/([#\w]+)\s*=\s*(:\w+)/g))
+    if ((names[m[1]!] ?? m[1]) === 'status') return values[m[2]!]?.S;
   return undefined;
 }

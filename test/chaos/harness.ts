@@ -40,8 +40,28 @@ export interface ChaosOptions {
   log?: (line: string) => void;
 }
 
-export const QUICK: ChaosOptions = { tasks: 150, workers: 3, kills: 3, pauses: 2, faultRate: 0.05, skewFraction: 0.5, timeoutMs: 240_000, limitedEvery: 5, indexLagMs: 1_000 };
-export const FULL: ChaosOptions = { tasks: 5_000, workers: 6, kills: 100, pauses: 50, faultRate: 0.1, skewFraction: 0.5, timeoutMs: 1_800_000, limitedEvery: 25, indexLagMs: 2_000 };
+export const QUICK: ChaosOptions = {
+  tasks: 150,
+  workers: 3,
+  kills: 3,
+  pauses: 2,
+  faultRate: 0.05,
+  skewFraction: 0.5,
+  timeoutMs: 240_000,
+  limitedEvery: 5,
+  indexLagMs: 1_000,
+};
+export const FULL: ChaosOptions = {
+  tasks: 5_000,
+  workers: 6,
+  kills: 100,
+  pauses: 50,
+  faultRate: 0.1,
+  skewFraction: 0.5,
+  timeoutMs: 1_800_000,
+  limitedEvery: 25,
+  indexLagMs: 2_000,
+};
 
 /** The largest index lag the harness takes (DynamoDB's GSIs usually trail by under a second, sometimes by seconds). */
 export const MAX_INDEX_LAG_MS = 2_000;
@@ -89,7 +109,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosSummary> {
   const started = Date.now();
   const dir = await mkdtemp(join(tmpdir(), 'leasehold-chaos-'));
   let keep = false;
-  if (!(options.indexLagMs >= 0 && options.indexLagMs <= MAX_INDEX_LAG_MS)) throw new Error(`indexLagMs must be within [0, ${MAX_INDEX_LAG_MS}], not ${options.indexLagMs}`);
+  if (!(options.indexLagMs >= 0 && options.indexLagMs <= MAX_INDEX_LAG_MS))
+    throw new Error(`indexLagMs must be within [0, ${MAX_INDEX_LAG_MS}], not ${options.indexLagMs}`);
   const dynalite = await startDynalite();
   // With index lag, a second dynalite holds the lagging copy the index reads are answered from.
   const replica = options.indexLagMs > 0 ? await startDynalite() : undefined;
@@ -101,11 +122,21 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosSummary> {
   });
   // The same settings the worker processes read from their environment; the harness's own requests
   // get a longer deadline (a loaded machine's dynalite can take longer than the workers' 300 ms).
-  const config = loadConfig({ ...LEASES, LEASEHOLD_TABLE: 'chaos', LEASEHOLD_DYNAMODB_ENDPOINT: dynalite.endpoint });
-  const harnessConfig = loadConfig({ LEASEHOLD_REQUEST_DEADLINE_MS: '3000', LEASEHOLD_TABLE: 'chaos', LEASEHOLD_DYNAMODB_ENDPOINT: dynalite.endpoint });
+  const config = loadConfig({
+    ...LEASES,
+    LEASEHOLD_TABLE: 'chaos',
+    LEASEHOLD_DYNAMODB_ENDPOINT: dynalite.endpoint,
+  });
+  const harnessConfig = loadConfig({
+    LEASEHOLD_REQUEST_DEADLINE_MS: '3000',
+    LEASEHOLD_TABLE: 'chaos',
+    LEASEHOLD_DYNAMODB_ENDPOINT: dynalite.endpoint,
+  });
   const client = createDynamoClient(harnessConfig);
   await ensureTable(client, config.tableName);
-  const replicaClient = replica ? createDynamoClient({ ...harnessConfig, dynamodbEndpoint: replica.endpoint }) : undefined;
+  const replicaClient = replica
+    ? createDynamoClient({ ...harnessConfig, dynamodbEndpoint: replica.endpoint })
+    : undefined;
   if (replicaClient) await ensureTable(replicaClient, config.tableName);
   // Reads (depth, final scan) go to the table itself, exact; enqueues go through the proxy's
   // fault-free endpoint, so the lagging index view hears of them like of every other write.
@@ -145,7 +176,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosSummary> {
       if (stopping.has(id)) return;
       crashed.push({ id, code, t: Date.now() });
       await writeFile(join(dir, `output-${id}.txt`), output()).catch(() => undefined);
-      log(`${id} exited on its own (code ${code}); its output is kept as output-${id}.txt:\n${output().slice(-2_000)}`);
+      log(
+        `${id} exited on its own (code ${code}); its output is kept as output-${id}.txt:\n${output().slice(-2_000)}`,
+      );
     });
     return proc;
   };
@@ -162,23 +195,34 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosSummary> {
 
     // The tasks arrive in waves, one before the chaos and one after each action, so workers have work
     // for every planned kill and pause however fast they drain.
-    const actions = [...Array(options.kills).fill('kill'), ...Array(options.pauses).fill('pause')].sort(() => Math.random() - 0.5);
+    const actions = [...Array(options.kills).fill('kill'), ...Array(options.pauses).fill('pause')].sort(
+      () => Math.random() - 0.5,
+    );
     const perWave = Math.ceil(options.tasks / (actions.length + 1));
     const enqueued: string[] = [];
     const enqueueWave = async () => {
       const from = enqueued.length;
       const to = Math.min(options.tasks, from + perWave);
       for (let i = from; i < to; i += 50) {
-        const batch = await Promise.all(Array.from({ length: Math.min(50, to - i) }, (_, j) => enqueueOnce(enqueueStore, i + j, options.limitedEvery)));
+        const batch = await Promise.all(
+          Array.from({ length: Math.min(50, to - i) }, (_, j) =>
+            enqueueOnce(enqueueStore, i + j, options.limitedEvery),
+          ),
+        );
         enqueued.push(...batch.map((r) => r.task.id));
       }
     };
     await enqueueWave();
-    log(`${options.tasks} tasks in waves of ${perWave}; ${options.workers} workers, faults at ${options.faultRate * 100} %, index lag ${options.indexLagMs > 0 ? `up to ${options.indexLagMs} ms` : 'off'}`);
+    log(
+      `${options.tasks} tasks in waves of ${perWave}; ${options.workers} workers, faults at ${options.faultRate * 100} %, index lag ${options.indexLagMs > 0 ? `up to ${options.indexLagMs} ms` : 'off'}`,
+    );
 
     const deadline = started + options.timeoutMs;
     const paused = new Set<string>();
-    const running = () => [...procs.values()].filter((p) => p.id.startsWith('worker') && p.child.exitCode === null && !paused.has(p.id));
+    const running = () =>
+      [...procs.values()].filter(
+        (p) => p.id.startsWith('worker') && p.child.exitCode === null && !paused.has(p.id),
+      );
     const pick = () => running()[Math.floor(Math.random() * running().length)];
     const resumes: Promise<void>[] = [];
     for (const action of actions) {
@@ -200,10 +244,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosSummary> {
           paused.add(victim.id);
           pausesDone++;
           resumes.push(
-            new Promise<void>((r) => setTimeout(r, config.leaseTimeoutMs + config.clockSkewMs + 800)).then(() => {
-              victim.child.kill('SIGCONT');
-              paused.delete(victim.id);
-            }),
+            new Promise<void>((r) => setTimeout(r, config.leaseTimeoutMs + config.clockSkewMs + 800)).then(
+              () => {
+                victim.child.kill('SIGCONT');
+                paused.delete(victim.id);
+              },
+            ),
           );
         }
       }
@@ -212,10 +258,14 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosSummary> {
     while (enqueued.length < options.tasks) await enqueueWave();
     log(`all ${enqueued.length} tasks enqueued at ${((Date.now() - started) / 1000).toFixed(1)} s`);
     await Promise.all(resumes);
-    while (Date.now() < deadline && (await remaining(store)) > 0) await new Promise((r) => setTimeout(r, 1_000));
-    log(`faults off at ${((Date.now() - started) / 1000).toFixed(1)} s (${await remaining(store)} tasks left)`);
+    while (Date.now() < deadline && (await remaining(store)) > 0)
+      await new Promise((r) => setTimeout(r, 1_000));
+    log(
+      `faults off at ${((Date.now() - started) / 1000).toFixed(1)} s (${await remaining(store)} tasks left)`,
+    );
     proxy.setRate(0);
-    while (Date.now() < deadline && (await remaining(store)) > 0) await new Promise((r) => setTimeout(r, 1_000));
+    while (Date.now() < deadline && (await remaining(store)) > 0)
+      await new Promise((r) => setTimeout(r, 1_000));
 
     for (const p of procs.values()) {
       stopping.add(p.id);
@@ -224,9 +274,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosSummary> {
     await Promise.all([...procs.values()].map((p) => p.exited));
     await proxy.flush();
     const history: Recorded[] = [];
-    if (process.env.CHAOS_KEEP_HISTORY) await import('node:fs/promises').then((fs) => fs.cp(dir, process.env.CHAOS_KEEP_HISTORY!, { recursive: true }));
+    if (process.env.CHAOS_KEEP_HISTORY)
+      await import('node:fs/promises').then((fs) =>
+        fs.cp(dir, process.env.CHAOS_KEEP_HISTORY!, { recursive: true }),
+      );
     for (const f of (await readdir(dir)).filter((f) => f.startsWith('history-'))) {
-      for (const line of (await readFile(join(dir, f), 'utf8')).split('\n')) if (line) history.push(JSON.parse(line) as Recorded);
+      for (const line of (await readFile(join(dir, f), 'utf8')).split('\n'))
+        if (line) history.push(JSON.parse(line) as Recorded);
     }
     const final = await finalTasks(store);
     const result = checkHistory({
@@ -235,15 +289,31 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosSummary> {
       enqueued,
       kills,
       // The table's record of every status change (from the proxy), so a write its writer never heard of still counts.
-      statusWrites: proxy.statusWrites.filter((w) => w.pk.startsWith('TASK#')).map((w) => ({ ...w, task: w.pk.slice('TASK#'.length) })),
+      statusWrites: proxy.statusWrites
+        .filter((w) => w.pk.startsWith('TASK#'))
+        .map((w) => ({ ...w, task: w.pk.slice('TASK#'.length) })),
       config: { ...config, limits: { 'demo.fail': 2 }, maxClockOffsetMs: skew },
     });
-    for (const c of crashed) result.violations.push({ invariant: 'processes stay up', detail: `${c.id} exited on its own (code ${c.code}) ${c.t - started} ms into the run` });
+    for (const c of crashed)
+      result.violations.push({
+        invariant: 'processes stay up',
+        detail: `${c.id} exited on its own (code ${c.code}) ${c.t - started} ms into the run`,
+      });
     // The histories of a run that broke an invariant are kept for reading.
     if (result.violations.length > 0) keep = true;
     if (keep) await writeFile(join(dir, 'final-table.jsonl'), final.map((t) => JSON.stringify(t)).join('\n'));
     if (keep) log(`histories kept in ${dir}`);
-    return { ...result, options, killsDone, pausesDone, faults: { ...proxy.injected }, requests: proxy.requests, indexLag: proxy.indexLag && { ...proxy.indexLag }, claimWrites: { ...proxy.claims }, durationMs: Date.now() - started };
+    return {
+      ...result,
+      options,
+      killsDone,
+      pausesDone,
+      faults: { ...proxy.injected },
+      requests: proxy.requests,
+      indexLag: proxy.indexLag && { ...proxy.indexLag },
+      claimWrites: { ...proxy.claims },
+      durationMs: Date.now() - started,
+    };
   } finally {
     for (const p of procs.values()) {
       stopping.add(p.id);
@@ -267,7 +337,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosSummary> {
 async function enqueueOnce(store: TaskStore, n: number, limitedEvery: number) {
   for (let tries = 1; ; tries++) {
     try {
-      return await store.enqueue({ ...taskInput(n, limitedEvery), owner: 'chaos', idempotencyKey: `chaos-${n}` });
+      return await store.enqueue({
+        ...taskInput(n, limitedEvery),
+        owner: 'chaos',
+        idempotencyKey: `chaos-${n}`,
+      });
     } catch (error) {
       if (tries >= 10) throw error;
       await new Promise((r) => setTimeout(r, 100 * tries));
@@ -287,8 +361,11 @@ async function finalTasks(store: TaskStore): Promise<FinalTask[]> {
   const items: FinalTask[] = [];
   let startKey: Record<string, unknown> | undefined;
   do {
-    const out = await doc.send(new ScanCommand({ TableName: store.ctx.tableName, ConsistentRead: true, ExclusiveStartKey: startKey }));
-    for (const i of out.Items ?? []) if (String(i.pk).startsWith('TASK#')) items.push(i as unknown as FinalTask);
+    const out = await doc.send(
+      new ScanCommand({ TableName: store.ctx.tableName, ConsistentRead: true, ExclusiveStartKey: startKey }),
+    );
+    for (const i of out.Items ?? [])
+      if (String(i.pk).startsWith('TASK#')) items.push(i as unknown as FinalTask);
     startKey = out.LastEvaluatedKey;
   } while (startKey);
   return items;

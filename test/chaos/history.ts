@@ -8,11 +8,30 @@ import type { LeaseEvents } from '../../shared/events.js';
 
 export type HistoryEvent =
   | { ev: 'claim'; task: string; token: number; leaseUntil: number }
-  | { ev: 'renew'; task: string; token: number; outcome: 'renewed' | 'cancel-requested' | 'lost' | 'error'; leaseUntil?: number }
+  | {
+      ev: 'renew';
+      task: string;
+      token: number;
+      outcome: 'renewed' | 'cancel-requested' | 'lost' | 'error';
+      leaseUntil?: number;
+    }
   /** `sent` is written before the request, so a holder killed while its write was in flight is still seen. */
-  | { ev: 'write'; task: string; token: number; write: 'complete' | 'fail' | 'finish-cancel' | 'release'; outcome: 'sent' | 'ok' | 'refused' | 'error'; status?: string }
+  | {
+      ev: 'write';
+      task: string;
+      token: number;
+      write: 'complete' | 'fail' | 'finish-cancel' | 'release';
+      outcome: 'sent' | 'ok' | 'refused' | 'error';
+      status?: string;
+    }
   | { ev: 'start' | 'end'; task: string; token: number }
-  | { ev: 'recover'; task: string; token: number; leaseUntil: number; action: 'requeued' | 'failed' | 'cancelled' }
+  | {
+      ev: 'recover';
+      task: string;
+      token: number;
+      leaseUntil: number;
+      action: 'requeued' | 'failed' | 'cancelled';
+    }
   /** Written before a claim or a recovery fix is sent: a writer killed in flight leaves its outcome unknown. */
   | { ev: 'intent'; task: string; op: 'claim' | 'recover' };
 
@@ -25,13 +44,29 @@ export function recordHistory(events: LeaseEvents, sink: HistorySink): () => voi
   const off = [
     events.on('claim:intent', ({ taskId }) => sink.record({ ev: 'intent', task: taskId, op: 'claim' })),
     events.on('recover:intent', ({ taskId }) => sink.record({ ev: 'intent', task: taskId, op: 'recover' })),
-    events.on('claim:won', ({ taskId, token, leaseUntil }) => sink.record({ ev: 'claim', task: taskId, token, leaseUntil })),
-    events.on('recover:fix', ({ taskId, token, leaseUntil, action }) => sink.record({ ev: 'recover', task: taskId, token, leaseUntil, action })),
-    events.on('renew', ({ taskId, token, outcome, leaseUntil }) => sink.record({ ev: 'renew', task: taskId, token, outcome, ...(leaseUntil === undefined ? {} : { leaseUntil }) })),
+    events.on('claim:won', ({ taskId, token, leaseUntil }) =>
+      sink.record({ ev: 'claim', task: taskId, token, leaseUntil }),
+    ),
+    events.on('recover:fix', ({ taskId, token, leaseUntil, action }) =>
+      sink.record({ ev: 'recover', task: taskId, token, leaseUntil, action }),
+    ),
+    events.on('renew', ({ taskId, token, outcome, leaseUntil }) =>
+      sink.record({
+        ev: 'renew',
+        task: taskId,
+        token,
+        outcome,
+        ...(leaseUntil === undefined ? {} : { leaseUntil }),
+      }),
+    ),
     events.on('handler:start', ({ taskId, token }) => sink.record({ ev: 'start', task: taskId, token })),
     events.on('handler:end', ({ taskId, token }) => sink.record({ ev: 'end', task: taskId, token })),
-    events.on('write:sent', ({ taskId, token, write }) => sink.record({ ev: 'write', task: taskId, token, write, outcome: 'sent' })),
-    events.on('write:answered', ({ taskId, token, write, outcome, status }) => sink.record({ ev: 'write', task: taskId, token, write, outcome, ...(status ? { status } : {}) })),
+    events.on('write:sent', ({ taskId, token, write }) =>
+      sink.record({ ev: 'write', task: taskId, token, write, outcome: 'sent' }),
+    ),
+    events.on('write:answered', ({ taskId, token, write, outcome, status }) =>
+      sink.record({ ev: 'write', task: taskId, token, write, outcome, ...(status ? { status } : {}) }),
+    ),
   ];
   return () => off.forEach((unsubscribe) => unsubscribe());
 }
@@ -39,7 +74,8 @@ export function recordHistory(events: LeaseEvents, sink: HistorySink): () => voi
 /** Appends each event to a file with the writer's id and the wall-clock time (not the possibly skewed lease clock). */
 export function fileHistory(path: string, writer: string, clockOffsetMs: number): HistorySink {
   return {
-    record: (event) => appendFileSync(path, `${JSON.stringify({ t: Date.now(), w: writer, off: clockOffsetMs, ...event })}\n`),
+    record: (event) =>
+      appendFileSync(path, `${JSON.stringify({ t: Date.now(), w: writer, off: clockOffsetMs, ...event })}\n`),
   };
 }
 

@@ -73,7 +73,14 @@ interface ItemState {
 const WRITES = new Set(['PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem', 'TransactWriteItems']);
 
 export class IndexLag {
-  readonly stats: IndexLagStats = { readBacks: 0, applied: 0, indexReads: 0, indexReadsWhileBehind: 0, maxItemsBehind: 0, retries: 0 };
+  readonly stats: IndexLagStats = {
+    readBacks: 0,
+    applied: 0,
+    indexReads: 0,
+    indexReadsWhileBehind: 0,
+    maxItemsBehind: 0,
+    retries: 0,
+  };
   private readonly primary: DynamoDBClient;
   private readonly replica: DynamoDBClient;
   private readonly random: () => number;
@@ -84,7 +91,13 @@ export class IndexLag {
   private closed = false;
 
   constructor(private readonly options: IndexLagOptions) {
-    const client = (endpoint: string) => new DynamoDBClient({ endpoint, region: 'local', credentials: { accessKeyId: 'local', secretAccessKey: 'local' }, maxAttempts: 5 });
+    const client = (endpoint: string) =>
+      new DynamoDBClient({
+        endpoint,
+        region: 'local',
+        credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+        maxAttempts: 5,
+      });
     this.primary = client(options.primary);
     this.replica = client(options.replica);
     this.random = options.random ?? Math.random;
@@ -126,10 +139,14 @@ export class IndexLag {
     }
     const touched: { table: string; key?: Key; item?: Key }[] = [];
     if (op === 'PutItem') touched.push({ table: request.TableName, item: request.Item });
-    else if (op === 'UpdateItem' || op === 'DeleteItem') touched.push({ table: request.TableName, key: request.Key });
+    else if (op === 'UpdateItem' || op === 'DeleteItem')
+      touched.push({ table: request.TableName, key: request.Key });
     else if (op === 'BatchWriteItem') {
       for (const [table, writes] of Object.entries(request.RequestItems ?? {}) as [string, any[]][]) {
-        for (const w of writes) touched.push(w.PutRequest ? { table, item: w.PutRequest.Item } : { table, key: w.DeleteRequest?.Key });
+        for (const w of writes)
+          touched.push(
+            w.PutRequest ? { table, item: w.PutRequest.Item } : { table, key: w.DeleteRequest?.Key },
+          );
       }
     } else if (op === 'TransactWriteItems') {
       for (const t of request.TransactItems ?? []) {
@@ -171,7 +188,9 @@ export class IndexLag {
   private keyNames(table: string): Promise<string[]> {
     let names = this.keySchemas.get(table);
     if (!names) {
-      names = this.primary.send(new DescribeTableCommand({ TableName: table })).then((out) => (out.Table?.KeySchema ?? []).map((k) => k.AttributeName!));
+      names = this.primary
+        .send(new DescribeTableCommand({ TableName: table }))
+        .then((out) => (out.Table?.KeySchema ?? []).map((k) => k.AttributeName!));
       names.catch(() => this.keySchemas.delete(table));
       this.keySchemas.set(table, names);
     }
@@ -179,10 +198,20 @@ export class IndexLag {
   }
 
   private readBack(table: string, key: Key): Promise<void> {
-    const id = `${table}\u0000${JSON.stringify(Object.keys(key).sort().map((name) => [name, key[name]]))}`;
+    const id = `${table}\u0000${JSON.stringify(
+      Object.keys(key)
+        .sort()
+        .map((name) => [name, key[name]]),
+    )}`;
     let state = this.items.get(id);
     if (!state) {
-      state = { readQueued: false, reads: Promise.resolve(), applies: Promise.resolve(), visibleAt: 0, pending: 0 };
+      state = {
+        readQueued: false,
+        reads: Promise.resolve(),
+        applies: Promise.resolve(),
+        visibleAt: 0,
+        pending: 0,
+      };
       this.items.set(id, state);
     }
     const s = state;
@@ -196,7 +225,9 @@ export class IndexLag {
       let image: Key | undefined;
       for (;;) {
         try {
-          image = (await this.primary.send(new GetItemCommand({ TableName: table, Key: key, ConsistentRead: true }))).Item;
+          image = (
+            await this.primary.send(new GetItemCommand({ TableName: table, Key: key, ConsistentRead: true }))
+          ).Item;
           break;
         } catch {
           if (this.closed) return;

@@ -10,7 +10,11 @@ import { fileHistory, recordHistory } from './history.js';
 import { completingWithoutToken } from './seeded-bug.js';
 
 const args = process.argv.slice(2);
-const roles: Roles = { api: args.includes('--api'), worker: args.includes('--worker'), recovery: args.includes('--recovery') };
+const roles: Roles = {
+  api: args.includes('--api'),
+  worker: args.includes('--worker'),
+  recovery: args.includes('--recovery'),
+};
 const offsetMs = Number(process.env.CHAOS_CLOCK_OFFSET_MS ?? 0);
 const historyFile = process.env.CHAOS_HISTORY_FILE;
 const seededBug = process.env.CHAOS_SEEDED_BUG === 'complete-without-token';
@@ -20,7 +24,11 @@ const stack = await startStack({
   roles,
   harness: {
     clock: systemClock(offsetMs),
-    ...(historyFile ? { observe: (events, writer) => void recordHistory(events, fileHistory(historyFile, writer, offsetMs)) } : {}),
+    ...(historyFile
+      ? {
+          observe: (events, writer) => void recordHistory(events, fileHistory(historyFile, writer, offsetMs)),
+        }
+      : {}),
     ...(seededBug ? { leaseStore: completingWithoutToken } : {}),
   },
 });

@@ -13,17 +13,26 @@ const base = args.has('--quick') ? QUICK : FULL;
 const lagAt = argv.indexOf('--index-lag');
 const indexLagMs = lagAt === -1 ? base.indexLagMs : Number(argv[lagAt + 1]);
 if (!Number.isInteger(indexLagMs) || indexLagMs < 0 || indexLagMs > MAX_INDEX_LAG_MS) {
-  console.error(`--index-lag takes whole milliseconds from 0 (off) to ${MAX_INDEX_LAG_MS}, not "${argv[lagAt + 1] ?? ''}"`);
+  console.error(
+    `--index-lag takes whole milliseconds from 0 (off) to ${MAX_INDEX_LAG_MS}, not "${argv[lagAt + 1] ?? ''}"`,
+  );
   process.exit(2);
 }
 // --beyond-skew: clocks off by twice the margin, to show where safety ends (violations expected).
-const options = { ...base, indexLagMs, ...(args.has('--beyond-skew') ? { skewFraction: 2 } : {}), log: (line: string) => console.log(line) };
+const options = {
+  ...base,
+  indexLagMs,
+  ...(args.has('--beyond-skew') ? { skewFraction: 2 } : {}),
+  log: (line: string) => console.log(line),
+};
 const summary = await runChaos(options);
 const { figures } = summary;
 console.log(
   [
     `tasks ${figures.tasks}, workers ${options.workers}, kills ${summary.killsDone}, pauses ${summary.pausesDone}, requests ${summary.requests}`,
-    `faults injected: ${Object.entries(summary.faults).map(([k, v]) => `${k} ${v}`).join(', ')}`,
+    `faults injected: ${Object.entries(summary.faults)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ')}`,
     summary.indexLag
       ? `index lag up to ${options.indexLagMs} ms: ${summary.indexLag.indexReads} index reads, ${summary.indexLag.indexReadsWhileBehind} while the index trailed the table (up to ${summary.indexLag.maxItemsBehind} items behind); ${summary.indexLag.readBacks} item images replayed`
       : 'index lag off (index reads exact)',
@@ -32,11 +41,24 @@ console.log(
     `handler starts per task ${figures.handlerStartsPerTask.toFixed(3)} (duplicate-execution rate ${figures.duplicateExecutionRate.toFixed(3)}), peak concurrency ${JSON.stringify(figures.peakConcurrency)} (limit demo.fail=2)`,
     `recovery latency after a kill or pause: p50 ${figures.recoveryLatencyMs.p50} ms, p99 ${figures.recoveryLatencyMs.p99} ms, max ${figures.recoveryLatencyMs.max} ms (${figures.recoveryLatencyMs.count} tasks)`,
     `duration ${(summary.durationMs / 1000).toFixed(1)} s`,
-    summary.violations.length === 0 ? 'all invariants hold' : `${summary.violations.length} violations (up to 8 of each kind):\n${firstOfEach(summary.violations, 8).map((v) => `  ${v.invariant}: ${v.task ?? ''} ${v.detail}`).join('\n')}`,
+    summary.violations.length === 0
+      ? 'all invariants hold'
+      : `${summary.violations.length} violations (up to 8 of each kind):\n${firstOfEach(summary.violations, 8)
+          .map((v) => `  ${v.invariant}: ${v.task ?? ''} ${v.detail}`)
+          .join('\n')}`,
   ].join('\n'),
 );
 // One line a test runner would print: each invariant checked is a test.
-const INVARIANTS = ['no task lost', 'exactly one terminal state', 'no write accepted from a non-current token', 'valid leases never overlap', 'attempts <= maxAttempts', 'concurrency limit never exceeded', 'recovered within leaseTimeout + recoveryInterval', 'processes stay up'];
+const INVARIANTS = [
+  'no task lost',
+  'exactly one terminal state',
+  'no write accepted from a non-current token',
+  'valid leases never overlap',
+  'attempts <= maxAttempts',
+  'concurrency limit never exceeded',
+  'recovered within leaseTimeout + recoveryInterval',
+  'processes stay up',
+];
 const broken = new Set(summary.violations.map((v) => v.invariant));
 console.log(`chaos: ${INVARIANTS.length - broken.size} passed, ${broken.size} failed`);
 process.exit(summary.violations.length === 0 ? 0 : 1);

@@ -27,8 +27,14 @@ export function completingWithoutToken(store: TaskStore): LeaseStore {
     complete: async ({ lease, result }) => {
       const edge = completed(lease, ctx.clock.now(), JSON.stringify(result ?? null), ctx.config);
       // The bug: the fence (the edge's last condition part) replaced by a status check.
-      const written = await conditionalUpdate<TaskItem>(writeTargetOf(ctx), taskKey(lease.taskId), asUpdate({ ...edge, require: [...edge.require.slice(0, -1), hasStatus(TaskStatus.RUNNING)] }), { needCurrent: true });
-      if (!written.applied) throw new LeaseLostError(lease.taskId, lease.token, written.current && toTask(written.current));
+      const written = await conditionalUpdate<TaskItem>(
+        writeTargetOf(ctx),
+        taskKey(lease.taskId),
+        asUpdate({ ...edge, require: [...edge.require.slice(0, -1), hasStatus(TaskStatus.RUNNING)] }),
+        { needCurrent: true },
+      );
+      if (!written.applied)
+        throw new LeaseLostError(lease.taskId, lease.token, written.current && toTask(written.current));
       await releaseSlots(ctx, lease.owner, lease.slots).catch(() => undefined);
       return toTask(written.item);
     },

@@ -4,14 +4,23 @@ import { api, functionDenials, sim, simState } from './support/sim-client.js';
 
 describe('API Gateway answers these itself, never the function', () => {
   it('an unsigned request is 403 {"message":"Forbidden"}, also for /health', async () => {
-    expect(await api('GET', '/health', undefined, null)).toMatchObject({ status: 403, body: { message: 'Forbidden' } });
-    expect(await api('POST', '/tasks', { type: 'demo.echo' }, null)).toMatchObject({ status: 403, body: { message: 'Forbidden' } });
+    expect(await api('GET', '/health', undefined, null)).toMatchObject({
+      status: 403,
+      body: { message: 'Forbidden' },
+    });
+    expect(await api('POST', '/tasks', { type: 'demo.echo' }, null)).toMatchObject({
+      status: 403,
+      body: { message: 'Forbidden' },
+    });
   });
 
   it('an unknown route or a method no route has is 404 {"message":"Not Found"}, before any authorization', async () => {
     expect(await api('GET', '/nope')).toMatchObject({ status: 404, body: { message: 'Not Found' } });
     expect(await api('DELETE', '/tasks')).toMatchObject({ status: 404, body: { message: 'Not Found' } });
-    expect(await api('PATCH', '/health', undefined, null)).toMatchObject({ status: 404, body: { message: 'Not Found' } });
+    expect(await api('PATCH', '/health', undefined, null)).toMatchObject({
+      status: 404,
+      body: { message: 'Not Found' },
+    });
   });
 
   it('a wrong signature or key is 403; a principal whose policy does not allow execute-api:Invoke is 403', async () => {
@@ -19,11 +28,19 @@ describe('API Gateway answers these itself, never the function', () => {
     const info = sim();
     const admin = info.callers.find((c) => c.name === 'admin')!;
     const forged = await fetch(new URL('health', info.apiUrl), {
-      headers: { authorization: `AWS4-HMAC-SHA256 Credential=${admin.accessKeyId}/20261201/${info.region}/execute-api/aws4_request, SignedHeaders=host;x-amz-date, Signature=${'0'.repeat(64)}`, 'x-amz-date': new Date().toISOString().replace(/[-:]|\.\d{3}/g, '') },
+      headers: {
+        authorization: `AWS4-HMAC-SHA256 Credential=${admin.accessKeyId}/20261201/${info.region}/execute-api/aws4_request, SignedHeaders=host;x-amz-date, Signature=${'0'.repeat(64)}`,
+        'x-amz-date': new Date().toISOString().replace(/[-:]|\.\d{3}/g, ''),
+      },
     });
     expect(forged.status).toBe(403);
-    expect(((await forged.json()) as { message: string }).message).toMatch(/signature we calculated does not match/);
-    expect(await api('GET', '/health', undefined, 'no-access')).toMatchObject({ status: 403, body: { message: 'Forbidden' } });
+    expect(((await forged.json()) as { message: string }).message).toMatch(
+      /signature we calculated does not match/,
+    );
+    expect(await api('GET', '/health', undefined, 'no-access')).toMatchObject({
+      status: 403,
+      body: { message: 'Forbidden' },
+    });
   });
 
   it('a body over 10 MB is 413 from API Gateway', async () => {
@@ -32,7 +49,12 @@ describe('API Gateway answers these itself, never the function', () => {
   });
 
   it('the caller is the signing principal: another caller cannot see the task; bad input is a 400 from the function', async () => {
-    const created = await api('POST', '/tasks', { type: 'demo.echo', payload: { owner: 'producer' } }, 'producer');
+    const created = await api(
+      'POST',
+      '/tasks',
+      { type: 'demo.echo', payload: { owner: 'producer' } },
+      'producer',
+    );
     expect(created.status).toBe(201);
     const id = created.body.task.id as string;
     expect((await api('GET', `/tasks/${id}`, undefined, 'producer')).status).toBe(200);
@@ -49,7 +71,12 @@ describe('API Gateway answers these itself, never the function', () => {
     const big = 'y'.repeat(250 * 1024);
     const ids = new Set<string>();
     for (let i = 0; i < 30; i++) {
-      const res = await api('POST', '/tasks', { type: 'demo.echo', payload: { i, big }, delaySeconds: 3600 }, 'other');
+      const res = await api(
+        'POST',
+        '/tasks',
+        { type: 'demo.echo', payload: { i, big }, delaySeconds: 3600 },
+        'other',
+      );
       expect(res.status).toBe(201);
       ids.add(res.body.task.id as string);
     }
@@ -57,7 +84,12 @@ describe('API Gateway answers these itself, never the function', () => {
     let cursor: string | undefined;
     let pages = 0;
     do {
-      const page = await api('GET', `/tasks?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, undefined, 'other');
+      const page = await api(
+        'GET',
+        `/tasks?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+        undefined,
+        'other',
+      );
       expect(page.status).toBe(200);
       expect(JSON.stringify(page.body).length).toBeLessThan(6 * 1024 * 1024);
       seen.push(...(page.body.tasks as { id: string }[]).map((t) => t.id));

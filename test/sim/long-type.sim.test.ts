@@ -17,30 +17,46 @@ const getTask = async (id: string) => (await api('GET', `/tasks/${id}`)).body.ta
 
 describe('a type with its own long timeout', () => {
   it('is claimed at once by an invocation that has been running for more than a minute', async () => {
-    const keeper = (await api('POST', '/tasks', { type: 'demo.sleep', payload: { ms: 170_000 } })).body.task as TaskJson;
-    const running = await waitFor('the keeper running', async () => {
-      const t = await getTask(keeper.id);
-      return t.status === 'RUNNING' && t.leaseOwner ? t : undefined;
-    }, 150_000, 500);
+    const keeper = (await api('POST', '/tasks', { type: 'demo.sleep', payload: { ms: 170_000 } })).body
+      .task as TaskJson;
+    const running = await waitFor(
+      'the keeper running',
+      async () => {
+        const t = await getTask(keeper.id);
+        return t.status === 'RUNNING' && t.leaseOwner ? t : undefined;
+      },
+      150_000,
+      500,
+    );
     const since = Date.parse(running.startedAt!);
     await sleep(Math.max(0, since + 75_000 - Date.now()));
     // Probe until one report is claimed by the keeper's invocation (a fresh tick's invocation may win a probe).
     for (let probe = 0; probe < 6; probe++) {
-      const report = (await api('POST', '/tasks', { type: 'demo.report', payload: { ms: 4_000 } })).body.task as TaskJson;
-      const claimed = await waitFor('demo.report claimed', async () => {
-        const t = await getTask(report.id);
-        return t.status === 'RUNNING' ? t : undefined;
-      }, 70_000, 200);
+      const report = (await api('POST', '/tasks', { type: 'demo.report', payload: { ms: 4_000 } })).body
+        .task as TaskJson;
+      const claimed = await waitFor(
+        'demo.report claimed',
+        async () => {
+          const t = await getTask(report.id);
+          return t.status === 'RUNNING' ? t : undefined;
+        },
+        70_000,
+        200,
+      );
       const age = Date.parse(claimed.startedAt!) - since;
       if (claimed.leaseOwner === running.leaseOwner) {
         expect(age).toBeGreaterThan(60_000);
         expect(Date.parse(claimed.startedAt!) - Date.parse(claimed.createdAt)).toBeLessThan(5_000);
-        process.stdout.write(`FIGURE long-timeout type claimed ${Math.round(age / 1000)} s into an invocation, ${Date.parse(claimed.startedAt!) - Date.parse(claimed.createdAt)} ms after enqueue\n`);
+        process.stdout.write(
+          `FIGURE long-timeout type claimed ${Math.round(age / 1000)} s into an invocation, ${Date.parse(claimed.startedAt!) - Date.parse(claimed.createdAt)} ms after enqueue\n`,
+        );
         return;
       }
       await sleep(5_000);
     }
     const worker = Object.entries((await simState()).functions).find(([id]) => id.startsWith('Worker'))![1];
-    throw new Error(`no demo.report was claimed by the running invocation in 6 probes (worker invocations: ${worker.invocations})`);
+    throw new Error(
+      `no demo.report was claimed by the running invocation in 6 probes (worker invocations: ${worker.invocations})`,
+    );
   });
 });

@@ -20,9 +20,16 @@ const enqueue = async (type: string, payload: unknown) => {
   expect(res.status).toBe(201);
   return res.body.task as TaskJson;
 };
-const until = (id: string, status: string, timeoutMs: number) => waitFor(`task ${id} ${status}`, async () => ((await getTask(id)).status === status ? getTask(id) : undefined), timeoutMs, 500);
+const until = (id: string, status: string, timeoutMs: number) =>
+  waitFor(
+    `task ${id} ${status}`,
+    async () => ((await getTask(id)).status === status ? getTask(id) : undefined),
+    timeoutMs,
+    500,
+  );
 const startDelay = (t: TaskJson) => Date.parse(t.startedAt!) - Date.parse(t.createdAt);
-const figure = (name: string, value: number, unit: string) => process.stdout.write(`FIGURE ${name}: ${value} ${unit}\n`);
+const figure = (name: string, value: number, unit: string) =>
+  process.stdout.write(`FIGURE ${name}: ${value} ${unit}\n`);
 
 describe('with the default settings', () => {
   it('demo.echo enqueued through the signed API reaches SUCCESS by the next scheduler tick', async () => {
@@ -57,7 +64,9 @@ describe('with the default settings', () => {
     expect(done.result.sleptMs).toBeGreaterThanOrEqual(90_000);
     // Other ticks started worker invocations while it ran: it lived across them.
     const worker = fn(await simState(), 'Worker');
-    const during = worker.recent.filter((r) => r.startedAt > Date.parse(done.startedAt!) && r.startedAt < Date.parse(done.finishedAt!));
+    const during = worker.recent.filter(
+      (r) => r.startedAt > Date.parse(done.startedAt!) && r.startedAt < Date.parse(done.finishedAt!),
+    );
     expect(during.length).toBeGreaterThanOrEqual(1);
     expect(worker.errors).toEqual({});
   });

@@ -19,7 +19,8 @@ export const BOB = 'arn:aws:iam::123456789012:user/bob';
 
 export function apiEvent(spec: EventSpec): APIGatewayProxyEventV2WithIAMAuthorizer {
   const body = spec.rawBody ?? (spec.body === undefined ? undefined : JSON.stringify(spec.body));
-  const contentType = spec.contentType === undefined ? (body === undefined ? undefined : 'application/json') : spec.contentType;
+  const contentType =
+    spec.contentType === undefined ? (body === undefined ? undefined : 'application/json') : spec.contentType;
   const stage = spec.stage ?? '$default';
   const caller = spec.caller === undefined ? ALICE : spec.caller;
   return {
@@ -27,14 +28,23 @@ export function apiEvent(spec: EventSpec): APIGatewayProxyEventV2WithIAMAuthoriz
     routeKey: '$default',
     rawPath: spec.path,
     rawQueryString: new URLSearchParams(spec.query ?? {}).toString(),
-    headers: { host: 'abc123.execute-api.eu-west-1.amazonaws.com', ...(contentType ? { 'content-type': contentType } : {}) },
+    headers: {
+      host: 'abc123.execute-api.eu-west-1.amazonaws.com',
+      ...(contentType ? { 'content-type': contentType } : {}),
+    },
     ...(spec.query ? { queryStringParameters: spec.query } : {}),
     requestContext: {
       accountId: '123456789012',
       apiId: 'abc123',
       domainName: 'abc123.execute-api.eu-west-1.amazonaws.com',
       domainPrefix: 'abc123',
-      http: { method: spec.method, path: spec.path, protocol: 'HTTP/1.1', sourceIp: '203.0.113.9', userAgent: 'test' },
+      http: {
+        method: spec.method,
+        path: spec.path,
+        protocol: 'HTTP/1.1',
+        sourceIp: '203.0.113.9',
+        userAgent: 'test',
+      },
       requestId: `req-${Math.random().toString(36).slice(2)}`,
       routeKey: '$default',
       stage,

@@ -43,7 +43,12 @@ export class FakeLeaseStore implements LeaseStore {
 
   constructor(
     private readonly clock: Clock,
-    private readonly config: { leaseTimeoutMs: number; backoffBaseMs: number; backoffMaxMs: number; defaultMaxAttempts: number },
+    private readonly config: {
+      leaseTimeoutMs: number;
+      backoffBaseMs: number;
+      backoffMaxMs: number;
+      defaultMaxAttempts: number;
+    },
   ) {}
 
   add(input: FakeTaskInput): Task {
@@ -77,25 +82,44 @@ export class FakeLeaseStore implements LeaseStore {
   /** A cancel request through the API: a queued task ends at once, a running one waits for its holder. */
   requestCancel(id: string): void {
     const task = this.must(id);
-    if (task.status === TaskStatus.QUEUED) Object.assign(task, { status: TaskStatus.CANCELLED, finishedAt: this.clock.now() });
+    if (task.status === TaskStatus.QUEUED)
+      Object.assign(task, { status: TaskStatus.CANCELLED, finishedAt: this.clock.now() });
     else if (task.status === TaskStatus.RUNNING) task.status = TaskStatus.CANCEL_REQUESTED;
   }
 
   /** Recovery, or another worker, took the task over: the holder's token no longer holds it. */
   takeOver(id: string, by = 'other-worker'): void {
     const task = this.must(id);
-    Object.assign(task, { leaseOwner: by, leaseToken: task.leaseToken + 1, leaseUntil: this.clock.now() + this.config.leaseTimeoutMs });
+    Object.assign(task, {
+      leaseOwner: by,
+      leaseToken: task.leaseToken + 1,
+      leaseUntil: this.clock.now() + this.config.leaseTimeoutMs,
+    });
   }
 
   async claim(input: ClaimInput, _memory: ClaimState): Promise<ClaimResult> {
     this.calls.push({ op: 'claim' });
     const now = this.clock.now();
     const due = [...this.tasks.values()]
-      .filter((t) => t.status === TaskStatus.QUEUED && !t.delayed && t.availableAt <= now && input.types.includes(t.type))
+      .filter(
+        (t) =>
+          t.status === TaskStatus.QUEUED &&
+          !t.delayed &&
+          t.availableAt <= now &&
+          input.types.includes(t.type),
+      )
       .sort((a, b) => b.priority - a.priority || a.availableAt - b.availableAt || a.createdAt - b.createdAt);
     const claimed = due.slice(0, input.max).map((task) => {
       this.events.emit('claim:intent', { taskId: task.id });
-      Object.assign(task, { status: TaskStatus.RUNNING, leaseOwner: input.workerId, leaseToken: task.leaseToken + 1, attempts: task.attempts + 1, leaseUntil: now + this.config.leaseTimeoutMs, startedAt: now, updatedAt: now });
+      Object.assign(task, {
+        status: TaskStatus.RUNNING,
+        leaseOwner: input.workerId,
+        leaseToken: task.leaseToken + 1,
+        attempts: task.attempts + 1,
+        leaseUntil: now + this.config.leaseTimeoutMs,
+        startedAt: now,
+        updatedAt: now,
+      });
       return { task: this.view(task), lease: this.leaseOf(task) };
     });
     return { claimed, lostRaces: 0 };
@@ -107,47 +131,68 @@ export class FakeLeaseStore implements LeaseStore {
     const leaseUntil = this.clock.now() + this.config.leaseTimeoutMs;
     return input.leases.map((lease): RenewOutcome => {
       const task = this.tasks.get(lease.taskId);
-      if (!task || !this.holds(task, lease)) return { taskId: lease.taskId, outcome: 'lost', current: task && this.view(task) };
+      if (!task || !this.holds(task, lease))
+        return { taskId: lease.taskId, outcome: 'lost', current: task && this.view(task) };
       task.leaseUntil = leaseUntil;
       this.storeProgress(task, input.progress?.[lease.taskId]);
       const renewed = { ...lease, leaseUntil };
-      return { taskId: lease.taskId, outcome: task.status === TaskStatus.CANCEL_REQUESTED ? 'cancel-requested' : 'renewed', lease: renewed };
+      return {
+        taskId: lease.taskId,
+        outcome: task.status === TaskStatus.CANCEL_REQUESTED ? 'cancel-requested' : 'renewed',
+        lease: renewed,
+      };
     });
   }
 
   complete(input: { lease: Lease; result?: unknown }): Promise<Task> {
-    return this.underLease('complete', input.lease, (task) => Object.assign(task, { status: TaskStatus.SUCCESS, result: input.result ?? null, finishedAt: this.clock.now() }));
+    return this.underLease('complete', input.lease, (task) =>
+      Object.assign(task, {
+        status: TaskStatus.SUCCESS,
+        result: input.result ?? null,
+        finishedAt: this.clock.now(),
+      }),
+    );
   }
 
   fail(input: FailInput): Promise<Task> {
     return this.underLease('fail', input.lease, (task) => {
-      if (task.status === TaskStatus.CANCEL_REQUESTED) return Object.assign(task, { status: TaskStatus.CANCELLED, finishedAt: this.clock.now() });
+      if (task.status === TaskStatus.CANCEL_REQUESTED)
+        return Object.assign(task, { status: TaskStatus.CANCELLED, finishedAt: this.clock.now() });
       const now = this.clock.now();
       const policy = input.backoff ?? { baseMs: this.config.backoffBaseMs, maxMs: this.config.backoffMaxMs };
       const outcome = decideFailure(task, now, input.retryable ?? true, policy, () => 0.5);
       this.storeProgress(task, input.progress);
       task.error = input.error;
-      if (outcome.status === TaskStatus.FAILED) return Object.assign(task, { status: TaskStatus.FAILED, finishedAt: now });
-      return Object.assign(task, { status: TaskStatus.QUEUED, availableAt: outcome.availableAt, delayed: outcome.availableAt > now });
+      if (outcome.status === TaskStatus.FAILED)
+        return Object.assign(task, { status: TaskStatus.FAILED, finishedAt: now });
+      return Object.assign(task, {
+        status: TaskStatus.QUEUED,
+        availableAt: outcome.availableAt,
+        delayed: outcome.availableAt > now,
+      });
     });
   }
 
   release(input: { lease: Lease; progress?: ProgressReport }): Promise<Task> {
     return this.underLease('release', input.lease, (task) => {
-      if (task.status === TaskStatus.CANCEL_REQUESTED) return Object.assign(task, { status: TaskStatus.CANCELLED, finishedAt: this.clock.now() });
+      if (task.status === TaskStatus.CANCEL_REQUESTED)
+        return Object.assign(task, { status: TaskStatus.CANCELLED, finishedAt: this.clock.now() });
       this.storeProgress(task, input.progress);
       return Object.assign(task, { status: TaskStatus.QUEUED, attempts: task.attempts - 1 });
     });
   }
 
   finishCancel(input: { lease: Lease }): Promise<Task> {
-    return this.underLease('finishCancel', input.lease, (task) => Object.assign(task, { status: TaskStatus.CANCELLED, finishedAt: this.clock.now() }));
+    return this.underLease('finishCancel', input.lease, (task) =>
+      Object.assign(task, { status: TaskStatus.CANCELLED, finishedAt: this.clock.now() }),
+    );
   }
 
   async promote(input: { id: string }): Promise<boolean> {
     this.calls.push({ op: 'promote', taskId: input.id });
     const task = this.tasks.get(input.id);
-    if (!task || !task.delayed || task.status !== TaskStatus.QUEUED || task.availableAt > this.clock.now()) return false;
+    if (!task || !task.delayed || task.status !== TaskStatus.QUEUED || task.availableAt > this.clock.now())
+      return false;
     task.delayed = false;
     this.events.emit('task:readied', { taskId: task.id });
     return true;
@@ -165,7 +210,11 @@ export class FakeLeaseStore implements LeaseStore {
   }
 
   private holds(task: Held, lease: Lease): boolean {
-    return (task.status === TaskStatus.RUNNING || task.status === TaskStatus.CANCEL_REQUESTED) && task.leaseOwner === lease.owner && task.leaseToken === lease.token;
+    return (
+      (task.status === TaskStatus.RUNNING || task.status === TaskStatus.CANCEL_REQUESTED) &&
+      task.leaseOwner === lease.owner &&
+      task.leaseToken === lease.token
+    );
   }
 
   private storeProgress(task: Held, progress: ProgressReport | undefined): void {
@@ -201,6 +250,8 @@ export class FakeLeaseStore implements LeaseStore {
 
   private view(task: Held): Task {
     const { delayed: _delayed, ...rest } = task;
-    return structuredClone(Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined))) as unknown as Task;
+    return structuredClone(
+      Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined)),
+    ) as unknown as Task;
   }
 }

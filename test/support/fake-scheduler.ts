@@ -48,11 +48,15 @@ export async function startFakeScheduler(): Promise<FakeScheduler> {
         const url = new URL(req.url ?? '/', 'http://x');
         const name = decodeURIComponent(url.pathname.replace(/^\/schedules\//, ''));
         const input = body ? (JSON.parse(body) as Record<string, unknown>) : {};
-        const group = (input.GroupName as string | undefined) ?? url.searchParams.get('groupName') ?? 'default';
+        const group =
+          (input.GroupName as string | undefined) ?? url.searchParams.get('groupName') ?? 'default';
         const key = `${group}/${name}`;
         requests.push(`${req.method} ${name}`);
         const answer = (status: number, payload: unknown, errorType?: string) => {
-          res.writeHead(status, { 'content-type': 'application/json', ...(errorType ? { 'x-amzn-errortype': errorType } : {}) });
+          res.writeHead(status, {
+            'content-type': 'application/json',
+            ...(errorType ? { 'x-amzn-errortype': errorType } : {}),
+          });
           res.end(JSON.stringify(payload));
         };
         if (failures > 0) {
@@ -60,20 +64,32 @@ export async function startFakeScheduler(): Promise<FakeScheduler> {
           return answer(500, { Message: 'injected failure' }, 'InternalServerException');
         }
         const writes = req.method === 'POST' || req.method === 'PUT';
-        if (writes && rejections.length > 0) return answer(400, { Message: rejections.shift() }, 'ValidationException');
+        if (writes && rejections.length > 0)
+          return answer(400, { Message: rejections.shift() }, 'ValidationException');
         const zone = input.ScheduleExpressionTimezone as string | undefined;
-        if (writes && zone !== undefined && !zones.has(zone)) return answer(400, { Message: `Invalid time zone: ${zone}` }, 'ValidationException');
+        if (writes && zone !== undefined && !zones.has(zone))
+          return answer(400, { Message: `Invalid time zone: ${zone}` }, 'ValidationException');
         switch (req.method) {
           case 'POST':
             if (schedules.has(key)) return answer(409, { Message: 'exists' }, 'ConflictException');
             schedules.set(key, input);
             return answer(200, { ScheduleArn: `arn:aws:scheduler:eu-west-1:123456789012:schedule/${key}` });
           case 'PUT':
-            if (!schedules.has(key)) return answer(404, { Message: `Schedule ${name} does not exist.` }, 'ResourceNotFoundException');
+            if (!schedules.has(key))
+              return answer(
+                404,
+                { Message: `Schedule ${name} does not exist.` },
+                'ResourceNotFoundException',
+              );
             schedules.set(key, input);
             return answer(200, { ScheduleArn: `arn:aws:scheduler:eu-west-1:123456789012:schedule/${key}` });
           case 'DELETE':
-            if (!schedules.delete(key)) return answer(404, { Message: `Schedule ${name} does not exist.` }, 'ResourceNotFoundException');
+            if (!schedules.delete(key))
+              return answer(
+                404,
+                { Message: `Schedule ${name} does not exist.` },
+                'ResourceNotFoundException',
+              );
             return answer(200, {});
           default:
             return answer(400, { Message: 'unsupported' }, 'ValidationException');
@@ -87,7 +103,8 @@ export async function startFakeScheduler(): Promise<FakeScheduler> {
     schedules,
     requests,
     failNext: (count) => (failures = count),
-    rejectNext: (count, message = 'Invalid request provided: injected refusal') => (rejections = Array.from({ length: count }, () => message)),
+    rejectNext: (count, message = 'Invalid request provided: injected refusal') =>
+      (rejections = Array.from({ length: count }, () => message)),
     holdNext: () => {
       let arrive!: () => void;
       let release!: () => void;
@@ -103,7 +120,12 @@ export async function startFakeScheduler(): Promise<FakeScheduler> {
 /** The production EventBridge sync, pointed at a fake Scheduler (one attempt per call: failures show at once). */
 export function eventBridgeSyncFor(scheduler: FakeScheduler): SchedulerSync {
   return eventBridgeSync({
-    client: new SchedulerClient({ endpoint: scheduler.endpoint, region: 'eu-west-1', credentials: { accessKeyId: 'x', secretAccessKey: 'x' }, maxAttempts: 1 }),
+    client: new SchedulerClient({
+      endpoint: scheduler.endpoint,
+      region: 'eu-west-1',
+      credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
+      maxAttempts: 1,
+    }),
     groupName: 'leasehold',
     targetArn: 'arn:aws:lambda:eu-west-1:123456789012:function:fire',
     roleArn: 'arn:aws:iam::123456789012:role/scheduler',

@@ -44,7 +44,16 @@ export const FAULT_APPLIES: Record<FaultKind, boolean> = {
   'server-error-after': true,
 };
 
-export type DynamoOperation = 'PutItem' | 'UpdateItem' | 'DeleteItem' | 'GetItem' | 'Query' | 'Scan' | 'BatchGetItem' | 'BatchWriteItem' | 'TransactWriteItems';
+export type DynamoOperation =
+  | 'PutItem'
+  | 'UpdateItem'
+  | 'DeleteItem'
+  | 'GetItem'
+  | 'Query'
+  | 'Scan'
+  | 'BatchGetItem'
+  | 'BatchWriteItem'
+  | 'TransactWriteItems';
 
 export interface FaultRule {
   operation: DynamoOperation;
@@ -101,22 +110,47 @@ export class FaultInjector {
           case 'deadline-before':
             throw abortError();
           case 'throttled':
-            return { response: errorResponse(400, 'ThrottlingException', 'Rate of requests exceeds the allowed throughput. (injected by the test)') };
+            return {
+              response: errorResponse(
+                400,
+                'ThrottlingException',
+                'Rate of requests exceeds the allowed throughput. (injected by the test)',
+              ),
+            };
           case 'throughput-exceeded':
             return {
-              response: errorResponse(400, 'ProvisionedThroughputExceededException', 'The level of configured provisioned throughput for the table was exceeded. (injected by the test)'),
+              response: errorResponse(
+                400,
+                'ProvisionedThroughputExceededException',
+                'The level of configured provisioned throughput for the table was exceeded. (injected by the test)',
+              ),
             };
           case 'server-error-before':
-            return { response: errorResponse(500, 'InternalServerError', 'Internal server error (injected by the test, before applying)') };
+            return {
+              response: errorResponse(
+                500,
+                'InternalServerError',
+                'Internal server error (injected by the test, before applying)',
+              ),
+            };
           default:
             break;
         }
         // The request reaches DynamoDB and applies; its answer is thrown away.
         const out = (await next(args)) as { response?: { body?: unknown } };
         await drain(out.response?.body);
-        if (rule.rule.fault === 'lost-network') throw Object.assign(new Error('socket hang up (answer dropped by the test)'), { code: 'ECONNRESET' });
+        if (rule.rule.fault === 'lost-network')
+          throw Object.assign(new Error('socket hang up (answer dropped by the test)'), {
+            code: 'ECONNRESET',
+          });
         if (rule.rule.fault === 'lost-deadline') throw abortError();
-        return { response: errorResponse(500, 'InternalServerError', 'Internal server error (injected by the test, after applying)') };
+        return {
+          response: errorResponse(
+            500,
+            'InternalServerError',
+            'Internal server error (injected by the test, after applying)',
+          ),
+        };
       },
       // Innermost of the deserialize step: below the deserializer (it sees the raw HTTP response) and
       // inside the retry middleware (every attempt the SDK makes passes here).
@@ -146,14 +180,16 @@ export class FaultInjector {
 
   /** Requests of `operation` sent so far (each SDK attempt counts). */
   count(operation: DynamoOperation, pk?: string | RegExp): number {
-    return this.log.filter((e) => e.operation === operation && (pk === undefined || matchesPk(pk, e.pk))).length;
+    return this.log.filter((e) => e.operation === operation && (pk === undefined || matchesPk(pk, e.pk)))
+      .length;
   }
 
   private match(operation: string, pk: string | undefined): RuleState | undefined {
     let chosen: RuleState | undefined;
     for (const r of this.rules) {
       const { rule } = r;
-      if (r.disarmed || rule.operation !== operation || (rule.pk !== undefined && !matchesPk(rule.pk, pk))) continue;
+      if (r.disarmed || rule.operation !== operation || (rule.pk !== undefined && !matchesPk(rule.pk, pk)))
+        continue;
       if (rule.after && rule.after.fired === 0) continue;
       r.seen++;
       const first = rule.nth ?? 1;
@@ -187,7 +223,8 @@ function partitionKeyOf(input: unknown, body: unknown): string | undefined {
     const rec = o as { Key?: Record<string, unknown>; Item?: Record<string, unknown> } | undefined;
     const pk = rec?.Key?.pk ?? rec?.Item?.pk;
     if (typeof pk === 'string') return pk;
-    if (pk && typeof pk === 'object' && typeof (pk as { S?: unknown }).S === 'string') return (pk as { S: string }).S;
+    if (pk && typeof pk === 'object' && typeof (pk as { S?: unknown }).S === 'string')
+      return (pk as { S: string }).S;
     return undefined;
   };
   const direct = fromObject(input);
@@ -209,7 +246,11 @@ function errorResponse(statusCode: number, type: string, message: string) {
   return {
     statusCode,
     reason: statusCode === 500 ? 'Internal Server Error' : 'Bad Request',
-    headers: { 'content-type': 'application/x-amz-json-1.0', 'content-length': String(Buffer.byteLength(body)), 'x-amzn-requestid': `injected-${Math.random().toString(36).slice(2)}` },
+    headers: {
+      'content-type': 'application/x-amz-json-1.0',
+      'content-length': String(Buffer.byteLength(body)),
+      'x-amzn-requestid': `injected-${Math.random().toString(36).slice(2)}`,
+    },
     body: Readable.from([Buffer.from(body)]),
   };
 }

@@ -8,7 +8,11 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
  * `as: 'network'` is a dropped connection (the SDK retries it itself); `as: 'deadline'` is our own
  * AbortSignal deadline firing after the write applied (the SDK gives up; the store retries).
  */
-export function dropNextAnswer(client: DynamoDBClient, operation: string, as: 'network' | 'deadline' = 'network'): { readonly dropped: number } {
+export function dropNextAnswer(
+  client: DynamoDBClient,
+  operation: string,
+  as: 'network' | 'deadline' = 'network',
+): { readonly dropped: number } {
   const state = { armed: true, dropped: 0 };
   client.middlewareStack.add(
     (next, context) => async (args) => {
@@ -16,8 +20,14 @@ export function dropNextAnswer(client: DynamoDBClient, operation: string, as: 'n
       if (state.armed && context.commandName === `${operation}Command`) {
         state.armed = false;
         state.dropped++;
-        if (as === 'deadline') throw Object.assign(new Error('Request aborted (deadline, injected by the test)'), { name: 'AbortError' });
-        throw Object.assign(new Error('socket hang up (answer dropped by the test)'), { code: 'ECONNRESET', $metadata: {} });
+        if (as === 'deadline')
+          throw Object.assign(new Error('Request aborted (deadline, injected by the test)'), {
+            name: 'AbortError',
+          });
+        throw Object.assign(new Error('socket hang up (answer dropped by the test)'), {
+          code: 'ECONNRESET',
+          $metadata: {},
+        });
       }
       return out;
     },

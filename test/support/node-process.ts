@@ -26,7 +26,10 @@ export interface StartOptions {
 
 /** `node <args>` in this project's folder; throws with its output if it exits or takes too long to be ready. */
 export async function startNodeProcess(args: string[], options: StartOptions): Promise<NodeProcess> {
-  const child = spawn(process.execPath, args, { env: options.env, stdio: [options.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, args, {
+    env: options.env,
+    stdio: [options.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+  });
   let text = '';
   child.stdout!.on('data', (d: Buffer) => (text += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (text += d.toString()));

@@ -24,7 +24,10 @@ export class RequestMeter {
         const op = String(context.commandName ?? 'unknown').replace(/Command$/, '');
         this.sent.set(op, (this.sent.get(op) ?? 0) + 1);
         const out = await next(args);
-        const consumed = (out.output as { ConsumedCapacity?: { CapacityUnits?: number } | { CapacityUnits?: number }[] } | undefined)?.ConsumedCapacity;
+        const consumed = (
+          out.output as
+            { ConsumedCapacity?: { CapacityUnits?: number } | { CapacityUnits?: number }[] } | undefined
+        )?.ConsumedCapacity;
         const units = [consumed ?? []].flat().reduce((sum, c) => sum + (c.CapacityUnits ?? 0), 0);
         this.capacity.set(op, (this.capacity.get(op) ?? 0) + units);
         return out;
@@ -43,8 +46,23 @@ export class RequestMeter {
   }
 }
 
-const CAPACITY_OPERATIONS = new Set(['PutItem', 'UpdateItem', 'DeleteItem', 'GetItem', 'Query', 'Scan', 'BatchGetItem', 'BatchWriteItem']);
+const CAPACITY_OPERATIONS = new Set([
+  'PutItem',
+  'UpdateItem',
+  'DeleteItem',
+  'GetItem',
+  'Query',
+  'Scan',
+  'BatchGetItem',
+  'BatchWriteItem',
+]);
 
-export const WRITE_OPERATIONS = ['PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem', 'TransactWriteItems'];
+export const WRITE_OPERATIONS = [
+  'PutItem',
+  'UpdateItem',
+  'DeleteItem',
+  'BatchWriteItem',
+  'TransactWriteItems',
+];
 export const QUERY_OPERATIONS = ['Query'];
 export const READ_OPERATIONS = ['GetItem', 'BatchGetItem'];

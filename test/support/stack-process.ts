@@ -20,7 +20,12 @@ export interface StackProcess extends NodeProcess {
 }
 
 /** `entry`: what runs the stack (the user's `leasehold serve`, or a harness's own entry point). */
-export async function startStackProcess(args: string[], env: Record<string, string>, timeoutMs = 20_000, entry = ['shared/cli/leasehold.ts', 'serve']): Promise<StackProcess> {
+export async function startStackProcess(
+  args: string[],
+  env: Record<string, string>,
+  timeoutMs = 20_000,
+  entry = ['shared/cli/leasehold.ts', 'serve'],
+): Promise<StackProcess> {
   const stack = await startNodeProcess(['--import', 'tsx', ...entry, ...args], {
     env: { ...process.env, ...FAST_STACK_ENV, ...env },
     ready: /^Ctrl-C stops it/m,
@@ -30,15 +35,26 @@ export async function startStackProcess(args: string[], env: Record<string, stri
   return { ...stack, url: /listening on (http:\/\/\S+)/.exec(stack.output())?.[1] };
 }
 
-export async function http(url: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
+export async function http(
+  url: string,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; body: any }> {
   const res = await fetch(`${url}${path}`, {
     method,
-    ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+    ...(body === undefined
+      ? {}
+      : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
   });
   return { status: res.status, body: await res.json() };
 }
 
-export async function waitFor<T>(probe: () => Promise<T | undefined>, timeoutMs: number, what: string): Promise<T> {
+export async function waitFor<T>(
+  probe: () => Promise<T | undefined>,
+  timeoutMs: number,
+  what: string,
+): Promise<T> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();

@@ -24,16 +24,35 @@ export interface TestStore {
   scanAll(): Promise<Record<string, unknown>[]>;
 }
 
-export async function createTestStore(endpoint: string, overrides: ConfigInput = {}, options: { random?: () => number; clock?: Clock } = {}): Promise<TestStore> {
-  const config = defineConfig({ tableName: `t${process.pid}-${++tableCounter}-${Date.now()}`, dynamodbEndpoint: endpoint, ...overrides });
-  const client = new DynamoDBClient({ endpoint, region: 'us-east-1', credentials: { accessKeyId: 'x', secretAccessKey: 'x' }, maxAttempts: 3 });
+export async function createTestStore(
+  endpoint: string,
+  overrides: ConfigInput = {},
+  options: { random?: () => number; clock?: Clock } = {},
+): Promise<TestStore> {
+  const config = defineConfig({
+    tableName: `t${process.pid}-${++tableCounter}-${Date.now()}`,
+    dynamodbEndpoint: endpoint,
+    ...overrides,
+  });
+  const client = new DynamoDBClient({
+    endpoint,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
+    maxAttempts: 3,
+  });
   const meter = new RequestMeter();
   meter.attach(client);
   const doc = DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
   await ensureTable(client, config.tableName);
   const clock = new ManualClock();
   const storeClock = options.clock ?? clock;
-  const store = new TaskStore({ doc, config, clock: storeClock, newId: sequentialIds('t'), ...(options.random ? { random: options.random } : {}) });
+  const store = new TaskStore({
+    doc,
+    config,
+    clock: storeClock,
+    newId: sequentialIds('t'),
+    ...(options.random ? { random: options.random } : {}),
+  });
   let peers = 0;
   return {
     store,
@@ -44,15 +63,29 @@ export async function createTestStore(endpoint: string, overrides: ConfigInput =
     client,
     meter,
     peer: (o = {}) => {
-      const peerClient = new DynamoDBClient({ endpoint, region: 'us-east-1', credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
-      const peerDoc = DynamoDBDocumentClient.from(peerClient, { marshallOptions: { removeUndefinedValues: true } });
-      return new TaskStore({ doc: peerDoc, config, clock: o.clock ?? storeClock, newId: sequentialIds(`p${++peers}`), ...(o.random ? { random: o.random } : {}) });
+      const peerClient = new DynamoDBClient({
+        endpoint,
+        region: 'us-east-1',
+        credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
+      });
+      const peerDoc = DynamoDBDocumentClient.from(peerClient, {
+        marshallOptions: { removeUndefinedValues: true },
+      });
+      return new TaskStore({
+        doc: peerDoc,
+        config,
+        clock: o.clock ?? storeClock,
+        newId: sequentialIds(`p${++peers}`),
+        ...(o.random ? { random: o.random } : {}),
+      });
     },
     scanAll: async () => {
       const items: Record<string, unknown>[] = [];
       let startKey: Record<string, unknown> | undefined;
       do {
-        const out = await doc.send(new ScanCommand({ TableName: config.tableName, ExclusiveStartKey: startKey, ConsistentRead: true }));
+        const out = await doc.send(
+          new ScanCommand({ TableName: config.tableName, ExclusiveStartKey: startKey, ConsistentRead: true }),
+        );
         items.push(...(out.Items ?? []));
         startKey = out.LastEvaluatedKey;
       } while (startKey);

@@ -34,11 +34,23 @@ export interface WorkerWorld extends TestStore {
   registry: TaskRegistry;
   submitter: TaskSubmitter;
   schedules: ScheduleService;
-  worker(id: string, options?: { store?: TaskStore; metrics?: RecordingMetrics }): Worker & { recorded: RecordingMetrics };
+  worker(
+    id: string,
+    options?: { store?: TaskStore; metrics?: RecordingMetrics },
+  ): Worker & { recorded: RecordingMetrics };
 }
 
-export async function createWorkerWorld(endpoint: string, definitions: TaskDefinition[], overrides: ConfigInput = {}, sync: SchedulerSync = localSync): Promise<WorkerWorld> {
-  const t = await createTestStore(endpoint, { ...FAST_LEASES, ...overrides }, { clock: systemClock(), random: Math.random });
+export async function createWorkerWorld(
+  endpoint: string,
+  definitions: TaskDefinition[],
+  overrides: ConfigInput = {},
+  sync: SchedulerSync = localSync,
+): Promise<WorkerWorld> {
+  const t = await createTestStore(
+    endpoint,
+    { ...FAST_LEASES, ...overrides },
+    { clock: systemClock(), random: Math.random },
+  );
   const registry = new TaskRegistry(definitions, t.config);
   const submitter = new TaskSubmitter(t.store, registry, t.config);
   return {
@@ -49,7 +61,15 @@ export async function createWorkerWorld(endpoint: string, definitions: TaskDefin
     worker: (id, options = {}) => {
       const recorded = options.metrics ?? new RecordingMetrics();
       const store = options.store ?? t.peer();
-      const worker = new Worker({ store, registry, config: t.config, events: store.events, workerId: id, logger: silentLogger(), metrics: recorded });
+      const worker = new Worker({
+        store,
+        registry,
+        config: t.config,
+        events: store.events,
+        workerId: id,
+        logger: silentLogger(),
+        metrics: recorded,
+      });
       return Object.assign(worker, { recorded });
     },
   };
@@ -72,7 +92,13 @@ export const untilAborted = (signal: AbortSignal) =>
 export function partitionedAfterFirstClaim(store: TaskStore): TaskStore {
   let cut = false;
   const claim = store.claim.bind(store);
-  store.claim = async (input, memory) => (cut ? { claimed: [], lostRaces: 0 } : claim(input, memory).then((r) => ((cut = r.claimed.length > 0), r)));
-  store.renew = async ({ leases }) => leases.map((l) => ({ taskId: l.taskId, outcome: 'error' as const, error: new Error('network partition') }));
+  store.claim = async (input, memory) =>
+    cut ? { claimed: [], lostRaces: 0 } : claim(input, memory).then((r) => ((cut = r.claimed.length > 0), r));
+  store.renew = async ({ leases }) =>
+    leases.map((l) => ({
+      taskId: l.taskId,
+      outcome: 'error' as const,
+      error: new Error('network partition'),
+    }));
   return store;
 }

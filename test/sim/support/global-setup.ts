@@ -18,7 +18,9 @@ export async function setup(project: TestProject): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'leasehold-sim-test-'));
   const log = join(dataDir, 'sim.log');
   sim = await startSim({ dataDir, log: (line) => writeFileSync(log, `${line}\n`, { flag: 'a' }) });
-  process.stderr.write(`sim up in ${sim.info.startupMs} ms (data in ${dataDir}); API ${sim.info.apiUrl}; ${sim.info.dynamodb.backend} ${sim.info.dynamodb.version}\n`);
+  process.stderr.write(
+    `sim up in ${sim.info.startupMs} ms (data in ${dataDir}); API ${sim.info.apiUrl}; ${sim.info.dynamodb.backend} ${sim.info.dynamodb.version}\n`,
+  );
   project.provide('sim', sim.info);
   project.provide('simDataDir', dataDir);
 }

@@ -12,14 +12,27 @@ export interface Answer {
 }
 
 /** A request to the sim's HTTP API, signed as the named caller (unsigned with `as: null`). */
-export async function api(method: string, path: string, body?: unknown, as: string | null = 'admin', extraHeaders: Record<string, string> = {}): Promise<Answer> {
+export async function api(
+  method: string,
+  path: string,
+  body?: unknown,
+  as: string | null = 'admin',
+  extraHeaders: Record<string, string> = {},
+): Promise<Answer> {
   const info = sim();
   const url = new URL(path.replace(/^\//, ''), info.apiUrl);
   const text = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
-  let headers: Record<string, string> = { ...(text === undefined ? {} : { 'content-type': 'application/json' }), ...extraHeaders };
+  let headers: Record<string, string> = {
+    ...(text === undefined ? {} : { 'content-type': 'application/json' }),
+    ...extraHeaders,
+  };
   if (as !== null) {
     const caller = info.callers.find((c) => c.name === as)!;
-    const signer = sigv4Signer(info.region, { accessKeyId: caller.accessKeyId, secretAccessKey: caller.secretAccessKey, ...(caller.sessionToken ? { sessionToken: caller.sessionToken } : {}) });
+    const signer = sigv4Signer(info.region, {
+      accessKeyId: caller.accessKeyId,
+      secretAccessKey: caller.secretAccessKey,
+      ...(caller.sessionToken ? { sessionToken: caller.sessionToken } : {}),
+    });
     headers = await signer(url, { method, headers, ...(text === undefined ? {} : { body: text }) });
   }
   const res = await fetch(url, { method, headers, ...(text === undefined ? {} : { body: text }) });
@@ -34,12 +47,36 @@ export async function api(method: string, path: string, body?: unknown, as: stri
 }
 
 export interface SimState {
-  functions: Record<string, { invocations: number; coldStarts: number; throttles: number; errors: Record<string, number>; environments: { id: string; state: string; pid?: number; invocations: number }[]; recent: { requestId: string; startedAt: number; durationMs: number; coldStart: boolean; errorType?: string; environment: string }[] }>;
+  functions: Record<
+    string,
+    {
+      invocations: number;
+      coldStarts: number;
+      throttles: number;
+      errors: Record<string, number>;
+      environments: { id: string; state: string; pid?: number; invocations: number }[];
+      recent: {
+        requestId: string;
+        startedAt: number;
+        durationMs: number;
+        coldStart: boolean;
+        errorType?: string;
+        environment: string;
+      }[];
+    }
+  >;
   requests: Record<string, Record<string, number>>;
   denied: { at: number; service: string; principalArn: string; action: string; resource: string }[];
   grants: { roleArn: string; roleName: string; actions: string[]; resources: string[] }[];
   schedules: unknown[];
-  fires: { name: string; group: string; scheduledTime: string; attempt: number; outcome: string; at?: number }[];
+  fires: {
+    name: string;
+    group: string;
+    scheduledTime: string;
+    attempt: number;
+    outcome: string;
+    at?: number;
+  }[];
   queues: { name: string; arn: string; messages: { body: string; attributes: Record<string, string> }[] }[];
 }
 
@@ -48,11 +85,20 @@ export async function simState(since = 0): Promise<SimState> {
   return (await res.json()) as SimState;
 }
 
-export async function accessRecords(since = 0): Promise<{ at: number; service: string; principalArn: string; action: string; resource: string; allowed: boolean }[]> {
+export async function accessRecords(
+  since = 0,
+): Promise<
+  { at: number; service: string; principalArn: string; action: string; resource: string; allowed: boolean }[]
+> {
   return (await (await fetch(`${sim().adminUrl}/access?since=${since}`)).json()) as never;
 }
 
-export async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs: number, everyMs = 1_000): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  probe: () => Promise<T | undefined>,
+  timeoutMs: number,
+  everyMs = 1_000,
+): Promise<T> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
@@ -74,5 +120,7 @@ export function fn(state: SimState, prefix: string) {
 /** Requests the template's functions made that their roles did not allow (the callers' refusals are the tests' own). */
 export function functionDenials(state: SimState) {
   const roleNames = new Set(state.grants.map((g) => g.roleName));
-  return state.denied.filter((d) => roleNames.has(/:assumed-role\/([^/]+)\//.exec(d.principalArn)?.[1] ?? ''));
+  return state.denied.filter((d) =>
+    roleNames.has(/:assumed-role\/([^/]+)\//.exec(d.principalArn)?.[1] ?? ''),
+  );
 }
