@@ -157,6 +157,7 @@ export async function drain(
       const config = options.concurrency ? { ...r.config, workerConcurrency: options.concurrency } : r.config;
       const worker = new Worker({
         store: r.store,
+        events: r.store.events,
         registry: r.registry,
         config,
         workerId: `bench-worker-${i}`,

@@ -15,19 +15,22 @@ const metrics = powertoolsMetrics('leasehold-worker');
 // (not the id) tells their claims apart.
 const workerId = `lambda/${(process.env.AWS_LAMBDA_LOG_STREAM_NAME ?? 'local').replace(/[^A-Za-z0-9._:@/-]/g, '-').slice(-80)}/${randomSuffix()}`;
 
+// One Worker per execution environment: its claim memory (calm or contended, spare heads, claims of
+// unknown outcome still to undo) carries over from one invocation to the next.
+const worker = new Worker({
+  store: app.store,
+  registry: app.registry,
+  config: app.config,
+  events: app.events,
+  workerId,
+  logger,
+  metrics,
+});
+
 export const handler = async (
   _event: unknown,
   context: Pick<Context, 'getRemainingTimeInMillis' | 'awsRequestId'>,
 ) => {
   logger.appendKeys({ requestId: context.awsRequestId });
-  const worker = new Worker({
-    store: app.store,
-    registry: app.registry,
-    config: app.config,
-    events: app.events,
-    workerId,
-    logger,
-    metrics,
-  });
   return worker.run({ remainingTimeMs: () => context.getRemainingTimeInMillis() });
 };

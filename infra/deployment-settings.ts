@@ -3,9 +3,14 @@
  * `cdk deploy -c leasehold:maxExecutionMs=600000`), never from the deployer's shell: a
  * LEASEHOLD_POLL_INTERVAL_MS=20 left over from local testing must not reach production.
  */
-import { defineConfig, settings, type ConfigInput, type LeaseholdConfig } from '../shared/config.js';
+import {
+  defineConfig,
+  settings,
+  settingsFor,
+  type ConfigInput,
+  type LeaseholdConfig,
+} from '../shared/config.js';
 import { ConfigError, type InputProblem } from '../shared/errors.js';
-import { NOT_FROM_SYNTH } from './lambda-env.js';
 
 export const CONTEXT_PREFIX = 'leasehold:';
 
@@ -20,9 +25,12 @@ type ContextReader = (key: string) => unknown;
 
 const DEPLOYMENT_KEYS = ['stackName', 'workerReservedConcurrency'] as const;
 
-/** The config keys a deployment may set: every setting the functions read, none of the local stack's own. */
+/**
+ * The config keys a deployment may set: the protocol's and the worker's. The table, region and
+ * scheduler wiring come from the stack's own resources; the local stack's settings never reach AWS.
+ */
 export function deployableSettings(): (keyof LeaseholdConfig)[] {
-  return (Object.keys(settings) as (keyof LeaseholdConfig)[]).filter((k) => !NOT_FROM_SYNTH.includes(k));
+  return settingsFor('protocol', 'worker');
 }
 
 /** Reads and checks the deployment's settings from CDK context; one ConfigError lists every problem. */

@@ -1,15 +1,10 @@
 /** The Lambda functions' environment: every setting of the config schema, as the functions read it back. */
-import { settings, settingsFor, type LeaseholdConfig } from '../shared/config.js';
-
-/**
- * Settings a deployment does not take from its context: the ones the stack sets from its resources
- * (table, region, schedule group and ARNs) and the local stack's own.
- */
-export const NOT_FROM_SYNTH: (keyof LeaseholdConfig)[] = settingsFor('table', 'scheduler', 'local');
+import { settings, type LeaseholdConfig } from '../shared/config.js';
+import { deployableSettings } from './deployment-settings.js';
 
 export function lambdaEnvironment(config: LeaseholdConfig): Record<string, string> {
   const env: Record<string, string> = {};
-  for (const key of settingsFor('protocol', 'worker')) {
+  for (const key of deployableSettings()) {
     const value = config[key];
     if (value === undefined) continue;
     env[settings[key].env] =

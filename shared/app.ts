@@ -1,6 +1,6 @@
 /** Builds everything a process needs from its parsed configuration and task definitions, once (Lambda cold start, local stack start). */
 import { SchedulerClient } from '@aws-sdk/client-scheduler';
-import type { LeaseholdConfig } from './config.js';
+import type { LeaseholdConfig, SchedulerWiring } from './config.js';
 import type { TaskDefinition } from './tasks/define.js';
 import { createTaskRuntime, type TaskRuntime, type TaskRuntimeDeps } from './task-runtime.js';
 import { ScheduleService } from './schedules/schedule-service.js';
@@ -33,7 +33,7 @@ export function createLeasehold(
 }
 
 /** EventBridge Scheduler when the stack configured it, else schedules are evaluated by the local stack. */
-function schedulerSyncFor(config: LeaseholdConfig): SchedulerSync {
+function schedulerSyncFor(config: SchedulerWiring & Pick<LeaseholdConfig, 'region'>): SchedulerSync {
   const { scheduleGroup, schedulerRoleArn, fireFunctionArn, scheduleDeadLetterArn } = config;
   if (!scheduleGroup || !schedulerRoleArn || !fireFunctionArn) return localSync;
   return eventBridgeSync({

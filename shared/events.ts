@@ -40,7 +40,10 @@ export interface LeaseEventMap {
   'recover:intent': { taskId: string };
   /** A recovery fix applied (by the sweep, or by a claimer taking over a dead holder's slot). */
   'recover:fix': { taskId: string; token: number; leaseUntil: number; action: RecoveryAction };
-  /** A write may have put a task in the ready index: claimers in this process look again at once. */
+  /**
+   * A write may have put a task in the ready index: claimers sharing this stream (or a child of it)
+   * look at every partition again at once.
+   */
   'task:readied': { taskId?: string };
   /** A delayed retry moved into the ready index by the worker that scheduled it. */
   'task:promoted': { taskId: string };
@@ -61,10 +64,35 @@ export type LeaseListener<K extends LeaseEventName> = (event: LeaseEventMap[K]) 
 /** What a listener that throws is reported to (a listener's bug must never break the lease path). */
 export type ListenerErrorSink = (name: LeaseEventName, error: unknown) => void;
 
+/** The default sink: one process warning per event name, so a broken listener is seen but never floods. */
+function warnOncePerEvent(): ListenerErrorSink {
+  const warned = new Set<LeaseEventName>();
+  return (name, error) => {
+    if (warned.has(name)) return;
+    warned.add(name);
+    process.emitWarning(
+      `a '${name}' listener threw (${error instanceof Error ? error.message : String(error)}); later errors of this listener are not reported`,
+      'LeaseholdListenerWarning',
+    );
+  };
+}
+
 export class LeaseEvents {
   private readonly listeners = new Map<LeaseEventName, Set<(event: never) => void>>();
 
-  constructor(private readonly onListenerError: ListenerErrorSink = () => undefined) {}
+  /** `parent`: every event emitted here is emitted there too (a worker's own stream inside the process's). */
+  constructor(
+    private readonly onListenerError: ListenerErrorSink = warnOncePerEvent(),
+    private readonly parent?: LeaseEvents,
+  ) {}
+
+  /**
+   * A stream of its own whose events also reach this one: a worker counts its own figures on its
+   * child, while the process's subscribers (histories, users) hear every worker.
+   */
+  child(): LeaseEvents {
+    return new LeaseEvents(this.onListenerError, this);
+  }
 
   /** Subscribes; returns the unsubscribe function. */
   on<K extends LeaseEventName>(name: K, listener: LeaseListener<K>): () => void {
@@ -76,6 +104,7 @@ export class LeaseEvents {
 
   /** Every listener runs synchronously, in subscription order; one that throws does not stop the rest. */
   emit<K extends LeaseEventName>(name: K, event: LeaseEventMap[K]): void {
+    this.parent?.emit(name, event);
     const set = this.listeners.get(name);
     if (!set) return;
     for (const listener of set) {

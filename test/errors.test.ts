@@ -46,6 +46,8 @@ import * as renewalRound from '../shared/worker/renewal-round.js';
 import { MissingRenewalError } from '../shared/worker/renewal-round.js';
 import * as outcome from '../shared/worker/outcome.js';
 import { TaskAbortedError } from '../shared/worker/outcome.js';
+import * as worker from '../shared/worker/worker.js';
+import { WorkerBusyError } from '../shared/worker/worker.js';
 import * as tableSetup from '../shared/store/table-setup.js';
 import { TableNotActiveError } from '../shared/store/table-setup.js';
 import * as taskReads from '../shared/store/task-reads.js';
@@ -86,6 +88,7 @@ const samples: LeaseholdError[] = [
   new CancelContendedError('task-1'),
   new MissingRenewalError('task-1'),
   new TaskAbortedError('cancel-requested'),
+  new WorkerBusyError('w1'),
 ];
 
 /** Every LeaseholdError class a module exports. */
@@ -134,6 +137,7 @@ describe('the error classes', () => {
       cancel,
       renewalRound,
       outcome,
+      worker,
     };
     for (const [name, module] of Object.entries(modules)) {
       for (const cls of errorClasses(module))

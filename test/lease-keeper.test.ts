@@ -151,4 +151,23 @@ describe('lease keeper', () => {
     expect(k.rounds.map((r) => r.leases.map((l) => l.taskId))).toEqual([['a', 'b'], ['a']]);
     await k.keeper.stop();
   });
+  it('a handler calling heartbeat() in a loop does not starve the other leases: the tick it delays is owed a full round', async () => {
+    const k = keeperWith(() => 'renewed', { roundMs: 50 });
+    const busy = k.keeper.track(lease('busy'), k.holder('busy'));
+    k.keeper.track(lease('other'), k.holder('other'));
+    k.keeper.start();
+    let stop = false;
+    const loop = (async () => {
+      while (!stop) await busy.renewNow();
+    })();
+    await vi.advanceTimersByTimeAsync(3 * INTERVAL);
+    stop = true;
+    await vi.advanceTimersByTimeAsync(100);
+    await loop;
+    const renewedOther = k.rounds.filter((r) => r.leases.some((l) => l.taskId === 'other')).length;
+    // One full round per tick at least, however busy the loop keeps the keeper.
+    expect(renewedOther).toBeGreaterThanOrEqual(3);
+    expect(k.told).toEqual([]);
+    await k.keeper.stop();
+  });
 });

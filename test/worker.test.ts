@@ -317,6 +317,15 @@ describe('worker runtime (fake store, fake timers)', () => {
     expect(Date.now()).toBeLessThanOrEqual(deadline);
   });
 
+  it('runs one run() at a time: a second call while one runs is refused, and the worker runs again after', async () => {
+    const w = world([defineTask({ name: 'x', schema: z.unknown(), handler: () => 'ok' })]);
+    const first = w.run();
+    await expect(w.worker.run()).rejects.toMatchObject({ code: 'WORKER_BUSY' });
+    expect((await first).stoppedBecause).toBe('idle');
+    w.store.add({ type: 'x' });
+    expect((await w.run()).claimed).toBe(1);
+  });
+
   it('claims no type whose timeout no longer fits the invocation', async () => {
     const w = world([
       defineTask({ name: 'long', schema: z.unknown(), timeoutMs: 120_000, handler: () => 'x' }),
@@ -428,6 +437,22 @@ describe('worker runtime (fake store, fake timers)', () => {
   });
 });
 
+describe('outcomes the store refuses as input', () => {
+  it('a result the store refuses is recorded as a failed attempt with the reason, not left RUNNING', async () => {
+    const w = world([defineTask({ name: 'big', schema: z.unknown(), handler: () => 'x'.repeat(10) })]);
+    const task = w.store.add({ type: 'big', maxAttempts: 3 });
+    w.store.complete = async () => {
+      throw new ValidationError('complete', [{ path: 'result', message: 'must be at most 64 KB as JSON' }]);
+    };
+    await w.run();
+    expect(w.store.get(task.id)).toMatchObject({
+      status: 'FAILED',
+      attempts: 1,
+      error: 'ValidationError: Invalid input to complete: result: must be at most 64 KB as JSON',
+    });
+  });
+});
+
 describe('task definitions', () => {
   it('refuses unknown types and payloads that fail the schema at enqueue time, writing nothing', async () => {
     const registry = new TaskRegistry(
@@ -461,6 +486,12 @@ describe('task definitions', () => {
       decideOutcome({ kind: 'rejected', error: new Error('x'), retryable: true }, 'shutdown', 10),
     ).toEqual({ write: 'release' });
     expect(decideOutcome({ kind: 'abandoned' }, 'cancel-requested', 10)).toEqual({ write: 'finish-cancel' });
+    // A rejection without a message still gives the store a reason to record.
+    expect(decideOutcome({ kind: 'rejected', error: '', retryable: true }, undefined, 10)).toEqual({
+      write: 'fail',
+      error: 'the handler failed without a message',
+      retryable: true,
+    });
     expect(decideOutcome({ kind: 'abandoned' }, 'timeout', 10)).toEqual({
       write: 'fail',
       error: 'timed out after 10 ms',

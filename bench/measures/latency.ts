@@ -27,6 +27,7 @@ export async function enqueueToStart(ctx: BenchContext): Promise<Measure[]> {
   const stop = new AbortController();
   const worker = new Worker({
     store: r.store,
+    events: r.store.events,
     registry,
     config: table.config,
     workerId: 'bench-latency',

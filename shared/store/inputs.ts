@@ -8,6 +8,8 @@ import { TaskStatus } from '../task-model.js';
 export const MAX_PAYLOAD_BYTES = 256 * 1024;
 export const MAX_RESULT_BYTES = 64 * 1024;
 export const MAX_ERROR_CHARS = 4096;
+/** The longest progress note stored (worker/progress.ts cuts longer ones at the source). */
+export const MAX_PROGRESS_NOTE_CHARS = 256;
 
 const jsonBytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value) ?? '', 'utf8');
 
@@ -214,7 +216,7 @@ export type SlotLease = z.infer<typeof slotLease>;
 
 /** A handler's progress report: stored with renewals and outcomes, handed to the next attempt. */
 export const progressReport = z
-  .object({ fraction: z.number().min(0).max(1), note: z.string().max(256).optional() })
+  .object({ fraction: z.number().min(0).max(1), note: z.string().max(MAX_PROGRESS_NOTE_CHARS).optional() })
   .strict();
 
 export const renewInput = z

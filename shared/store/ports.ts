@@ -7,7 +7,15 @@ import type { Task } from '../task-model.js';
 import type { ClaimResult } from './claim.js';
 import type { ClaimState } from './claim-state.js';
 import type { EnqueueResult } from './enqueue.js';
-import type { ClaimInput, EnqueueInput, FailInput, Lease, ListInput, RenewInput } from './inputs.js';
+import type {
+  ClaimInput,
+  EnqueueInput,
+  FailInput,
+  Lease,
+  ListInput,
+  ProgressReport,
+  RenewInput,
+} from './inputs.js';
 
 export type { FailInput };
 import type { RenewOutcome } from './lease-writes.js';
@@ -22,7 +30,8 @@ export interface LeaseStore {
   renew(input: RenewInput): Promise<RenewOutcome[]>;
   complete(input: { lease: Lease; result?: unknown }): Promise<Task>;
   fail(input: FailInput): Promise<Task>;
-  release(input: { lease: Lease }): Promise<Task>;
+  /** Gives the task back unspent; `progress` is kept for the next attempt. */
+  release(input: { lease: Lease; progress?: ProgressReport }): Promise<Task>;
   finishCancel(input: { lease: Lease }): Promise<Task>;
   /** Moves one delayed task into the ready index if it is due; false if it is not (or no longer) waiting. */
   promote(input: { id: string }): Promise<boolean>;

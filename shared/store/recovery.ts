@@ -49,8 +49,6 @@ export interface RecoveryReport {
 
 type Fix = 'requeued' | 'failed' | 'cancelled' | 'skipped';
 
-export type RecoveryFix = RecoveryReport['fixes'][number];
-
 /** Each fix is emitted ('recover:fix') as soon as its write applied: histories time recovery by it, not by the sweep's end. */
 export async function recoverExpired(ctx: StoreContext): Promise<RecoveryReport> {
   const report: RecoveryReport = {

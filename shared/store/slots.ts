@@ -42,8 +42,12 @@ export class SlotGate {
     private readonly holder: string,
   ) {}
 
+  private fixed = 0;
+
   /** Tasks of dead holders this gate recovered on taking over their expired slots. */
-  recovered = 0;
+  get recovered(): number {
+    return this.fixed;
+  }
 
   /** False when some limit on `type` had no free slot when read this round: no point reading its queue. */
   async mayAdmit(type: string): Promise<boolean> {
@@ -94,7 +98,7 @@ export class SlotGate {
         // Free the task the dead holder left behind first; a holder still holding it keeps the slot.
         const stranded = await recoverTask(this.ctx, seen.taskId, seen.holder);
         if (stranded === 'lease-valid') continue;
-        if (stranded === 'fixed') this.recovered++;
+        if (stranded === 'fixed') this.fixed++;
       }
       const taken = await acquireIfFree(writeTargetOf(this.ctx), slotKey(scope, index), {
         tokenAttribute: 'slotToken',

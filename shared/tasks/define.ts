@@ -28,8 +28,9 @@ export interface TaskContext {
    */
   sleep(ms: number): Promise<void>;
   /**
-   * The previous attempt's last progress report, when it made one (a checkpoint, as Temporal's
-   * heartbeat details are): a retried handler can resume from `note` instead of starting over.
+   * The last progress report an earlier attempt stored (a checkpoint, as Temporal's heartbeat details
+   * are): a retried handler can resume from `note` instead of starting over. Undefined on a task no
+   * attempt reported on; an attempt that reports nothing leaves the earlier report in place.
    */
   previous?: { progress: number; note?: string };
   logger: TaskLogger;

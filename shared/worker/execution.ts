@@ -59,7 +59,7 @@ export class Execution {
   private readonly logger: Logger;
   private warnedProgress = false;
 
-  /** Tracks the lease at once (so a drain can abort it); nothing runs until start(). */
+  /** Hands the lease to the keeper, which renews it from its next round; the handler runs at start(). */
   constructor(
     private readonly deps: ExecutionDeps,
     claimed: Claimed,
@@ -179,7 +179,8 @@ export class Execution {
     };
   }
 
-  private async write(outcome: OutcomeWrite, started: number): Promise<void> {
+  /** `refusedBefore`: this write replaces one the store refused as input (it is not replaced again). */
+  private async write(outcome: OutcomeWrite, started: number, refusedBefore = false): Promise<void> {
     // From here the outcome write decides: renewals would only race it.
     const lease = this.kept.stopRenewing();
     const { events } = this.deps;
@@ -212,10 +213,16 @@ export class Execution {
           outcome: outcome.write,
           current: error.current?.status,
         });
-      } else if (error instanceof ValidationError && outcome.write === 'complete') {
-        // e.g. a result over the size limit: record the attempt as failed rather than losing it.
+      } else if (
+        error instanceof ValidationError &&
+        (outcome.write === 'complete' || outcome.write === 'fail') &&
+        !refusedBefore
+      ) {
+        // The store refused what the handler gave (a result over the size limit, say): record the
+        // attempt as failed with the reason rather than leave the task RUNNING until recovery.
         answered('error');
-        await this.write({ write: 'fail', error: describeError(error), retryable: false }, started);
+        const retryable = outcome.write === 'fail' && outcome.retryable;
+        await this.write({ write: 'fail', error: describeError(error), retryable }, started, true);
       } else {
         answered('error');
         // Unknown (deadline, throttling): the lease runs out and recovery decides.

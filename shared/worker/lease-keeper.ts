@@ -54,6 +54,8 @@ export interface KeptLease {
 export class LeaseKeeper {
   private readonly entries = new Map<string, Entry>();
   private round: Promise<void> | undefined;
+  /** A tick found a round in flight: the next round renews every lease. */
+  private fullRoundOwed = false;
   private timer: TimerHandle | undefined;
   private rounds = 0;
   private maxLag = 0;
@@ -105,8 +107,11 @@ export class LeaseKeeper {
           'event loop blocked past a heartbeat interval; a CPU-bound handler should call heartbeat()',
           { lagMs: lag },
         );
-      // One round at a time: a slow round is not stacked on by the next tick.
-      if (!this.round) void this.renew([...this.entries.values()]);
+      // One round at a time: a slow round is not stacked on by the next tick. The tick is owed a full
+      // round instead, taken as soon as the current one ends (a handler calling heartbeat() in a
+      // loop keeps single-lease rounds going, and must not starve every other lease).
+      if (this.round) this.fullRoundOwed = true;
+      else void this.renew([]);
     }, interval);
   }
 
@@ -117,10 +122,15 @@ export class LeaseKeeper {
     while (this.round) await this.round.catch(() => undefined);
   }
 
-  /** One renewal round over the given entries; tells holders of lost leases and cancel requests. */
+  /**
+   * One renewal round over the given entries (every tracked lease when a full round is owed, or
+   * for a tick: `[]`); tells holders of lost leases and cancel requests.
+   */
   private async renew(entries: Entry[]): Promise<void> {
     while (this.round) await this.round.catch(() => undefined);
-    const live = entries.filter((e) => !e.lost && this.isTracked(e));
+    const full = this.fullRoundOwed || entries.length === 0;
+    this.fullRoundOwed = false;
+    const live = (full ? [...this.entries.values()] : entries).filter((e) => !e.lost && this.isTracked(e));
     if (live.length === 0) return;
     const round = this.renewLive(live);
     this.round = round;
@@ -147,14 +157,15 @@ export class LeaseKeeper {
     );
     for (const [i, outcome] of outcomes.entries()) {
       const entry = live[i]!;
-      // Its outcome write began while the round ran: that write decides, not this answer.
-      if (!this.isTracked(entry)) continue;
+      // Every answer is told (a renewal DynamoDB applied is part of the task's history)...
       this.deps.events.emit('renew', {
         taskId: outcome.taskId,
         token: entry.lease.token,
         outcome: outcome.outcome,
         ...('lease' in outcome ? { leaseUntil: outcome.lease.leaseUntil } : {}),
       });
+      // ...but once its outcome write began, that write decides, not this answer.
+      if (!this.isTracked(entry)) continue;
       switch (outcome.outcome) {
         case 'renewed':
           entry.lease = outcome.lease;

@@ -43,6 +43,11 @@ export function decideOutcome(
     case 'lease-lost':
     case undefined:
       if (end.kind === 'abandoned') return { write: 'release' };
-      return { write: 'fail', error: describeError(end.error), retryable: end.retryable };
+      // A rejection with no message (`throw ''`) still says what happened: the store needs a reason.
+      return {
+        write: 'fail',
+        error: describeError(end.error) || 'the handler failed without a message',
+        retryable: end.retryable,
+      };
   }
 }

@@ -6,9 +6,9 @@
  * and one that cannot be is refused to the handler that sent it.
  */
 import { ValidationError } from '../errors.js';
+import { MAX_PROGRESS_NOTE_CHARS } from '../store/inputs.js';
 
-/** The store's limit on a progress note (renewInput in shared/store/inputs.ts). */
-export const MAX_PROGRESS_NOTE_CHARS = 256;
+export { MAX_PROGRESS_NOTE_CHARS };
 
 export interface Progress {
   fraction: number;

@@ -9,7 +9,7 @@ import { performance } from 'node:perf_hooks';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { systemClock, type Clock } from '../clock.js';
 import { settings, type LeaseholdConfig } from '../config.js';
-import { ConfigError, describeError } from '../errors.js';
+import { ConfigError, describeError, LeaseholdError } from '../errors.js';
 import { LeaseEvents } from '../events.js';
 import { canStartWithin, effectiveTimeoutMs, typeTimeoutMs } from '../invocation-budget.js';
 import { ClaimState } from '../store/claim-state.js';
@@ -45,7 +45,11 @@ export interface WorkerOptions {
   clock?: Clock;
   /** Every timer the worker and its executions arm (injectable: tests run on fake timers). */
   timers?: TimerSet;
-  /** The lifecycle stream; share the store's so claim intents and readied tasks reach the same subscribers. */
+  /**
+   * The process's lifecycle stream: pass the store's (the runtime's `events`), so the worker hears of
+   * tasks readied by writes in this process and one subscriber hears the store's and the worker's
+   * steps. The worker emits on a child of it and counts its figures from its own steps only.
+   */
   events?: LeaseEvents;
   logger?: Logger;
   metrics?: LeaseholdMetrics;
@@ -75,6 +79,15 @@ export interface RunSummary {
   timersArmed: number;
 }
 
+/** run() was called while a run of the same worker was still going. */
+export class WorkerBusyError extends LeaseholdError {
+  override name = 'WorkerBusyError';
+  override readonly code = 'WORKER_BUSY';
+  constructor(readonly workerId: string) {
+    super(`Worker ${workerId} is already running; await its run() before starting another.`);
+  }
+}
+
 /** The types a worker serves: LEASEHOLD_WORKER_TYPES (a dedicated pool), or every registered type. */
 function workerTypes(config: WorkerConfig, registry: TaskRegistry): string[] {
   if (config.workerTypes === undefined) return registry.names();
@@ -99,10 +112,18 @@ interface Run {
 
 export class Worker {
   readonly timers: TimerSet;
+  /** This worker's own steps (a child of the process's stream: they reach its subscribers too). */
   readonly events: LeaseEvents;
   readonly metrics: LeaseholdMetrics;
+  /** The process's stream, where the store says it readied a task. */
+  private readonly processEvents: LeaseEvents;
+  private busy = false;
   private readonly active = new Map<string, Execution>();
-  /** What this worker's claims remember from one round to the next (spare heads, empty partitions, contention). */
+  /**
+   * What this worker's claims remember from one round to the next (spare heads, empty partitions,
+   * contention, claims of unknown outcome to undo). It outlives run(): a Lambda execution environment
+   * keeps its Worker, so the next invocation starts calm and still undoes what the last one left.
+   */
   private readonly claimMemory = new ClaimState();
   private readonly clock: Clock;
   private readonly logger: Logger;
@@ -113,7 +134,8 @@ export class Worker {
   constructor(private readonly options: WorkerOptions) {
     this.clock = options.clock ?? systemClock();
     this.timers = options.timers ?? new TimerSet();
-    this.events = options.events ?? new LeaseEvents();
+    this.processEvents = options.events ?? new LeaseEvents();
+    this.events = this.processEvents.child();
     this.logger = options.logger ?? new Logger({ serviceName: 'leasehold-worker' });
     this.logger.appendKeys({ workerId: options.workerId });
     this.metrics = options.metrics ?? new RecordingMetrics();
@@ -127,21 +149,38 @@ export class Worker {
   }
 
   async run(runOptions: RunOptions = {}): Promise<RunSummary> {
+    // One run at a time: a second would share the claim memory and count every figure twice.
+    if (this.busy) throw new WorkerBusyError(this.options.workerId);
+    this.busy = true;
+    try {
+      return await this.runOnce(runOptions);
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  private async runOnce(runOptions: RunOptions): Promise<RunSummary> {
     const { config } = this.options;
     const remaining = runOptions.remainingTimeMs ?? (() => Number.POSITIVE_INFINITY);
     const idleStopMs = runOptions.idleStopMs ?? config.idleStopMs;
     const run = this.startRun();
     const onStop = () => this.wake?.();
     runOptions.stop?.addEventListener('abort', onStop);
+    const lookAgain = () => this.claimMemory.forgetDrained();
     const unsubscribe = [
       countLifecycle(this.events, this.metrics, {
         monotonic: this.monotonic,
-        ...(this.options.metricsFlushIntervalMs
-          ? { flushIntervalMs: this.options.metricsFlushIntervalMs }
-          : {}),
+        ...(this.options.metricsFlushIntervalMs === undefined
+          ? {}
+          : { flushIntervalMs: this.options.metricsFlushIntervalMs }),
       }),
-      // A write in this process readied a task: look at every partition again at once.
-      this.events.on('task:readied', () => this.claimMemory.forgetDrained()),
+      // A write in this process readied a task, or this worker put one back: look at every partition
+      // again at once.
+      this.processEvents.on('task:readied', lookAgain),
+      this.events.on('task:promoted', lookAgain),
+      this.events.on('task:finished', ({ status }) => {
+        if (status === 'RETRYING' || status === 'RELEASED') lookAgain();
+      }),
     ];
     run.keeper.start();
     try {
@@ -265,7 +304,8 @@ export class Worker {
             this.logger.error('task execution failed', { taskId: task.id, error: describeError(error) }),
           )
           .finally(() => {
-            this.active.delete(task.id);
+            // A re-claim of the same task (its old handler ignored a lost lease) may be running now.
+            if (this.active.get(task.id) === execution) this.active.delete(task.id);
             this.wake?.();
           });
       }
