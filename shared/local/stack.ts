@@ -24,6 +24,9 @@ import type { LeaseStore } from '../store/ports.js';
 import type { TaskStore } from '../store/task-store.js';
 import { serveApi, type LocalApiServer } from './http-bridge.js';
 
+/** Recovery sweeps one local stack runs at once (see runSweep). */
+const MAX_SWEEPS_IN_FLIGHT = 2;
+
 export interface Roles {
   api: boolean;
   worker: boolean;
@@ -101,13 +104,18 @@ export async function startStack(options: StackOptions): Promise<LocalStack> {
     workerRun = worker.run({ stop: stopWorker.signal, idleStopMs: Number.POSITIVE_INFINITY });
   }
 
-  let sweep: Promise<unknown> = Promise.resolve();
+  const sweeps = new Set<Promise<unknown>>();
   let recoveryTimer: NodeJS.Timeout | undefined;
   if (options.roles.recovery) {
     const runSweep = () => {
-      sweep = sweep
-        .then(() => runRecoverySweep(app.store, { clock, metrics, logger }))
-        .catch((error: unknown) => logger.error('recovery sweep failed', { error: String(error) }));
+      // Sweeps may overlap (each fix is conditioned on the lease it observed, so two sweeps never both
+      // fix a task): a sweep held up by one slow write (a 2 s deadline, resent) must not hold back the
+      // next one, or every other expired lease waits for it. Two at a time at most.
+      if (sweeps.size >= MAX_SWEEPS_IN_FLIGHT) return;
+      const sweep = runRecoverySweep(app.store, { clock, metrics, logger })
+        .catch((error: unknown) => logger.error('recovery sweep failed', { error: String(error) }))
+        .finally(() => sweeps.delete(sweep));
+      sweeps.add(sweep);
     };
     runSweep(); // at start: finishes what a crashed earlier run left behind as soon as its leases run out
     recoveryTimer = setInterval(runSweep, app.config.recoveryIntervalMs);
@@ -130,7 +138,7 @@ export async function startStack(options: StackOptions): Promise<LocalStack> {
       await ticker?.stop();
       stopWorker.abort();
       await workerRun;
-      await sweep;
+      await Promise.all(sweeps);
       await api?.close();
       client.destroy();
       await dynalite?.close();
