@@ -10,11 +10,10 @@ import { defineTask } from '../shared/tasks/define.js';
 import { MAX_PROGRESS_NOTE_CHARS, sanitizeProgress } from '../shared/worker/progress.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { TaskSubmitter } from '../shared/tasks/task-submitter.js';
-import { MemoryHistory, recordHistory } from './chaos/history.js';
+import { MemoryHistory } from './chaos/history.js';
 import { RecordingMetrics } from '../shared/metrics.js';
-import { Worker } from '../shared/worker/worker.js';
 import { ManualClock } from './support/manual-clock.js';
-import { createWorkerWorld, silentLogger, sleep } from './support/worker-world.js';
+import { createWorkerWorld, sleep } from './support/worker-world.js';
 
 describe('sanitizeProgress', () => {
   it('ignores NaN, so the last report stands', () => {
@@ -108,17 +107,7 @@ describe('a handler that reports bad progress', () => {
     ).task;
     const history = new MemoryHistory('w1');
     const metrics = new RecordingMetrics();
-    recordHistory(store.events, history);
-    const worker = new Worker({
-      store,
-      registry: w.registry,
-      config: w.config,
-      events: store.events,
-      workerId: 'w1',
-      logger: silentLogger(),
-      metrics,
-      clock,
-    });
+    const worker = w.worker('w1', { store, metrics, clock, history });
     const stop = new AbortController();
     const run = worker.run({ stop: stop.signal });
     await waitFor(() => reported.size === 2);

@@ -8,13 +8,12 @@ import * as z from 'zod';
 import type { TaskStore } from '../shared/store/task-store.js';
 import { defineTask } from '../shared/tasks/define.js';
 import { TaskAbortedError } from '../shared/worker/outcome.js';
-import { MemoryHistory, recordHistory } from './chaos/history.js';
+import { MemoryHistory } from './chaos/history.js';
 import { RecordingMetrics } from '../shared/metrics.js';
-import { Worker } from '../shared/worker/worker.js';
 import { TaskSubmitter } from '../shared/tasks/task-submitter.js';
 import { ManualClock } from './support/manual-clock.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
-import { createWorkerWorld, silentLogger, sleep, untilAborted } from './support/worker-world.js';
+import { createWorkerWorld, sleep, untilAborted } from './support/worker-world.js';
 
 let server: TestDynamo;
 beforeAll(async () => {
@@ -65,17 +64,7 @@ describe('a renewal round that fails as a whole', () => {
       store.renew = renew;
       const history = new MemoryHistory('w1');
       const metrics = new RecordingMetrics();
-      recordHistory(store.events, history);
-      const worker = new Worker({
-        store,
-        registry: w.registry,
-        config: w.config,
-        events: store.events,
-        workerId: 'w1',
-        logger: silentLogger(),
-        metrics,
-        clock,
-      });
+      const worker = w.worker('w1', { store, metrics, clock, history });
       const queue = new TaskSubmitter(store, w.registry, w.config);
       const tasks = [
         (await queue.enqueue({ type: 'waits', owner: 'o', payload: 1 })).task,

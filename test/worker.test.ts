@@ -21,7 +21,7 @@ import { RecordingMetrics } from '../shared/metrics.js';
 import { decideOutcome, TaskAbortedError } from '../shared/worker/outcome.js';
 import { Worker, type RunOptions, type RunSummary } from '../shared/worker/worker.js';
 import { FakeLeaseStore } from './support/fake-lease-store.js';
-import { silentLogger } from './support/worker-world.js';
+import { silentLogger, untilAborted } from './support/worker-world.js';
 
 const START = Date.UTC(2026, 11, 1, 9, 0, 0);
 
@@ -92,13 +92,6 @@ function world(
     },
   };
 }
-
-/** Resolves when the signal aborts, rejecting with its reason (as fetch does). */
-const untilAborted = (signal: AbortSignal) =>
-  new Promise<never>((_, reject) => {
-    if (signal.aborted) reject(signal.reason);
-    signal.addEventListener('abort', () => reject(signal.reason), { once: true });
-  });
 
 describe('worker runtime (fake store, fake timers)', () => {
   it('runs a handler with its context and records the result; progress rides on the next renewal', async () => {

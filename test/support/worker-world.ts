@@ -1,6 +1,7 @@
 /** A table with a fast lease configuration, real time, and workers on it: for runtime and function tests. */
 import { Logger } from '@aws-lambda-powertools/logger';
-import { systemClock } from '../../shared/clock.js';
+import { systemClock, type Clock } from '../../shared/clock.js';
+import { recordHistory, type HistorySink } from '../chaos/history.js';
 import type { ConfigInput } from '../../shared/config.js';
 import type { TaskDefinition } from '../../shared/tasks/define.js';
 import { TaskRegistry } from '../../shared/tasks/registry.js';
@@ -34,9 +35,10 @@ export interface WorkerWorld extends TestStore {
   registry: TaskRegistry;
   submitter: TaskSubmitter;
   schedules: ScheduleService;
+  /** A worker on its own store client (a peer by default); `history` records its and its store's steps. */
   worker(
     id: string,
-    options?: { store?: TaskStore; metrics?: RecordingMetrics },
+    options?: { store?: TaskStore; metrics?: RecordingMetrics; clock?: Clock; history?: HistorySink },
   ): Worker & { recorded: RecordingMetrics };
 }
 
@@ -61,6 +63,7 @@ export async function createWorkerWorld(
     worker: (id, options = {}) => {
       const recorded = options.metrics ?? new RecordingMetrics();
       const store = options.store ?? t.peer();
+      if (options.history) recordHistory(store.events, options.history);
       const worker = new Worker({
         store,
         registry,
@@ -69,6 +72,7 @@ export async function createWorkerWorld(
         workerId: id,
         logger: silentLogger(),
         metrics: recorded,
+        ...(options.clock ? { clock: options.clock } : {}),
       });
       return Object.assign(worker, { recorded });
     },
