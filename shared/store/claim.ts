@@ -104,7 +104,12 @@ export async function claim(
     const now = ctx.clock.now();
     const leaseUntil = leaseExpiry(now, ctx.config);
     const attempts = await Promise.all(
-      batch.map((c) => tryClaim(ctx, c, input.workerId, now, leaseUntil, gate, onUnknown)),
+      // A failed attempt is an answer like the others: the round keeps what it already won.
+      batch.map((c) =>
+        claimOne(ctx, c, input.workerId, now, leaseUntil, gate, onUnknown).catch(
+          (error: unknown): Attempt => ({ outcome: 'error', error }),
+        ),
+      ),
     );
     for (const [j, attempt] of attempts.entries()) {
       if (attempt.outcome === 'won') result.claimed.push(attempt.claimed);
@@ -232,22 +237,6 @@ function visitOrder(
 }
 
 type OnUnknownClaim = (c: Candidate, writeId: string, leaseUntil: number) => void;
-
-async function tryClaim(
-  ctx: StoreContext,
-  c: Candidate,
-  workerId: string,
-  now: number,
-  leaseUntil: number,
-  gate: SlotGate,
-  onUnknown: OnUnknownClaim,
-): Promise<Attempt> {
-  try {
-    return await claimOne(ctx, c, workerId, now, leaseUntil, gate, onUnknown);
-  } catch (error) {
-    return { outcome: 'error', error };
-  }
-}
 
 async function claimOne(
   ctx: StoreContext,
