@@ -15,7 +15,10 @@ export const INDEX = {
   ready: { name: 'ready', partition: 'readyPk', sort: 'readySk', sortType: 'S' },
   /** Only leased tasks (by lease expiry) and delayed tasks (by due time), sharded. */
   sweep: { name: 'sweep', partition: 'sweepPk', sort: 'sweepAt', sortType: 'N' },
-  /** A caller's tasks, newest first. Keys never change after enqueue, so status changes never write it. */
+  /**
+   * A caller's tasks, newest first, spread over OWNER_SHARDS partitions per owner (a list merges them).
+   * Keys never change after enqueue, so status changes never write it.
+   */
   owner: { name: 'owner', partition: 'ownerPk', sort: 'ownerSk', sortType: 'S', include: ['type'] },
 } as const;
 
@@ -60,10 +63,54 @@ export const priorityOfReadySortKey = (readySk: string) =>
 export const leaseSweepPartition = (shard: number) => `LEASE#${shard}`;
 export const delaySweepPartition = (shard: number) => `DELAY#${shard}`;
 
+/**
+ * Owner-index partitions per owner. A caller is often one producer role (every session of a role is
+ * that role), and one index partition takes about 1,000 writes a second: with one partition per owner
+ * that was the ceiling on a producer's enqueues (and on the fires of its schedules). Eight spread a
+ * producer's enqueues to about 8,000 a second, what one type's sixteen ready partitions carry (two
+ * ready writes per task), so the owner index is no longer the first limit. More would only make every
+ * list page dearer: a page reads every shard of its owner (one Query each, at least 0.5 read units).
+ * One digit: the partition's text then names exactly one owner and shard (see taskOwnerPartition).
+ */
+export const OWNER_SHARDS = 8;
+
+/** The owner-index shard of a task: from its id, fixed at enqueue (idempotent ids are deterministic, so is this). */
+export const ownerShardForId = (id: string) => fnv1a(`owner#${id}`) % OWNER_SHARDS;
+
+/**
+ * A task owner's owner-index partition `<shard>#<owner>`. The shard goes first so no owner's
+ * partition can be another owner's, nor a schedule list's `SCHEDULES#<owner>` (a partition that
+ * starts with a digit is never one of those).
+ */
+export const taskOwnerPartition = (owner: string, shard: number) => `${shard}#${owner}`;
+/** Every owner-index partition holding `owner`'s tasks: a list reads them all and merges them. */
+export const taskOwnerPartitions = (owner: string) =>
+  Array.from({ length: OWNER_SHARDS }, (_, shard) => taskOwnerPartition(owner, shard));
+/** The owner-index partition a task is written to at enqueue. */
+export const taskOwnerPartitionOf = (owner: string, id: string) =>
+  taskOwnerPartition(owner, ownerShardForId(id));
+
 export const ownerSortKey = (createdAt: number, id: string) => `${pad(createdAt, 13)}#${id}`;
 
-/** Concurrency-limit slots: one partition per limit scope, one item per slot. */
-export const limitPartition = (scope: string) => `LIMIT#${scope}`;
+/**
+ * Slot items per partition of a concurrency limit. A held slot is written every heartbeat (10 s) and
+ * twice per task it admits (take, release): 250 busy slots with tasks of half a second are about
+ * 1,000 writes a second, one partition's limit. A limit up to 250 stays one partition (one Query a
+ * claim round); a limit of 10,000 is 40 partitions, read in parallel.
+ */
+export const SLOTS_PER_PARTITION = 250;
+
+/**
+ * Concurrency-limit slots: one item per slot, slot i in partition floor(i / SLOTS_PER_PARTITION) of
+ * its scope: `LIMIT#<scope>` for the first, `LIMIT#<scope>#<n>` for the others. Scopes are `global`
+ * and `type#<type>`, and a type has no `#`, so no scope's partition is another's.
+ */
+export const limitPartition = (scope: string, partition = 0) =>
+  partition === 0 ? `LIMIT#${scope}` : `LIMIT#${scope}#${partition}`;
+/** The partition of a limit's scope that holds slot `index`. */
+export const slotPartitionOf = (index: number) => Math.floor(index / SLOTS_PER_PARTITION);
+/** How many partitions the slots of a limit of `limit` take. */
+export const slotPartitionCount = (limit: number) => Math.ceil(limit / SLOTS_PER_PARTITION);
 export const slotSortKey = (index: number) => `SLOT#${pad(index, 5)}`;
 
 /** The shard a task lives in, fixed at enqueue. */

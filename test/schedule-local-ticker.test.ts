@@ -12,7 +12,7 @@ import {
   LocalScheduleTicker,
 } from '../shared/schedules/local-ticker.js';
 import { ScheduleService } from '../shared/schedules/schedule-service.js';
-import { ScheduleStore } from '../shared/schedules/schedule-store.js';
+import { definitionKey, ScheduleStore } from '../shared/schedules/schedule-store.js';
 import { localSync } from '../shared/schedules/scheduler-sync.js';
 import { defineTask, type TaskDefinition } from '../shared/tasks/define.js';
 import { demoTasks } from '../tasks/demo.js';
@@ -190,7 +190,7 @@ describe('the local ticker isolates a failing schedule', () => {
     await w.doc.send(
       new UpdateCommand({
         TableName: w.config.tableName,
-        Key: { pk: 'SCHEDULES', sk: 'broken' },
+        Key: definitionKey('broken'),
         UpdateExpression: 'SET #z = :z',
         ExpressionAttributeNames: { '#z': 'timezone' },
         ExpressionAttributeValues: { ':z': 'Mars/Olympus' },

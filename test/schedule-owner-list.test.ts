@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { handleApiEvent } from '../shared/api/api-handler.js';
 import { localSync } from '../shared/schedules/scheduler-sync.js';
 import { ScheduleService } from '../shared/schedules/schedule-service.js';
-import { ScheduleStore } from '../shared/schedules/schedule-store.js';
+import { definitionKey, isDefinitionPartition, ScheduleStore } from '../shared/schedules/schedule-store.js';
 import { demoTasks } from '../tasks/demo.js';
 import { TaskRegistry } from '../shared/tasks/registry.js';
 import { TaskSubmitter } from '../shared/tasks/task-submitter.js';
@@ -171,4 +171,45 @@ describe('GET /schedules reads only the caller’s schedules', () => {
       expect(pages.flat()).toEqual(all);
     },
   );
+});
+
+describe('definitions over several partitions', () => {
+  it('definitions spread over the definitions partitions; each fire reads its own, the ticker and the list see every one', async () => {
+    const w = await world();
+    const all = Array.from({ length: 24 }, (_, i) => `nightly-${i}`);
+    for (const name of all) expect((await w.put(ALICE, name, { name })).status).toBe(201);
+    const items = (await w.scanAll()).filter((i) => String(i.pk).startsWith('SCHEDULES'));
+    // Every definition at its name's key, and more than one partition in use (it was one, `SCHEDULES`).
+    expect(items.map((i) => [i.pk, i.sk]).sort()).toEqual(
+      all.map((name) => [definitionKey(name).pk, name]).sort(),
+    );
+    expect(new Set(items.map((i) => i.pk)).size).toBeGreaterThan(1);
+    expect(items.every((i) => isDefinitionPartition(String(i.pk)))).toBe(true);
+
+    // A fire reads exactly its definition's key, consistently.
+    const gets: unknown[] = [];
+    w.client.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName === 'GetCommand' || context.commandName === 'GetItemCommand')
+          gets.push((args.input as { Key?: unknown }).Key);
+        return next(args);
+      },
+      { step: 'initialize', name: 'testRecordGets' },
+    );
+    const outcome = await w.schedules.fire('nightly-7', w.clock.now());
+    expect(outcome).toMatchObject({ fired: true, created: true });
+    expect(JSON.stringify(gets)).toContain(definitionKey('nightly-7').pk);
+
+    // The ticker reads every partition; the list pages over the owner index.
+    const timings = await new ScheduleStore(w.store.ctx).timings();
+    expect(timings.map((t) => t.name)).toEqual([...all].sort());
+    const listed: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await w.schedules.list(ALICE, { limit: 5, cursor });
+      listed.push(...page.schedules.map((s) => s.name));
+      cursor = page.nextCursor;
+    } while (cursor);
+    expect(listed).toEqual([...all].sort());
+  });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { handleApiEvent } from '../shared/api/api-handler.js';
 import { ScheduleService } from '../shared/schedules/schedule-service.js';
-import { ScheduleStore } from '../shared/schedules/schedule-store.js';
+import { definitionKey, ScheduleStore } from '../shared/schedules/schedule-store.js';
 import { refOf } from '../shared/schedules/schedule-model.js';
 import { demoTasks } from '../tasks/demo.js';
 import { apiEvent, type EventSpec } from './support/api-events.js';
@@ -27,7 +27,7 @@ const definition = {
 };
 const remote = (name: string) => backends.scheduler.schedules.get(`leasehold/${name}`);
 const definitionItem = async (w: WorkerWorld, name: string) =>
-  (await w.scanAll()).find((i) => i.pk === 'SCHEDULES' && i.sk === name);
+  (await w.scanAll()).find((i) => i.pk === definitionKey(name).pk && i.sk === name);
 
 describe('a definition EventBridge Scheduler refuses', () => {
   it('a new schedule Scheduler refuses is a 400 with its reason, not a 503 retry, and leaves no definition', async () => {

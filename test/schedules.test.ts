@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { definitionKey } from '../shared/schedules/schedule-store.js';
 import { handleApiEvent } from '../shared/api/api-handler.js';
 import { demoTasks } from '../tasks/demo.js';
 import { apiEvent, ALICE, BOB, type EventSpec } from './support/api-events.js';
@@ -164,7 +165,7 @@ describe('schedules through the API (evaluated locally)', () => {
     await w.doc.send(
       new (await import('@aws-sdk/lib-dynamodb')).UpdateCommand({
         TableName: w.config.tableName,
-        Key: { pk: 'SCHEDULES', sk: 'gappy' },
+        Key: definitionKey('gappy'),
         UpdateExpression: 'SET createdAt = :c, updatedAt = :c',
         ExpressionAttributeValues: { ':c': created },
       }),

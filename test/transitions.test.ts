@@ -49,6 +49,7 @@ import {
   INDEX,
   leaseSweepPartition,
   ownerSortKey,
+  taskOwnerPartitionOf,
   PRIORITY_LIMIT,
   readyPartition,
   readySortKey,
@@ -137,7 +138,7 @@ function violations(item: Item, queuedAt?: number): string[] {
   const hasLease = isSet(item.leaseOwner) || isSet(item.leaseUntil);
   check(shard === shardForId(item.id as string), 'shard is fixed by the id');
   check(
-    item[INDEX.owner.partition] === item.owner &&
+    item[INDEX.owner.partition] === taskOwnerPartitionOf(item.owner as string, item.id as string) &&
       item[INDEX.owner.sort] === ownerSortKey(item.createdAt as number, item.id as string),
     'in the owner index under its owner',
   );
@@ -515,7 +516,7 @@ function baseItem(task: ArbTask, rest: { attempts: number; availableAt: number; 
     createdAt: task.createdAt,
     leaseToken: task.token,
     writeId: stamp(),
-    ownerPk: task.owner,
+    ownerPk: taskOwnerPartitionOf(task.owner, task.id),
     ownerSk: ownerSortKey(task.createdAt, task.id),
     ...rest,
   };

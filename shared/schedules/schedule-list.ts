@@ -13,7 +13,7 @@ import {
 } from '../store/list-cursor.js';
 import { readOwnerIndexPage } from '../store/list-page.js';
 import type { ScheduleDefinition } from './schedule-model.js';
-import { DEFINITIONS, fromItem, ownerPartition } from './schedule-store.js';
+import { definitionPartition, fromItem, isDefinitionPartition, ownerPartition } from './schedule-store.js';
 
 const OPERATION = 'listSchedules';
 /** Room per definition for what the API adds (ISO times, nextFireAt, sync) and the list's commas. */
@@ -24,17 +24,17 @@ export interface SchedulePage {
   nextCursor?: string;
 }
 
-/** A cursor of this list is exactly the owner-index key of one definition: SCHEDULES, its name, SCHEDULES#<owner>, its name. */
+/** A cursor of this list is exactly the owner-index key of one definition: its table key (SCHEDULES#<n>, its name), SCHEDULES#<owner>, its name. */
 const NAME = /^[0-9a-zA-Z._-]{1,64}$/;
 const cursorSchema: z.ZodType<OwnerIndexKey> = z
   .object({
-    pk: z.literal(DEFINITIONS),
+    pk: z.string().refine(isDefinitionPartition),
     sk: z.string().regex(NAME),
     ownerPk: keyString(MAX_PARTITION_KEY_BYTES),
     ownerSk: z.string().regex(NAME),
   })
   .strict()
-  .refine((k) => k.sk === k.ownerSk);
+  .refine((k) => k.sk === k.ownerSk && k.pk === definitionPartition(k.sk));
 
 /** A definition's weight in a page as Lambda counts it (its JSON, escaped again as the body string); see MAX_LIST_PAGE_BYTES. */
 const pageBytes = (def: ScheduleDefinition) =>
@@ -55,10 +55,12 @@ export async function listOwnedSchedules(
   const partition = ownerPartition(owner);
   const { entries: schedules, ...next } = await readOwnerIndexPage(ctx, {
     operation: OPERATION,
-    partition,
+    listKey: partition,
+    // Definitions are few per owner, and written only by PUT and DELETE: one partition per owner.
+    partitions: [partition],
     cursor: cursor === undefined ? undefined : decodeCursor(cursor, cursorSchema, partition, OPERATION),
     limit,
-    lists: (key) => key.pk === DEFINITIONS,
+    lists: (key) => isDefinitionPartition(key.pk),
     // Deleted and created again by another owner between the index read and the item read: not this owner's.
     show: (item: Record<string, unknown>) => (item.owner === owner ? fromItem(item) : undefined),
     weight: pageBytes,

@@ -1,5 +1,7 @@
 /**
- * Cursors of paged lists: the owner index's LastEvaluatedKey as base64url JSON. A cursor comes back
+ * Cursors of paged lists: the last owner-index entry a page dealt with, as base64url JSON, its
+ * `ownerPk` the list's name (a list may span several index partitions, list-page.ts: the next page
+ * reads each of them from just past the entry's sort key). A cursor comes back
  * from the caller, so it is input like any other: it must have exactly the shape this list writes and
  * belong to the caller, or the request is a 400 that says to start again. A key DynamoDB refuses
  * anyway (its ValidationException on ExclusiveStartKey) is the same 400, never a 500.
@@ -7,7 +9,10 @@
 import * as z from 'zod';
 import { ValidationError } from '../errors.js';
 
-/** An owner-index position: the table's keys and the index's keys of the last item a page dealt with. */
+/**
+ * An owner-index position: the table's keys and the index sort key of the last item a page dealt
+ * with. In a cursor, `ownerPk` is the list's name (the owner for tasks); in an index entry, its partition.
+ */
 export interface OwnerIndexKey {
   pk: string;
   sk: string;

@@ -3,9 +3,14 @@
  * claim takes a slot before it takes the task and gives the slot the same expiry, renewal renews
  * the slot before the task, and completion frees the task before the slot. So every valid task
  * lease sits inside a valid slot lease, and a dead holder's slot frees itself when its lease runs out.
+ *
+ * A limit's slots are spread over partitions of SLOTS_PER_PARTITION (table-layout.ts), so takes and
+ * renewals of a large limit do not all write one partition; a limit up to that size is one partition,
+ * read with one Query a round. Which partition holds a slot follows from its index alone, so a lease
+ * names its slot by scope and index as before.
  */
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { KEY, limitPartition, slotSortKey } from '../table-layout.js';
+import { KEY, limitPartition, slotPartitionCount, slotPartitionOf, slotSortKey } from '../table-layout.js';
 import { recoveryCutoff, leaseIsFree } from '../lease-rules.js';
 import { writeTargetOf, type StoreContext } from './context.js';
 import { slotStillFree } from './conditions.js';
@@ -53,7 +58,7 @@ export class SlotGate {
   async mayAdmit(type: string): Promise<boolean> {
     const now = this.ctx.clock.now();
     for (const { scope, limit } of limitsFor(this.ctx, type)) {
-      const slots = await this.read(scope);
+      const slots = await this.read(scope, limit);
       if (![...Array(limit).keys()].some((i) => leaseIsFree(slots.get(i), now, this.ctx.config)))
         return false;
     }
@@ -86,7 +91,7 @@ export class SlotGate {
     taskId: string,
     leaseUntil: number,
   ): Promise<SlotLease | undefined> {
-    const slots = await this.read(scope);
+    const slots = await this.read(scope, limit);
     const now = this.ctx.clock.now();
     const free = [...Array(limit).keys()].filter((i) => leaseIsFree(slots.get(i), now, this.ctx.config));
     // Different claimers try different free slots first, so they rarely race for the same item.
@@ -119,35 +124,48 @@ export class SlotGate {
     return undefined;
   }
 
-  private async read(scope: string): Promise<Map<number, SlotItem>> {
+  /** The slot items of a limit of `limit` on `scope`, by index: every partition it spans, read in parallel, once a round. */
+  private async read(scope: string, limit: number): Promise<Map<number, SlotItem>> {
     let slots = this.observed.get(scope);
     if (!slots) {
-      slots = new Map();
-      // Every page: a slot on an unread page would look never taken and could never be taken again.
-      let startKey: Record<string, unknown> | undefined;
-      do {
-        const out = await this.ctx.doc.send(
-          new QueryCommand({
-            TableName: this.ctx.tableName,
-            KeyConditionExpression: '#pk = :pk',
-            ExpressionAttributeNames: { '#pk': KEY.partition },
-            ExpressionAttributeValues: { ':pk': limitPartition(scope) },
-            ConsistentRead: true,
-            ...(startKey ? { ExclusiveStartKey: startKey } : {}),
-          }),
-          deadline(this.ctx.config.requestDeadlineMs),
-        );
-        for (const s of (out.Items ?? []) as SlotItem[]) slots.set(Number(s.sk.slice('SLOT#'.length)), s);
-        startKey = out.LastEvaluatedKey;
-      } while (startKey);
-      this.observed.set(scope, slots);
+      const found = new Map<number, SlotItem>();
+      const partitions = [...Array(slotPartitionCount(limit)).keys()];
+      await Promise.all(partitions.map((p) => this.readPartition(scope, p, found)));
+      this.observed.set(scope, found);
+      slots = found;
     }
     return slots;
   }
+
+  /** Every slot item of one partition of a limit, into `found`. */
+  private async readPartition(scope: string, partition: number, found: Map<number, SlotItem>): Promise<void> {
+    // Every page: a slot on an unread page would look never taken and could never be taken again.
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const out = await this.ctx.doc.send(
+        new QueryCommand({
+          TableName: this.ctx.tableName,
+          KeyConditionExpression: '#pk = :pk',
+          ExpressionAttributeNames: { '#pk': KEY.partition },
+          ExpressionAttributeValues: { ':pk': limitPartition(scope, partition) },
+          ConsistentRead: true,
+          ...(startKey ? { ExclusiveStartKey: startKey } : {}),
+        }),
+        deadline(this.ctx.config.requestDeadlineMs),
+      );
+      for (const s of (out.Items ?? []) as SlotItem[]) {
+        const index = Number(s.sk.slice('SLOT#'.length));
+        // Only the slots this partition holds: a slot is taken and renewed at slotKey's place, nowhere else.
+        if (slotPartitionOf(index) === partition) found.set(index, s);
+      }
+      startKey = out.LastEvaluatedKey;
+    } while (startKey);
+  }
 }
 
+/** Where slot `index` of a scope lives: partition floor(index / SLOTS_PER_PARTITION) of the scope. */
 const slotKey = (scope: string, index: number) => ({
-  [KEY.partition]: limitPartition(scope),
+  [KEY.partition]: limitPartition(scope, slotPartitionOf(index)),
   [KEY.sort]: slotSortKey(index),
 });
 

@@ -7,6 +7,7 @@ import { listInput, parseInput, taskRefInput, type ListInput } from './inputs.js
 import { decodeCursor, keyString, MAX_PARTITION_KEY_BYTES, type OwnerIndexKey } from './list-cursor.js';
 import { readOwnerIndexPage } from './list-page.js';
 import { readTaskItem } from './task-reads.js';
+import { taskOwnerPartitions } from '../table-layout.js';
 import { toTask, type TaskItem } from './task-item.js';
 
 /** Reads a task; with `owner`, another owner's task is reported as not found (no existence leak). */
@@ -26,9 +27,10 @@ export interface TaskPage {
 }
 
 /**
- * A cursor of this list is exactly an owner-index key that enqueue writes (TASK#<id>, TASK, the owner,
- * <createdAt>#<id>) for one task: anything else (empty keys, other partitions, oversized strings) is
- * refused before DynamoDB sees it.
+ * A cursor of this list is the position of one task in it: its table key (TASK#<id>, TASK), the owner
+ * (the list's name; the task's index entry is in one of the owner's shards) and its owner-index sort
+ * key (<createdAt>#<id>). Anything else (empty keys, other partitions, oversized strings) is refused
+ * before DynamoDB sees it. The next page reads every shard from just past that sort key.
  */
 const ID = '[A-Za-z0-9_-]{1,64}';
 const cursorSchema: z.ZodType<OwnerIndexKey> = z
@@ -50,7 +52,8 @@ function pageBytes(task: Task): number {
 
 /**
  * The owner index is keys-only (plus the never-changing type) so status changes never write it; the
- * items are fetched by key. A status filter is applied after that read, so a page may come back short
+ * owner's OWNER_SHARDS partitions are read in parallel and merged newest first, and the items are
+ * fetched by key. A status filter is applied after that read, so a page may come back short
  * with a cursor: keep following `nextCursor` until it is absent. A page also ends before its tasks
  * would weigh more than MAX_LIST_PAGE_BYTES (always holding at least one), its cursor at the last task
  * it holds, so the next page goes on exactly there.
@@ -59,7 +62,9 @@ export async function listTasks(ctx: StoreContext, rawInput: ListInput): Promise
   const input = parseInput(listInput, 'listTasks', rawInput);
   const { entries: tasks, ...next } = await readOwnerIndexPage(ctx, {
     operation: 'listTasks',
-    partition: input.owner,
+    listKey: input.owner,
+    // Every shard of the owner (a producer's enqueues spread over them), merged newest first.
+    partitions: taskOwnerPartitions(input.owner),
     cursor:
       input.cursor === undefined
         ? undefined

@@ -18,7 +18,8 @@
  *   leaseUntil <= `sweepAt` <= leaseUntil + sweepSlackMs (lease-rules.ts), with leaseOwner and leaseUntil.
  * - A terminal task (SUCCESS, FAILED, CANCELLED) is in neither index, has no lease fields, and has
  *   finishedAt and its TTL (`expiresAt`, epoch seconds, from finishedFields).
- * - Every task is in the owner index (`ownerPk`, `ownerSk`); its keys are written once, at enqueue.
+ * - Every task is in the owner index (`ownerPk` = one of its owner's shards, from its id; `ownerSk`);
+ *   its keys are written once, at enqueue.
  */
 import type { LeaseholdConfig } from '../config.js';
 import { sweepKeyFor } from '../lease-rules.js';
@@ -28,6 +29,7 @@ import {
   leaseSweepPartition,
   ownerSortKey,
   priorityOfReadySortKey,
+  taskOwnerPartitionOf,
   readyPartition,
   readySortKey,
   TTL_ATTRIBUTE,
@@ -87,7 +89,7 @@ export function enqueued(
   return {
     assign: {
       status: TaskStatus.QUEUED,
-      [INDEX.owner.partition]: task.owner,
+      [INDEX.owner.partition]: taskOwnerPartitionOf(task.owner, task.id),
       [INDEX.owner.sort]: ownerSortKey(task.createdAt, task.id),
       ...queuedAt(task, task.availableAt, now),
     },
