@@ -27,6 +27,8 @@ interface FunctionProperties {
 export interface SimEndpoints {
   dynamodb: string;
   scheduler: string;
+  /** Lambda's Invoke API (a function starting another function's invocation). */
+  lambda: string;
 }
 
 export function functionsFromTemplate(
@@ -88,6 +90,7 @@ export function functionsFromTemplate(
       // Where the AWS SDK finds the local services instead of AWS's (AWS_ENDPOINT_URL_<SERVICE>).
       AWS_ENDPOINT_URL_DYNAMODB: endpoints.dynamodb,
       AWS_ENDPOINT_URL_SCHEDULER: endpoints.scheduler,
+      AWS_ENDPOINT_URL_LAMBDA: endpoints.lambda,
       // The template's own environment last: nothing of the sim's shell reaches the function.
       ...(p.Environment?.Variables ?? {}),
     };

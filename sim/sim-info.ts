@@ -15,6 +15,8 @@ export interface SimInfo {
   stackName: string;
   dynamodb: { backend: string; version: string; endpoint: string; gatedEndpoint: string; tables: string[] };
   schedulerEndpoint: string;
+  /** Lambda's Invoke API (POST /2015-03-31/functions/{name}/invocations), SigV4-signed for "lambda". */
+  lambdaEndpoint: string;
   functions: { logicalId: string; name: string; arn: string; node: string; logFile: string }[];
   callers: SimCaller[];
   queues: { name: string; arn: string; file: string }[];

@@ -19,6 +19,7 @@ import { functionsFromTemplate } from './functions-from-template.js';
 import { startGateway } from './http-api/gateway.js';
 import { AccessLog } from './iam/access-log.js';
 import { IdentityStore, type SimPrincipal } from './iam/identity-store.js';
+import { startInvokeServer } from './lambda/invoke-server.js';
 import { LambdaService } from './lambda/lambda-service.js';
 import { httpApisFromTemplate } from './routes-from-template.js';
 import { startSchedulerFromTemplate, type SimScheduler } from './scheduler-from-template.js';
@@ -186,13 +187,32 @@ export async function startSim(options: SimOptions): Promise<RunningSim> {
       accessLog,
     );
 
+    // Lambda's Invoke API: up before the functions are defined (their environment names its endpoint),
+    // it reaches the LambdaService created below only once a request arrives.
+    const invokeServer = await startInvokeServer({
+      region,
+      accountId,
+      identities,
+      log: accessLog,
+      lambda: {
+        invoke: (...args) => lambda.invoke(...args),
+        invokeAsync: (...args) => lambda.invokeAsync(...args),
+        definitions: () => lambda.definitions(),
+      },
+    });
+    closers.push(() => invokeServer.close());
+
     // Functions; their logs go to <dataDir>/logs/<logicalId>.log.
     const logFile = (logicalId: string) => join(dataDir, 'logs', `${logicalId}.log`);
     const schedulerPort = await freePort();
     const definitions = functionsFromTemplate(
       assembly,
       resolver,
-      { dynamodb: gate.endpoint, scheduler: `http://127.0.0.1:${schedulerPort}` },
+      {
+        dynamodb: gate.endpoint,
+        scheduler: `http://127.0.0.1:${schedulerPort}`,
+        lambda: invokeServer.endpoint,
+      },
       (id) => (line) => appendFileSync(logFile(id), `${line}\n`),
       notice,
     );
@@ -277,6 +297,7 @@ export async function startSim(options: SimOptions): Promise<RunningSim> {
         tables: tables.map((t) => t.name),
       },
       schedulerEndpoint: scheduler.endpoint,
+      lambdaEndpoint: invokeServer.endpoint,
       functions: definitions.map((d) => ({
         logicalId: d.logicalId,
         name: d.name,

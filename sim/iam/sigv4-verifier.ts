@@ -17,6 +17,12 @@ export interface IncomingSignedRequest {
   method: string;
   /** Path as sent, still percent-encoded. */
   path: string;
+  /**
+   * Put the path into the canonical request as sent, not decoded first: what AWS does for every service
+   * but S3 (the signer encodes the already-encoded path again, so an ARN's `%3A` becomes `%253A`).
+   * Without it the path is decoded first, as before.
+   */
+  pathAsSent?: boolean;
   /** Query string as sent, without `?`. */
   query: string;
   headers: Record<string, string | string[] | undefined>;
@@ -134,7 +140,7 @@ export async function verifySigV4(
       method: request.method,
       protocol: 'http:',
       hostname: String(headers.host ?? '').split(':')[0]!,
-      path: decodeURIComponent(request.path),
+      path: request.pathAsSent ? request.path : decodeURIComponent(request.path),
       query,
       headers,
       body: request.body,

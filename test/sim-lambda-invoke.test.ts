@@ -1,0 +1,383 @@
+/**
+ * The sim's Lambda Invoke endpoint, called with the real `@aws-sdk/client-lambda`: SigV4 checked, the
+ * caller's lambda:InvokeFunction decided by real IAM policies, Event queued, RequestResponse answered,
+ * and every refusal raised by the SDK as the exception Lambda's would be.
+ */
+import {
+  InvalidRequestContentException,
+  InvokeCommand,
+  LambdaClient,
+  RequestTooLargeException,
+  ResourceNotFoundException,
+  TooManyRequestsException,
+  type InvokeCommandInput,
+} from '@aws-sdk/client-lambda';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AccessLog } from '../sim/iam/access-log.js';
+import { IdentityStore, type SimPrincipal } from '../sim/iam/identity-store.js';
+import type { Credentials } from '../sim/iam/sigv4-verifier.js';
+import { startInvokeServer, type InvokeServer } from '../sim/lambda/invoke-server.js';
+import { LambdaService, type FunctionDefinition } from '../sim/lambda/lambda-service.js';
+import { TemplateResolver } from '../sim/template/resolver.js';
+
+const REGION = 'us-east-1';
+const ACCOUNT = '123456789012';
+const arnOf = (name: string) => `arn:aws:lambda:${REGION}:${ACCOUNT}:function:${name}`;
+const PROBE = arnOf('probe');
+
+// One tiny bundle for every function: it records each event it gets (the proof that it ran), and can
+// itself call Invoke through AWS_ENDPOINT_URL_LAMBDA with its role's session credentials.
+const root = mkdtempSync(join(tmpdir(), 'sim-lambda-invoke-'));
+const sdk = createRequire(import.meta.url).resolve('@aws-sdk/client-lambda');
+writeFileSync(
+  join(root, 'index.js'),
+  `
+const fs = require('node:fs');
+exports.handler = async (event, context) => {
+  if (event.mark) fs.writeFileSync(event.mark, JSON.stringify({ event, fn: context.functionName }));
+  if (event.sleep) await new Promise((r) => setTimeout(r, event.sleep));
+  if (event.fail) throw new TypeError('bad input');
+  if (event.chain) {
+    const { LambdaClient, InvokeCommand } = require(${JSON.stringify(sdk)});
+    const client = new LambdaClient({ maxAttempts: 1 });
+    const out = await client.send(new InvokeCommand({ FunctionName: 'probe', InvocationType: 'Event', Payload: JSON.stringify(event.chain) }));
+    return { chained: out.StatusCode };
+  }
+  return { echo: event, fn: context.functionName, bytes: JSON.stringify(event).length };
+};
+`,
+);
+
+// The function role, as a template defines it: the real IdentityStore gives its sessions credentials.
+const template = {
+  Resources: {
+    ProbeRole: {
+      Type: 'AWS::IAM::Role',
+      Properties: {
+        RoleName: 'probe-role',
+        AssumeRolePolicyDocument: {
+          Statement: [
+            { Effect: 'Allow', Principal: { Service: 'lambda.amazonaws.com' }, Action: 'sts:AssumeRole' },
+          ],
+        },
+        Policies: [
+          {
+            PolicyDocument: {
+              Statement: [{ Effect: 'Allow', Action: 'lambda:InvokeFunction', Resource: PROBE }],
+            },
+          },
+        ],
+      },
+    },
+  },
+};
+const identities = new IdentityStore(
+  new TemplateResolver(template, {
+    stackName: 'invoke-test',
+    region: REGION,
+    accountId: ACCOUNT,
+    apiEndpoint: () => 'http://127.0.0.1',
+  }),
+  ACCOUNT,
+);
+const allowed = identities.addCaller('allowed', `arn:aws:iam::${ACCOUNT}:user/allowed`, [
+  {
+    Statement: [
+      {
+        Effect: 'Allow',
+        Action: 'lambda:InvokeFunction',
+        Resource: [PROBE, arnOf('narrow'), arnOf('ghost')],
+      },
+    ],
+  },
+]);
+const denied = identities.addCaller('denied', `arn:aws:iam::${ACCOUNT}:user/denied`, [
+  { Statement: [{ Effect: 'Allow', Action: 'lambda:GetFunction', Resource: '*' }] },
+]);
+
+let server: InvokeServer;
+let lambda: LambdaService;
+const accessLog = new AccessLog();
+
+const def = (name: string, logicalId: string, reservedConcurrency?: number): FunctionDefinition => ({
+  logicalId,
+  name,
+  arn: arnOf(name),
+  handler: 'index.handler',
+  runtime: 'nodejs22.x',
+  taskRoot: root,
+  timeoutMs: 10_000,
+  memoryMb: 256,
+  reservedConcurrency,
+  roleArn: `arn:aws:iam::${ACCOUNT}:role/probe-role`,
+  nodePath: process.execPath,
+  // What functions-from-template.ts sets: the region and where the SDK finds the sim's Lambda.
+  environment: {
+    PATH: process.env.PATH ?? '',
+    AWS_REGION: REGION,
+    AWS_ENDPOINT_URL_LAMBDA: '',
+    AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+  },
+  asyncConfig: { maximumRetryAttempts: 0, maximumEventAgeMs: 60_000 },
+  resourcePolicy: [],
+  log: () => undefined,
+});
+
+beforeAll(async () => {
+  const definitions = [def('probe', 'Probe'), def('narrow', 'Narrow', 1)];
+  // The server starts before the functions exist (their environment names its endpoint), as in the sim.
+  let bound: LambdaService | undefined;
+  server = await startInvokeServer({
+    region: REGION,
+    accountId: ACCOUNT,
+    identities,
+    log: accessLog,
+    lambda: {
+      invoke: (...args) => bound!.invoke(...args),
+      invokeAsync: (...args) => bound!.invokeAsync(...args),
+      definitions: () => bound!.definitions(),
+    },
+  });
+  for (const d of definitions) d.environment.AWS_ENDPOINT_URL_LAMBDA = server.endpoint;
+  lambda = bound = new LambdaService({
+    functions: definitions,
+    identities,
+    log: accessLog,
+    accountConcurrency: 1000,
+    idleEnvironmentTtlMs: 60_000,
+    destinations: async () => undefined,
+  });
+});
+afterAll(async () => {
+  await lambda?.close();
+  await server?.close();
+});
+
+const clientFor = (credentials: Credentials | SimPrincipal) =>
+  new LambdaClient({
+    region: REGION,
+    endpoint: server.endpoint,
+    credentials: 'credentials' in credentials ? credentials.credentials : credentials,
+    maxAttempts: 1,
+  });
+const invoke = (who: Credentials | SimPrincipal, input: InvokeCommandInput) =>
+  clientFor(who).send(new InvokeCommand(input));
+const json = (payload: Uint8Array | undefined) => JSON.parse(Buffer.from(payload ?? []).toString('utf8'));
+
+async function refusal(
+  promise: Promise<unknown>,
+): Promise<Error & { $metadata: { httpStatusCode?: number } }> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  if (!(error instanceof Error)) throw new Error('expected the call to be refused');
+  return error as Error & { $metadata: { httpStatusCode?: number } };
+}
+
+async function until(check: () => boolean, ms = 5_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+const mark = (name: string) => join(root, `${name}-${Math.random().toString(36).slice(2)}.json`);
+
+describe('Invoke through the sim endpoint', () => {
+  it('Event from an allowed caller: 202 with an empty body, and the function runs with that event', async () => {
+    const file = mark('event');
+    const before = lambda.stats().Probe!.invocations;
+    const out = await invoke(allowed, {
+      FunctionName: 'probe',
+      InvocationType: 'Event',
+      Payload: JSON.stringify({ mark: file, n: 1 }),
+    });
+    expect(out.StatusCode).toBe(202);
+    expect(out.Payload?.length ?? 0).toBe(0);
+    await until(() => existsSync(file));
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual({ event: { mark: file, n: 1 }, fn: 'probe' });
+    expect(lambda.stats().Probe!.invocations).toBeGreaterThan(before);
+  });
+
+  it('RequestResponse: 200 with the function answer, $LATEST, and a function error in FunctionError', async () => {
+    const out = await invoke(allowed, { FunctionName: 'probe', Payload: JSON.stringify({ hello: 'world' }) });
+    expect(out.StatusCode).toBe(200);
+    expect(out.ExecutedVersion).toBe('$LATEST');
+    expect(out.FunctionError).toBeUndefined();
+    expect(json(out.Payload)).toMatchObject({ echo: { hello: 'world' }, fn: 'probe' });
+
+    const failed = await invoke(allowed, { FunctionName: 'probe', Payload: JSON.stringify({ fail: true }) });
+    expect(failed.StatusCode).toBe(200);
+    expect(failed.FunctionError).toBe('Unhandled');
+    expect(json(failed.Payload)).toMatchObject({ errorType: 'TypeError', errorMessage: 'bad input' });
+
+    // No payload at all is the event {} on Lambda.
+    const empty = await invoke(allowed, { FunctionName: 'probe' });
+    expect(json(empty.Payload)).toMatchObject({ echo: {} });
+  });
+
+  it('takes the function as an ARN, a partial ARN or with $LATEST; another qualifier names no function here', async () => {
+    for (const input of [
+      { FunctionName: PROBE },
+      { FunctionName: `${ACCOUNT}:function:probe` },
+      { FunctionName: 'probe:$LATEST' },
+      { FunctionName: `${PROBE}:$LATEST` },
+      { FunctionName: 'probe', Qualifier: '$LATEST' },
+    ]) {
+      const out = await invoke(allowed, { ...input, Payload: '{"via":"name"}' });
+      expect([input, out.StatusCode, json(out.Payload).fn]).toEqual([input, 200, 'probe']);
+    }
+    const versioned = await refusal(invoke(allowed, { FunctionName: 'probe', Qualifier: '1' }));
+    expect(versioned).toBeInstanceOf(ResourceNotFoundException);
+    expect(versioned.message).toBe(`Function not found: ${PROBE}:1`);
+    const elsewhere = await refusal(
+      invoke(allowed, { FunctionName: 'arn:aws:lambda:eu-west-1:123456789012:function:probe' }),
+    );
+    expect(elsewhere).toBeInstanceOf(ResourceNotFoundException);
+  });
+
+  it('a caller without lambda:InvokeFunction gets AccessDeniedException, and nothing runs or is queued', async () => {
+    const file = mark('denied');
+    const before = lambda.stats().Probe!;
+    for (const InvocationType of ['Event', 'RequestResponse', 'DryRun'] as const) {
+      const error = await refusal(
+        invoke(denied, { FunctionName: 'probe', InvocationType, Payload: JSON.stringify({ mark: file }) }),
+      );
+      expect([InvocationType, error.name, error.$metadata.httpStatusCode]).toEqual([
+        InvocationType,
+        'AccessDeniedException',
+        403,
+      ]);
+      expect(error.message).toContain(
+        `User: ${denied.arn} is not authorized to perform: lambda:InvokeFunction`,
+      );
+    }
+    const after = lambda.stats().Probe!;
+    expect([after.invocations, after.queued]).toEqual([before.invocations, 0]);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(existsSync(file)).toBe(false);
+    expect(
+      accessLog.denied().filter((r) => r.principalArn === denied.arn && r.action === 'lambda:InvokeFunction'),
+    ).toHaveLength(3);
+  });
+
+  it('DryRun checks the permission and answers 204 without running the function', async () => {
+    const before = lambda.stats().Probe!.invocations;
+    const out = await invoke(allowed, { FunctionName: 'probe', InvocationType: 'DryRun', Payload: '{}' });
+    expect(out.StatusCode).toBe(204);
+    expect(lambda.stats().Probe!.invocations).toBe(before);
+    expect(lambda.stats().Probe!.queued).toBe(0);
+  });
+
+  it('refuses a bad signature, an unknown key, a session key without its token and an unsigned request', async () => {
+    const wrongSecret = await refusal(
+      invoke({ ...allowed.credentials, secretAccessKey: 'not-the-secret' }, { FunctionName: 'probe' }),
+    );
+    expect([wrongSecret.name, wrongSecret.$metadata.httpStatusCode]).toEqual([
+      'InvalidSignatureException',
+      403,
+    ]);
+    const unknown = await refusal(
+      invoke({ accessKeyId: 'AKIANOTASIMKEY000000', secretAccessKey: 'x' }, { FunctionName: 'probe' }),
+    );
+    expect([unknown.name, unknown.$metadata.httpStatusCode]).toEqual(['UnrecognizedClientException', 403]);
+    // A session key is valid only with its token.
+    const session = identities.assumeRole(`arn:aws:iam::${ACCOUNT}:role/probe-role`, 'probe');
+    const tokenless = await refusal(
+      invoke(
+        {
+          accessKeyId: session.credentials.accessKeyId,
+          secretAccessKey: session.credentials.secretAccessKey,
+        },
+        { FunctionName: 'probe' },
+      ),
+    );
+    expect(tokenless.name).toBe('UnrecognizedClientException');
+    const unsigned = await fetch(`${server.endpoint}/2015-03-31/functions/probe/invocations`, {
+      method: 'POST',
+      body: '{}',
+    });
+    expect([unsigned.status, unsigned.headers.get('x-amzn-errortype')]).toEqual([
+      403,
+      'MissingAuthenticationTokenException',
+    ]);
+    expect(lambda.stats().Probe!.queued).toBe(0);
+  });
+
+  it('an unknown function is ResourceNotFoundException', async () => {
+    const error = await refusal(invoke(allowed, { FunctionName: 'ghost', Payload: '{}' }));
+    expect(error).toBeInstanceOf(ResourceNotFoundException);
+    expect(error.message).toBe(`Function not found: ${arnOf('ghost')}`);
+    const event = await refusal(invoke(allowed, { FunctionName: 'ghost', InvocationType: 'Event' }));
+    expect(event).toBeInstanceOf(ResourceNotFoundException);
+  });
+
+  it('a body that is not JSON is InvalidRequestContentException; payloads over the quotas are RequestTooLargeException', async () => {
+    const notJson = await refusal(invoke(allowed, { FunctionName: 'probe', Payload: 'not json' }));
+    expect(notJson).toBeInstanceOf(InvalidRequestContentException);
+    expect(notJson.$metadata.httpStatusCode).toBe(400);
+
+    // Just over 1 MB: too large for Event, fine for RequestResponse (6 MB).
+    const overAsync = JSON.stringify({ pad: 'x'.repeat(1024 * 1024) });
+    const tooLarge = await refusal(
+      invoke(allowed, { FunctionName: 'probe', InvocationType: 'Event', Payload: overAsync }),
+    );
+    expect(tooLarge).toBeInstanceOf(RequestTooLargeException);
+    expect(tooLarge.$metadata.httpStatusCode).toBe(413);
+    const sync = await invoke(allowed, { FunctionName: 'probe', Payload: overAsync });
+    expect(json(sync.Payload).bytes).toBe(overAsync.length);
+
+    const overSync = JSON.stringify({ pad: 'x'.repeat(6 * 1024 * 1024) });
+    expect(await refusal(invoke(allowed, { FunctionName: 'probe', Payload: overSync }))).toBeInstanceOf(
+      RequestTooLargeException,
+    );
+    expect(lambda.stats().Probe!.queued).toBe(0);
+  });
+
+  it('beyond the reserved concurrency RequestResponse is TooManyRequestsException while Event is accepted and queued', async () => {
+    // Warm the only environment the reservation allows, then keep it busy.
+    await invoke(allowed, { FunctionName: 'narrow', Payload: '{}' });
+    const busy = invoke(allowed, { FunctionName: 'narrow', Payload: JSON.stringify({ sleep: 500 }) });
+    await until(() => lambda.stats().Narrow!.environments.some((e) => e.state === 'busy'));
+
+    const throttled = await refusal(invoke(allowed, { FunctionName: 'narrow', Payload: '{}' }));
+    expect(throttled).toBeInstanceOf(TooManyRequestsException);
+    expect(throttled.$metadata.httpStatusCode).toBe(429);
+    expect((throttled as TooManyRequestsException).Reason).toBe(
+      'ReservedFunctionConcurrentInvocationLimitExceeded',
+    );
+    expect(throttled.message).toBe('Rate Exceeded.');
+
+    const file = mark('queued');
+    const queued = await invoke(allowed, {
+      FunctionName: 'narrow',
+      InvocationType: 'Event',
+      Payload: JSON.stringify({ mark: file }),
+    });
+    expect(queued.StatusCode).toBe(202);
+    expect(lambda.stats().Narrow!.queued).toBe(1);
+    expect((await busy).StatusCode).toBe(200);
+  });
+
+  it('a function invokes another with its role session through AWS_ENDPOINT_URL_LAMBDA', async () => {
+    const file = mark('chained');
+    const out = await invoke(allowed, {
+      FunctionName: 'probe',
+      Payload: JSON.stringify({ chain: { mark: file } }),
+    });
+    expect(json(out.Payload)).toEqual({ chained: 202 });
+    await until(() => existsSync(file));
+    const session = `arn:aws:sts::${ACCOUNT}:assumed-role/probe-role/probe`;
+    expect(
+      accessLog
+        .all()
+        .some((r) => r.principalArn === session && r.action === 'lambda:InvokeFunction' && r.allowed),
+    ).toBe(true);
+  });
+});
