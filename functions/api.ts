@@ -4,11 +4,19 @@ import type { APIGatewayProxyEventV2WithIAMAuthorizer } from 'aws-lambda';
 import { handleApiEvent } from '../shared/api/api-handler.js';
 import { createLeasehold } from '../shared/app.js';
 import { loadConfig } from '../shared/config.js';
+import { lambdaKicker } from '../shared/fleet/lambda-kicker.js';
+import { writeTargetOf } from '../shared/store/context.js';
 import { taskDefinitions } from '../tasks/catalog.js';
 
 // Parsed once per execution environment; the task catalog is the application's content.
 const app = createLeasehold(loadConfig(process.env), taskDefinitions);
 const logger = new Logger({ serviceName: 'leasehold-api' });
+// Starts a worker when a task arrives (coalesced), instead of leaving it for the next minute's tick.
+const kicker = lambdaKicker(app.config, app.events, app.clock, logger, writeTargetOf(app.store.ctx));
 
-export const handler = (event: APIGatewayProxyEventV2WithIAMAuthorizer) =>
-  handleApiEvent(event, { ...app, logger });
+export const handler = async (event: APIGatewayProxyEventV2WithIAMAuthorizer) => {
+  const response = await handleApiEvent(event, { ...app, logger });
+  // Sent before the return: Lambda freezes the process after it.
+  await kicker?.settled();
+  return response;
+};

@@ -3,11 +3,15 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import * as z from 'zod';
 import { createLeasehold } from '../shared/app.js';
 import { loadConfig } from '../shared/config.js';
+import { lambdaKicker } from '../shared/fleet/lambda-kicker.js';
+import { writeTargetOf } from '../shared/store/context.js';
 import { taskDefinitions } from '../tasks/catalog.js';
 
 // Parsed once per execution environment; the task catalog is the application's content.
 const app = createLeasehold(loadConfig(process.env), taskDefinitions);
 const logger = new Logger({ serviceName: 'leasehold-fire' });
+// A fired schedule's task starts at once (coalesced kick), not at the next worker tick.
+const kicker = lambdaKicker(app.config, app.events, app.clock, logger, writeTargetOf(app.store.ctx));
 
 /** The input each schedule's target carries (see shared/schedules/scheduler-sync.ts). */
 const fireEvent = z.object({
@@ -25,6 +29,7 @@ export const handler = async (event: unknown) => {
     return { fired: false, reason: 'malformed-event' };
   }
   const outcome = await app.schedules.fire(parsed.data.scheduleName, Date.parse(parsed.data.scheduledTime));
+  await kicker?.settled();
   logger.info('schedule fired', {
     schedule: parsed.data.scheduleName,
     scheduledTime: parsed.data.scheduledTime,

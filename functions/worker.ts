@@ -1,12 +1,24 @@
-/** Lambda entry point for the worker, started every minute by EventBridge Scheduler; runs until its time is used. */
+/**
+ * Lambda entry point for the worker: started every minute by EventBridge Scheduler (the floor that
+ * guarantees progress), by a kick when a task is enqueued, and by a saturated worker while the
+ * backlog grows. Each invocation takes a fleet seat first (at most LEASEHOLD_WORKER_MAX_CONCURRENCY
+ * run), then claims until idle or out of time.
+ */
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { Context } from 'aws-lambda';
 import { loadConfig } from '../shared/config.js';
 import { createTaskRuntime } from '../shared/task-runtime.js';
 import { taskDefinitions } from '../tasks/catalog.js';
-import { randomSuffix } from '../shared/ids.js';
+import { mathRandom, randomSuffix } from '../shared/ids.js';
 import { powertoolsMetrics } from '../shared/metrics.js';
 import { Worker } from '../shared/worker/worker.js';
+import { FleetSeats } from '../shared/fleet/fleet-seats.js';
+import { FleetScaler } from '../shared/fleet/fleet-scaler.js';
+import { runFleetInvocation } from '../shared/fleet/fleet-invocation.js';
+import { LambdaWorkerInvoker, type WorkerInvoker } from '../shared/fleet/worker-invoker.js';
+import { Timekeeper } from '../shared/fleet/timekeeper.js';
+import { workerStartEvent } from '../shared/fleet/worker-start-event.js';
+import { writeTargetOf } from '../shared/store/context.js';
 
 const app = createTaskRuntime(loadConfig(process.env), taskDefinitions);
 const logger = new Logger({ serviceName: 'leasehold-worker' });
@@ -14,6 +26,20 @@ const metrics = powertoolsMetrics('leasehold-worker');
 // One id per execution environment: invocations in it run one after another, and the fencing token
 // (not the id) tells their claims apart.
 const workerId = `lambda/${(process.env.AWS_LAMBDA_LOG_STREAM_NAME ?? 'local').replace(/[^A-Za-z0-9._:@/-]/g, '-').slice(-80)}/${randomSuffix()}`;
+
+const seats = new FleetSeats({
+  target: writeTargetOf(app.store.ctx),
+  clock: app.clock,
+  random: mathRandom,
+  cap: app.config.workerMaxConcurrency,
+});
+// The function starts more of itself by its own name (Lambda sets it), which needs no reference to
+// its own ARN in its configuration (that would be a circular dependency in the template).
+const functionName = process.env.AWS_LAMBDA_FUNCTION_NAME;
+const invoker: WorkerInvoker = functionName
+  ? new LambdaWorkerInvoker(functionName, undefined, (message, detail) => logger.warn(message, detail))
+  : { start: () => Promise.resolve(false) };
+const scaler = new FleetScaler({ seats, invoker, clock: app.clock, logger });
 
 // One Worker per execution environment: its claim memory (calm or contended, spare heads, claims of
 // unknown outcome still to undo) carries over from one invocation to the next.
@@ -25,12 +51,37 @@ const worker = new Worker({
   workerId,
   logger,
   metrics,
+  onSaturated: () => scaler.saturated(),
 });
 
 export const handler = async (
-  _event: unknown,
+  event: unknown,
   context: Pick<Context, 'getRemainingTimeInMillis' | 'awsRequestId'>,
 ) => {
-  logger.appendKeys({ requestId: context.awsRequestId });
-  return worker.run({ remainingTimeMs: () => context.getRemainingTimeInMillis() });
+  const start = workerStartEvent(event);
+  logger.appendKeys({ requestId: context.awsRequestId, source: start.source });
+  return runFleetInvocation(
+    {
+      worker,
+      seats,
+      scaler,
+      invoker,
+      timekeeper: () =>
+        new Timekeeper({
+          store: app.store,
+          clock: app.clock,
+          timers: worker.timers,
+          logger,
+          refreshMs: app.config.pollIntervalMs,
+          // A prewarmed worker takes about this many short tasks in the first seconds of a burst.
+          onBurstAhead: (at, count) => scaler.prewarm(at, count, app.config.workerConcurrency * 25),
+        }),
+      clock: app.clock,
+      logger,
+      clockSkewMs: app.config.clockSkewMs,
+    },
+    `${workerId}/${context.awsRequestId}`,
+    () => context.getRemainingTimeInMillis(),
+    start.hints,
+  );
 };

@@ -21,6 +21,8 @@ export const GRANTS_WITHOUT_ROUTINE_USE: Record<string, string> = {
     "CDK's grant for a Lambda on-failure destination; Lambda checks the queue with it when the destination is configured",
   '*:sqs:GetQueueUrl':
     "CDK's grant for a Lambda on-failure destination; Lambda checks the queue with it when the destination is configured",
+  'WorkerRole:lambda:InvokeFunction':
+    'a worker whose claim rounds fill every slot starts another invocation (scale with the backlog): used only under a backlog',
   'WorkerRole:dynamodb:GetItem':
     "the consistent read-back after a write whose answer was lost, and reading a dead holder's task when taking over its concurrency slot: used only under faults (the chaos harness exercises both)",
 };

@@ -1,6 +1,7 @@
 /** Everything Leasehold needs in an AWS account: `npx cdk deploy`. */
 import { Aws, CfnOutput, Duration, Stack, type StackProps } from 'aws-cdk-lib';
 import { SqsDestination } from 'aws-cdk-lib/aws-lambda-destinations';
+import { Policy, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import { defineConfig, type LeaseholdConfig } from '../shared/config.js';
@@ -41,10 +42,11 @@ export const FUNCTION_ACCESS: Record<FunctionName, TableAccess> = {
     ],
     indexes: { [INDEX.owner.name]: ['dynamodb:Query'] },
   },
-  // claim (ready heads, slot partitions on the table), lease writes, read-backs
+  // claim (ready heads, slot and fleet-seat partitions on the table), lease writes, read-backs; the
+  // timekeeper (seat 0) reads the delay partitions of the sweep index and promotes what falls due
   worker: {
     table: ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem'],
-    indexes: { [INDEX.ready.name]: ['dynamodb:Query'] },
+    indexes: { [INDEX.ready.name]: ['dynamodb:Query'], [INDEX.sweep.name]: ['dynamodb:Query'] },
   },
   // sweep (sweep index + batch read), fixes and promotions, queue-depth counts (ready index)
   recovery: {
@@ -150,6 +152,7 @@ export class LeaseholdStack extends Stack {
       maxEventAge: Duration.hours(1),
       onFailure: new SqsDestination(this.schedules.deadLetters),
     });
+    this.wireWorkerStarts();
     const scheduleEnvironment = {
       LEASEHOLD_SCHEDULE_GROUP: this.userSchedules.group.scheduleGroupName,
       LEASEHOLD_SCHEDULER_ROLE_ARN: this.userSchedules.invokeRole.roleArn,
@@ -174,5 +177,26 @@ export class LeaseholdStack extends Stack {
     new CfnOutput(this, 'DashboardUrl', {
       value: `https://${Aws.REGION}.console.aws.amazon.com/cloudwatch/home?region=${Aws.REGION}#dashboards:name=${this.monitoring.dashboard.dashboardName}`,
     });
+  }
+
+  /**
+   * Who may start a worker invocation besides the scheduled tick: the API and the fire function kick
+   * one when a task arrives (LEASEHOLD_WORKER_FUNCTION_ARN), and a saturated worker starts more of
+   * itself by its own name. The worker's grant is a policy of its own: in the role's default policy,
+   * a statement naming the function's ARN would make the function depend on itself.
+   */
+  private wireWorkerStarts(): void {
+    const worker = this.functions.worker.fn;
+    const invokeWorker = () =>
+      new PolicyStatement({
+        sid: 'StartWorker',
+        actions: ['lambda:InvokeFunction'],
+        resources: [worker.functionArn],
+      });
+    for (const starter of [this.functions.api.fn, this.functions.fire.fn]) {
+      starter.addEnvironment('LEASEHOLD_WORKER_FUNCTION_ARN', worker.functionArn);
+      starter.addToRolePolicy(invokeWorker());
+    }
+    new Policy(this, 'WorkerStartsWorkers', { statements: [invokeWorker()], roles: [worker.role!] });
   }
 }

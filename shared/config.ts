@@ -173,7 +173,20 @@ export const settings = {
     schema: positiveInt.max(3650),
     default: 30,
   },
-  idleStopMs: { audience: 'worker', env: 'LEASEHOLD_IDLE_STOP_MS', schema: positiveMs, default: 10_000 },
+  // A kick starts a worker when work arrives, so an idle one need not wait long for it (it did 10 s).
+  idleStopMs: { audience: 'worker', env: 'LEASEHOLD_IDLE_STOP_MS', schema: positiveMs, default: 2_000 },
+  workerMaxConcurrency: {
+    audience: 'worker',
+    env: 'LEASEHOLD_WORKER_MAX_CONCURRENCY',
+    schema: positiveInt.max(1000),
+    default: 10,
+  },
+  kickIntervalMs: {
+    audience: 'worker',
+    env: 'LEASEHOLD_KICK_INTERVAL_MS',
+    schema: positiveMs,
+    default: 250,
+  },
   drainMarginMs: {
     audience: 'worker',
     env: 'LEASEHOLD_DRAIN_MARGIN_MS',
@@ -191,6 +204,12 @@ export const settings = {
     audience: 'scheduler',
     env: 'LEASEHOLD_SCHEDULER_ROLE_ARN',
     schema: z.string().startsWith('arn:', 'must be an IAM role ARN').optional(),
+    default: undefined,
+  },
+  workerFunctionArn: {
+    audience: 'scheduler',
+    env: 'LEASEHOLD_WORKER_FUNCTION_ARN',
+    schema: z.string().startsWith('arn:', 'must be a Lambda function ARN').optional(),
     default: undefined,
   },
   fireFunctionArn: {

@@ -45,6 +45,8 @@ export interface LeaseEventMap {
    * look at every partition again at once.
    */
   'task:readied': { taskId?: string };
+  /** A new task was written (not an idempotent repeat): the kick on enqueue starts a worker for it. */
+  'task:enqueued': { taskId: string; type: string; availableAt: number };
   /** A delayed retry moved into the ready index by the worker that scheduled it. */
   'task:promoted': { taskId: string };
   /** A task reached a final status or went back to wait for another attempt. */

@@ -9,7 +9,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { sigv4Signer } from '../shared/cli/sigv4.js';
+import { signedCaller } from './signed-caller.js';
 import { startSim } from './sim.js';
 
 const PRICES = {
@@ -50,29 +50,17 @@ await new Promise((r) => setTimeout(r, minutes * 60_000));
 const after = await state(from);
 
 // Enqueue-to-start while idle: tasks enqueued at random moments while no worker runs wait for the next tick.
-const caller = sim.info.callers.find((c) => c.name === 'admin')!;
-const sign = sigv4Signer(sim.info.region, {
-  accessKeyId: caller.accessKeyId,
-  secretAccessKey: caller.secretAccessKey,
-});
-const call = async (method: string, path: string, body?: unknown) => {
-  const url = new URL(path, sim.info.apiUrl);
-  const text = body === undefined ? undefined : JSON.stringify(body);
-  const headers = await sign(url, {
-    method,
-    headers: text ? { 'content-type': 'application/json' } : {},
-    ...(text ? { body: text } : {}),
-  });
-  return (await (await fetch(url, { method, headers, ...(text ? { body: text } : {}) })).json()) as {
-    task: { id: string; status: string; createdAt: string; startedAt?: string };
-  };
-};
+const call = signedCaller(sim.info);
 const idleStarts: number[] = [];
 for (let i = 0; i < samples; i++) {
   await new Promise((r) => setTimeout(r, 15_000 + Math.random() * 45_000));
-  const { task } = await call('POST', 'tasks', { type: 'demo.echo', payload: i });
+  const { task } = (await call('POST', 'tasks', { type: 'demo.echo', payload: i })).body as {
+    task: { id: string };
+  };
   for (;;) {
-    const t = (await call('GET', `tasks/${task.id}`)).task;
+    const t = (
+      (await call('GET', `tasks/${task.id}`)).body as { task: { startedAt?: string; createdAt: string } }
+    ).task;
     if (t.startedAt) {
       idleStarts.push(Date.parse(t.startedAt) - Date.parse(t.createdAt));
       break;

@@ -141,6 +141,7 @@ describe('configuration', () => {
     expect(settingsFor('scheduler')).toEqual([
       'scheduleGroup',
       'schedulerRoleArn',
+      'workerFunctionArn',
       'fireFunctionArn',
       'scheduleDeadLetterArn',
     ]);

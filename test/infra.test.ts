@@ -220,7 +220,13 @@ describe('the functions', () => {
       Resource: { 'Fn::GetAtt': [expect.stringMatching(/^UserSchedulesInvokeRole/), 'Arn'] },
       Condition: { StringEquals: { 'iam:PassedToService': 'scheduler.amazonaws.com' } },
     });
-    expect(statements).toHaveLength(2);
+    // The kick on enqueue: the API may start the worker function, and nothing else.
+    const start = statements.find((x) => x.Sid === 'StartWorker')!;
+    expect(start).toMatchObject({
+      Action: 'lambda:InvokeFunction',
+      Resource: { 'Fn::GetAtt': [expect.stringMatching(/^Worker/), 'Arn'] },
+    });
+    expect(statements).toHaveLength(3);
     const api = resources('AWS::Lambda::Function').find(([id]) => id.startsWith('Api'))![1].Properties
       .Environment.Variables;
     expect(Object.keys(api)).toEqual(
@@ -238,6 +244,29 @@ describe('the functions', () => {
       ['lambda:InvokeFunction', 'sqs:SendMessage'],
     );
     template.resourceCountIs('AWS::Scheduler::ScheduleGroup', 2);
+  });
+
+  it('the API and the fire function know the worker to kick, and the worker may start only itself', () => {
+    const fnEnv = (prefix: string) =>
+      resources('AWS::Lambda::Function').find(([id]) => id.startsWith(prefix))![1].Properties.Environment
+        .Variables;
+    for (const starter of ['Api', 'Fire'])
+      expect(fnEnv(starter).LEASEHOLD_WORKER_FUNCTION_ARN).toEqual({
+        'Fn::GetAtt': [expect.stringMatching(/^Worker/), 'Arn'],
+      });
+    // The worker starts more of itself by name: its own ARN in its environment would be a cycle.
+    expect(fnEnv('Worker').LEASEHOLD_WORKER_FUNCTION_ARN).toBeUndefined();
+    expect(fnEnv('Worker').LEASEHOLD_WORKER_MAX_CONCURRENCY).toBe('10');
+    const [, own] = resources('AWS::IAM::Policy').find(([id]) => id.startsWith('WorkerStartsWorkers'))!;
+    expect(own.Properties.PolicyDocument.Statement).toEqual([
+      {
+        Sid: 'StartWorker',
+        Effect: 'Allow',
+        Action: 'lambda:InvokeFunction',
+        Resource: { 'Fn::GetAtt': [expect.stringMatching(/^Worker/), 'Arn'] },
+      },
+    ]);
+    expect(own.Properties.Roles).toEqual([{ Ref: expect.stringMatching(/^WorkerRole/) }]);
   });
 
   it('bundles the pinned AWS SDK into each function instead of using the runtime copy', () => {

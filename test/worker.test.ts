@@ -3,7 +3,7 @@
  * against an in-memory LeaseStore on fake timers: production settings (60 s leases, 10 s heartbeats),
  * virtual time, no real sleep. The DynamoDB store has its own suites on the emulators.
  */
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import * as z from 'zod';
 import { systemClock } from '../shared/clock.js';
 import { loadConfig, type LeaseholdConfig } from '../shared/config.js';
@@ -22,18 +22,9 @@ import { decideOutcome, TaskAbortedError } from '../shared/worker/outcome.js';
 import { Worker, type RunOptions, type RunSummary } from '../shared/worker/worker.js';
 import { FakeLeaseStore } from './support/fake-lease-store.js';
 import { silentLogger, untilAborted } from './support/worker-world.js';
+import { START, useFakeTime } from './support/fake-time.js';
 
-const START = Date.UTC(2026, 11, 1, 9, 0, 0);
-
-beforeEach(() => {
-  vi.useFakeTimers({
-    now: START,
-    toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'],
-  });
-});
-afterEach(() => {
-  vi.useRealTimers();
-});
+useFakeTime();
 
 /** The production defaults: lease 60 s, heartbeat 10 s, poll 1 s, idle stop 10 s, drain margin 20 s. */
 const config: LeaseholdConfig = loadConfig({});

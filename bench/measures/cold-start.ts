@@ -17,11 +17,13 @@ import { measure, median, round, type BenchContext, type Measure } from '../meas
 const run = promisify(execFile);
 const FUNCTIONS = ['worker', 'api', 'recovery', 'fire'] as const;
 const KB = 1024;
-const TARGET_MINIFIED_KB = 600;
-// 180 until 2026-12-01; the lost-answer primitive, the priority lanes and the per-owner schedule list
-// added about 3.5 KB to the API bundle, which still carries the claim path through the TaskStore
-// facade (narrow ports will take it out).
-const TARGET_GZIP_KB = 185;
+// 600 KB / 185 KB until issue 15: the kick on enqueue and the fleet's scale-up start worker
+// invocations with @aws-sdk/client-lambda, whose client brings its own operation schemas, endpoint
+// rules and event-stream codec (about 70 KB minified, 20 KB gzipped, in the API, fire and worker
+// bundles). Before that: 180 KB gzipped until the lost-answer primitive, the priority lanes and the
+// per-owner schedule list. The API bundle still carries the claim path through the TaskStore facade.
+const TARGET_MINIFIED_KB = 700;
+const TARGET_GZIP_KB = 210;
 
 /**
  * What the CDK passes to esbuild for the stack's bundling props (infra/lambda-bundling.ts).

@@ -23,6 +23,7 @@ import type { LeaseEvents } from '../events.js';
 import type { LeaseStore } from '../store/ports.js';
 import type { TaskStore } from '../store/task-store.js';
 import { serveApi, type LocalApiServer } from './http-bridge.js';
+import { openWakeChannel } from './wake-channel.js';
 
 /** Recovery sweeps one local stack runs at once (see runSweep). */
 const MAX_SWEEPS_IN_FLIGHT = 2;
@@ -87,6 +88,14 @@ export async function startStack(options: StackOptions): Promise<LocalStack> {
   let api: LocalApiServer | undefined;
   if (options.roles.api) api = await serveApi({ ...app, logger }, app.config.port);
 
+  // Processes sharing this data directory's table wake each other's idle workers when a task arrives
+  // (the in-process worker hears it on the stream directly). A hint only: the next poll is the floor.
+  const wake = await openWakeChannel({ dir: join(resolve(base.dataDir), 'wake') });
+  const unsubscribeWake = [
+    app.events.on('task:enqueued', () => wake.ring()),
+    wake.onRing(() => app.events.emit('task:readied', {})),
+  ];
+
   const stopWorker = new AbortController();
   let workerRun: Promise<RunSummary> | undefined;
   if (workerId) {
@@ -139,6 +148,8 @@ export async function startStack(options: StackOptions): Promise<LocalStack> {
       stopWorker.abort();
       await workerRun;
       await Promise.all(sweeps);
+      unsubscribeWake.forEach((off) => off());
+      await wake.close();
       await api?.close();
       client.destroy();
       await dynalite?.close();

@@ -3,6 +3,7 @@
  * starts, heads it read but did not take, and partitions it found empty.
  */
 import { fnv1a } from '../ids.js';
+import { shardPartition } from '../table-layout.js';
 
 /** A ready head: enough to attempt the claim write without reading the item. */
 export interface Candidate {
@@ -27,6 +28,9 @@ export interface UnknownClaim {
   writeId: string;
   leaseUntil: number;
 }
+
+/** Partitions a round reads first on a hint: beyond these, a burst has spread over every shard anyway. */
+const MAX_HINTS = 4;
 
 /** Rounds without a lost race after which a worker counts as calm again. */
 const CALM_AFTER_ROUNDS = 8;
@@ -126,6 +130,26 @@ export class ClaimState {
     const all = this.unknownClaims;
     this.unknownClaims = [];
     return all;
+  }
+
+  /** Partitions where a task was just enqueued: the next round reads them first. */
+  private hints: { type: string; shard: number }[] = [];
+
+  /**
+   * A task was just enqueued in this partition (the kick that started this invocation says where, or
+   * this process wrote it): the next round reads it first, even if it was empty a moment ago.
+   */
+  lookFirst(type: string, shard: number): void {
+    this.drained.delete(shardPartition(type, shard));
+    if (this.hints.some((h) => h.type === type && h.shard === shard) || this.hints.length >= MAX_HINTS)
+      return;
+    this.hints.push({ type, shard });
+  }
+
+  takeHints(): { type: string; shard: number }[] {
+    const hints = this.hints;
+    this.hints = [];
+    return hints;
   }
 
   /** Another worker took one of the spare heads: the rest are likely stale too. */

@@ -45,6 +45,13 @@ const MAX_WINDOW = 100;
  * what reading one does. The heads not taken now are kept for the next rounds (spares).
  */
 const MIN_WINDOW = 32;
+/**
+ * How many partitions each wave of a round reads at once; after these, 8 at a time. Bounded: a
+ * hundred queries at once make each wait behind the others (an emulator answers them one by one),
+ * and a read past its deadline fails the round.
+ */
+const READ_WAVES = [1, 3, 8];
+const LATER_WAVE = 8;
 
 type Attempt =
   | { outcome: 'won'; claimed: Claimed }
@@ -99,7 +106,11 @@ export async function claim(
   const onUnknown = (candidate: Candidate, writeId: string, leaseUntil: number) =>
     state.noteUnknownClaim({ candidate, writeId, leaseUntil });
 
-  const take = async (batch: Candidate[]) => {
+  // Heads this round already tried (a spare may also come back in a partition read): never twice.
+  const tried = new Set<string>();
+  const take = async (fresh: Candidate[]) => {
+    const batch = fresh.filter((c) => !tried.has(c.id));
+    for (const c of batch) tried.add(c.id);
     // Each batch gets a lease from its own send time, so a long round does not shorten the last leases.
     const now = ctx.clock.now();
     const leaseUntil = leaseExpiry(now, ctx.config);
@@ -129,6 +140,39 @@ export async function claim(
     }
   };
 
+  // Where a task was just enqueued comes first (one query finds what the kick was for), then the rest.
+  const hints = state.takeHints().filter((h) => input.types.includes(h.type));
+  const isHint = (p: { type: string; shard: number }) =>
+    hints.some((h) => h.type === p.type && h.shard === p.shard);
+  const partitions = [
+    ...hints,
+    ...visitOrder(input.types, (count) => state.startPartition(input.workerId, count), ctx.random).filter(
+      (p) => !isHint(p),
+    ),
+  ];
+  // Partitions are read in waves of growing size (1, 3, then 8 at a time), each wave's reads in
+  // parallel: a worker with plenty of work still reads only its own partition, and one looking for
+  // the single task an enqueue just kicked it for finds it within a few round trips, not after up to
+  // 16 x types sequential queries (seconds when many types are served).
+  const readPartition = async ({ type, shard }: { type: string; shard: number }) => {
+    const partition = shardPartition(type, shard);
+    const now = ctx.clock.now();
+    if (limitedTypes.has(type) || state.isDrained(partition, now, ctx.config.pollIntervalMs))
+      return undefined;
+    const admitted = await guard(() => gate.mayAdmit(type));
+    if (admitted === undefined) return undefined;
+    if (!admitted) {
+      limitedTypes.add(type);
+      return undefined;
+    }
+    const heads = await guard(() => readHeads(ctx, partition, type, shard, window()));
+    return heads ? { type, partition, now, ...heads } : undefined;
+  };
+  // A partition named by a hint is read at once, beside the lanes: the task a kick was sent for is
+  // then found in one round trip. (Its heads are re-checked by the claim write like any other.)
+  const hinted =
+    hints.length > 0 ? Promise.all(partitions.slice(0, hints.length).map(readPartition)) : undefined;
+
   // 1. Tasks above the default priority, of every type served, highest first (the lanes).
   const lanes = new LaneRound(ctx, state, input.types);
   await guard(async () => {
@@ -150,49 +194,48 @@ export async function claim(
       : state.takeSpare(input.types, ctx.clock.now(), ctx.config.pollIntervalMs, room());
     if (spare.length > 0 && (await take(spare)).some((a) => a.outcome === 'lost')) state.dropSpare();
   }
-  const partitions = visitOrder(
-    input.types,
-    (count) => state.startPartition(input.workerId, count),
-    ctx.random,
-  );
   const emptyThisRound = new Set<string>();
-  for (let i = 0; i < partitions.length && room() > 0 && errors.length === 0; i++) {
-    const { type, shard } = partitions[i]!;
-    // A partition this worker found empty within the last poll is not queried again until then.
-    const partition = shardPartition(type, shard);
-    const now = ctx.clock.now();
-    if (limitedTypes.has(type) || state.isDrained(partition, now, ctx.config.pollIntervalMs)) continue;
-    const admitted = await guard(() => gate.mayAdmit(type));
-    if (admitted === undefined) break;
-    if (!admitted) {
-      limitedTypes.add(type);
-      continue;
-    }
-    const heads = await guard(() => readHeads(ctx, partition, type, shard, window()));
-    if (!heads) break;
-    const { candidates, exhausted } = heads;
-
-    if (state.randomized) {
-      // The others that read this partition see the same heads: pick at random; contended, take only
-      // a share of what is there (all that is needed when it is full, a few when it runs thin) and
-      // move on instead of retrying.
-      shuffleWithinPriority(candidates, ctx.random);
-      const share = state.contended
-        ? Math.ceil(candidates.length / CONTENDED_WINDOW_FACTOR)
-        : candidates.length;
-      await take(candidates.splice(0, Math.min(share, room())));
-    } else {
-      while (candidates.length > 0 && room() > 0 && !limitedTypes.has(type) && errors.length === 0)
-        await take(candidates.splice(0, room()));
-      if (candidates.length > 0 && errors.length === 0 && !limitedTypes.has(type))
-        state.keepSpare(candidates, now);
-    }
-    // Every head the partition held was read and taken (won or lost to another): it is empty for now.
-    if (exhausted && candidates.length === 0 && errors.length === 0 && !limitedTypes.has(type)) {
-      state.noteDrained(partition, now);
-      emptyThisRound.add(partition);
+  const leftOver: Candidate[] = [];
+  for (let w = 0, from = 0; from < partitions.length && room() > 0 && errors.length === 0; w++) {
+    const size = (READ_WAVES[w] ?? LATER_WAVE) + (w === 0 ? hints.length : 0);
+    const wave = partitions.slice(from, from + size);
+    from += size;
+    const reads =
+      w === 0 && hinted
+        ? [...(await hinted), ...(await Promise.all(wave.slice(hints.length).map(readPartition)))]
+        : await Promise.all(wave.map(readPartition));
+    for (const read of reads) {
+      if (!read) continue;
+      const { type, partition, now, candidates, exhausted } = read;
+      if (room() <= 0 || errors.length > 0 || limitedTypes.has(type)) {
+        // Read in this wave but not needed: kept as spares for the next rounds.
+        leftOver.push(...candidates);
+        continue;
+      }
+      if (state.randomized) {
+        // The others that read this partition see the same heads: pick at random; contended, take only
+        // a share of what is there (all that is needed when it is full, a few when it runs thin) and
+        // move on instead of retrying.
+        shuffleWithinPriority(candidates, ctx.random);
+        const share = state.contended
+          ? Math.ceil(candidates.length / CONTENDED_WINDOW_FACTOR)
+          : candidates.length;
+        await take(candidates.splice(0, Math.min(share, room())));
+      } else {
+        while (candidates.length > 0 && room() > 0 && !limitedTypes.has(type) && errors.length === 0)
+          await take(candidates.splice(0, room()));
+        if (candidates.length > 0 && errors.length === 0 && !limitedTypes.has(type))
+          leftOver.push(...candidates);
+      }
+      // Every head the partition held was read and taken (won or lost to another): it is empty for now.
+      if (exhausted && candidates.length === 0 && errors.length === 0 && !limitedTypes.has(type)) {
+        state.noteDrained(partition, now);
+        emptyThisRound.add(partition);
+      }
     }
   }
+  if (!state.randomized && leftOver.length > 0 && errors.length === 0)
+    state.keepSpare(leftOver.slice(0, MAX_WINDOW), ctx.clock.now());
 
   // 3. Below the default priority: only once no default-priority task of a type served waits.
   if (room() > 0 && errors.length === 0 && lanes.hasBelowDefault()) {

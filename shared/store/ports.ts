@@ -21,6 +21,7 @@ export type { FailInput };
 import type { RenewOutcome } from './lease-writes.js';
 import type { QueueDepth } from './queue-depth.js';
 import type { RecoveryReport } from './recovery.js';
+import type { DueTask } from './delayed-reads.js';
 import type { TaskPage } from './task-queries.js';
 
 /** What a worker and its executions do to tasks: the lease path. */
@@ -56,4 +57,10 @@ export interface TaskCommands {
 export interface Sweeper {
   recover(): Promise<RecoveryReport>;
   depth(types: string[]): Promise<QueueDepth>;
+}
+
+/** What the fleet's timekeeper does: find delayed tasks falling due soon, and promote each when it does. */
+export interface Timekeeping {
+  dueDelayed(input: { before: number; limit: number }): Promise<DueTask[]>;
+  promote(input: { id: string }): Promise<boolean>;
 }

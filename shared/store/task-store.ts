@@ -16,7 +16,8 @@ import type { StoreConfig, StoreContext } from './context.js';
 import { enqueue, type EnqueueResult } from './enqueue.js';
 import type { ClaimInput, EnqueueInput, Lease, ListInput, ProgressReport, RenewInput } from './inputs.js';
 import { complete, fail, finishCancel, release, renewLeases, type RenewOutcome } from './lease-writes.js';
-import type { FailInput, LeaseStore, Sweeper, TaskCommands, TaskReads } from './ports.js';
+import { dueDelayed, type DueTask } from './delayed-reads.js';
+import type { FailInput, LeaseStore, Sweeper, TaskCommands, TaskReads, Timekeeping } from './ports.js';
 import { promoteTask, recoverExpired, type RecoveryReport } from './recovery.js';
 import { retryTask } from './retry.js';
 import { getTask, listTasks, type TaskPage } from './task-queries.js';
@@ -34,7 +35,7 @@ export interface TaskStoreOptions {
   events?: LeaseEvents;
 }
 
-export class TaskStore implements LeaseStore, TaskReads, TaskCommands, Sweeper {
+export class TaskStore implements LeaseStore, TaskReads, TaskCommands, Sweeper, Timekeeping {
   readonly ctx: StoreContext;
 
   constructor(options: TaskStoreOptions) {
@@ -54,8 +55,14 @@ export class TaskStore implements LeaseStore, TaskReads, TaskCommands, Sweeper {
     return this.ctx.events;
   }
 
-  enqueue(input: EnqueueInput): Promise<EnqueueResult> {
-    return this.readied(enqueue(this.ctx, input));
+  /** A new task due now readies the queue (claimers look again at once); a delayed one waits for its promotion. */
+  async enqueue(input: EnqueueInput): Promise<EnqueueResult> {
+    const result = await enqueue(this.ctx, input);
+    if (!result.created) return result;
+    const { id, type, availableAt } = result.task;
+    this.ctx.events.emit('task:enqueued', { taskId: id, type, availableAt });
+    if (availableAt <= this.ctx.clock.now()) this.ctx.events.emit('task:readied', { taskId: id });
+    return result;
   }
 
   get(input: { id: string; owner?: string }): Promise<Task> {
@@ -105,6 +112,11 @@ export class TaskStore implements LeaseStore, TaskReads, TaskCommands, Sweeper {
 
   promote(input: { id: string }): Promise<boolean> {
     return this.readied(promoteTask(this.ctx, input));
+  }
+
+  /** Delayed tasks (and retries after backoff) due at or before `before`: the timekeeper's read. */
+  dueDelayed(input: { before: number; limit: number }): Promise<DueTask[]> {
+    return dueDelayed(this.ctx, input);
   }
 
   /** Due tasks waiting for the given types, and tasks under a lease (gauges for the dashboard). */

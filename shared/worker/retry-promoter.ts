@@ -40,6 +40,11 @@ export class RetryPromoter {
     return this.lastPromotedAt;
   }
 
+  /** Retries scheduled and not yet promoted. */
+  get waiting(): number {
+    return this.pending.size;
+  }
+
   /** Whether a retry falls due within `ms`. */
   dueWithin(ms: number): boolean {
     const now = this.deps.clock.now();

@@ -13,6 +13,7 @@ import { ConfigError, describeError, LeaseholdError } from '../errors.js';
 import { LeaseEvents } from '../events.js';
 import { canStartWithin, effectiveTimeoutMs, typeTimeoutMs } from '../invocation-budget.js';
 import { ClaimState } from '../store/claim-state.js';
+import { shardForId } from '../table-layout.js';
 import type { LeaseStore } from '../store/ports.js';
 import type { TaskRegistry } from '../tasks/registry.js';
 import { Execution } from './execution.js';
@@ -21,6 +22,7 @@ import { countLifecycle } from './lifecycle-metrics.js';
 import { RecordingMetrics, type LeaseholdMetrics } from '../metrics.js';
 import { RetryPromoter } from './retry-promoter.js';
 import { TimerSet } from './timers.js';
+import { expectingWork, pollWait } from './poll-rules.js';
 
 /** The settings a worker uses. */
 export type WorkerConfig = Pick<
@@ -57,6 +59,11 @@ export interface WorkerOptions {
   monotonic?: () => number;
   /** How often a running worker sends its figures (default METRICS_FLUSH_INTERVAL_MS). */
   metricsFlushIntervalMs?: number;
+  /**
+   * Told after a claim round that filled every free slot: more work is likely waiting than this
+   * worker can take (the fleet's scaler starts another invocation).
+   */
+  onSaturated?: () => void;
 }
 
 export interface RunOptions {
@@ -66,6 +73,24 @@ export interface RunOptions {
   idleStopMs?: number;
   /** Aborting it stops claiming and drains (SIGTERM in the local stack). */
   stop?: AbortSignal;
+  /**
+   * Many tasks fall due at this instant (the timekeeper started this run ahead of them): stay up for
+   * it, look at it, and look often for a moment after it, while the promotions land.
+   */
+  expectWorkAt?: number;
+  /** Partitions to read first in the first round (where the task that caused this run was enqueued). */
+  lookFirst?: { type: string; shard: number }[];
+  /**
+   * Work this run does beside claiming, on the worker's timers (the fleet's timekeeper): started with
+   * the run, stopped before it returns, and the run stays up while it knows work due before the run must end.
+   */
+  duty?: RunDuty;
+}
+
+export interface RunDuty {
+  start(): void;
+  stop(): Promise<void>;
+  dueWithin(ms: number): boolean;
 }
 
 export interface RunSummary {
@@ -77,6 +102,8 @@ export interface RunSummary {
   stoppedBecause: 'stop-signal' | 'deadline' | 'idle';
   /** Timers still armed when run() returned: always 0. */
   timersArmed: number;
+  /** Retries this run scheduled that were not yet due when it returned (someone must promote them). */
+  retriesWaiting: number;
 }
 
 /** run() was called while a run of the same worker was still going. */
@@ -130,6 +157,8 @@ export class Worker {
   private readonly monotonic: () => number;
   private readonly types: string[];
   private wake: (() => void) | undefined;
+  /** A task was readied while no pause was waiting: the next pause looks again at once instead. */
+  private lookAgainPending = false;
 
   constructor(private readonly options: WorkerOptions) {
     this.clock = options.clock ?? systemClock();
@@ -166,7 +195,15 @@ export class Worker {
     const run = this.startRun();
     const onStop = () => this.wake?.();
     runOptions.stop?.addEventListener('abort', onStop);
-    const lookAgain = () => this.claimMemory.forgetDrained();
+    // Look at every partition again, and at once if the worker is waiting for its next poll: an
+    // enqueue in this process starts its task within milliseconds, not half a poll interval.
+    // A task readied while a round is in flight may sit in a partition that round already marked
+    // empty: the next pause is then skipped and the marks forgotten again.
+    const lookAgain = () => {
+      this.claimMemory.forgetDrained();
+      if (this.wake) this.wake();
+      else this.lookAgainPending = true;
+    };
     const unsubscribe = [
       countLifecycle(this.events, this.metrics, {
         monotonic: this.monotonic,
@@ -177,12 +214,19 @@ export class Worker {
       // A write in this process readied a task, or this worker put one back: look at every partition
       // again at once.
       this.processEvents.on('task:readied', lookAgain),
+      // A task enqueued in this process: its partition is read first (before the readied wake-up).
+      this.processEvents.on('task:enqueued', ({ taskId, type, availableAt }) => {
+        if (availableAt <= this.clock.now()) this.claimMemory.lookFirst(type, shardForId(taskId));
+      }),
       this.events.on('task:promoted', lookAgain),
       this.events.on('task:finished', ({ status }) => {
         if (status === 'RETRYING' || status === 'RELEASED') lookAgain();
       }),
     ];
+    for (const { type, shard } of runOptions.lookFirst ?? []) this.claimMemory.lookFirst(type, shard);
     run.keeper.start();
+    // The duty starts after the first claim round: its reads must not slow the claim a kick is waiting for.
+    let dutyStarted = false;
     try {
       let idleSince = this.clock.now();
       for (;;) {
@@ -205,24 +249,45 @@ export class Worker {
           run.summary.stoppedBecause = 'deadline';
           break;
         }
-        if (free > 0 && claimable.length > 0 && (await this.claim(run, claimable, free)) > 0) {
-          idleSince = this.clock.now();
-          continue;
+        if (free > 0 && claimable.length > 0) {
+          const won = await this.claim(run, claimable, free);
+          if (!dutyStarted) {
+            dutyStarted = true;
+            runOptions.duty?.start();
+          }
+          if (won > 0) {
+            if (won === free) this.options.onSaturated?.();
+            idleSince = this.clock.now();
+            continue;
+          }
+        }
+        if (!dutyStarted) {
+          dutyStarted = true;
+          runOptions.duty?.start();
         }
         // A promotion that finished during the last round made work that round could not see yet.
         idleSince = Math.max(idleSince, run.promoter.promotedAt);
         // A retry due within the idle window is work on its way; a long backoff is left to the next invocation.
-        if (this.active.size > 0 || run.promoter.dueWithin(idleStopMs)) idleSince = this.clock.now();
+        const expecting = expectingWork(runOptions.expectWorkAt, this.clock.now());
+        if (
+          this.active.size > 0 ||
+          run.promoter.dueWithin(idleStopMs) ||
+          runOptions.duty?.dueWithin(left - config.drainMarginMs) ||
+          expecting
+        )
+          idleSince = this.clock.now();
         else if (this.clock.now() - idleSince >= idleStopMs) {
           run.summary.stoppedBecause = 'idle';
           break;
         }
         // Sleep until the next poll, a finished task, a stop, or the start of the drain margin.
-        await this.pause(Math.max(0, Math.min(config.pollIntervalMs, left - config.drainMarginMs)));
+        const poll = pollWait(config.pollIntervalMs, runOptions.expectWorkAt, this.clock.now());
+        await this.pause(Math.max(0, Math.min(poll, left - config.drainMarginMs)));
       }
       await this.drain(run);
     } finally {
       runOptions.stop?.removeEventListener('abort', onStop);
+      if (dutyStarted) await runOptions.duty?.stop();
       await run.keeper.stop();
       this.timers.clearAll();
       const { rounds, maxLagMs } = run.keeper.figures;
@@ -230,6 +295,7 @@ export class Worker {
         heartbeatRounds: rounds,
         maxEventLoopLagMs: maxLagMs,
         timersArmed: this.timers.armed,
+        retriesWaiting: run.promoter.waiting,
       });
       unsubscribe.forEach((off) => off());
       this.metrics.flush();
@@ -260,6 +326,7 @@ export class Worker {
         maxEventLoopLagMs: 0,
         stoppedBecause: 'idle',
         timersArmed: 0,
+        retriesWaiting: 0,
       },
     };
   }
@@ -317,6 +384,11 @@ export class Worker {
   }
 
   private pause(ms: number): Promise<void> {
+    if (this.lookAgainPending) {
+      this.lookAgainPending = false;
+      this.claimMemory.forgetDrained();
+      return Promise.resolve();
+    }
     return new Promise((resolve) => {
       const timer = this.timers.timeout(() => done(), ms);
       const done = () => {

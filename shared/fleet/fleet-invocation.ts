@@ -1,0 +1,83 @@
+/**
+ * One worker invocation in the fleet: take a seat (or return at once when every seat is held), run
+ * the worker (the holder of seat 0 also keeps time: it promotes delayed tasks as they fall due), give
+ * the seat back after the invocations it asked for have been sent (Lambda freezes the process once
+ * the handler returns), and hand over: delayed work still waiting for a timekeeper starts the next
+ * invocation, which takes the seat 0 just freed.
+ */
+import type { Logger } from '@aws-lambda-powertools/logger';
+import type { Clock } from '../clock.js';
+import { describeError } from '../errors.js';
+import type { RunDuty, RunSummary, Worker } from '../worker/worker.js';
+import { seatUntil, TIMEKEEPER_SEAT } from './fleet-rules.js';
+import type { FleetSeats, SeatLease } from './fleet-seats.js';
+import type { FleetScaler } from './fleet-scaler.js';
+import type { StartHints, WorkerInvoker } from './worker-invoker.js';
+
+/** The timekeeper duty of seat 0's holder (shared/fleet/timekeeper.ts). */
+export interface TimekeeperDuty extends RunDuty {
+  readonly nextDueAt: number | undefined;
+}
+
+export interface FleetInvocationDeps {
+  worker: Pick<Worker, 'run'>;
+  seats: Pick<FleetSeats, 'take' | 'takeTimekeeper' | 'release'>;
+  scaler: Pick<FleetScaler, 'settled'>;
+  invoker: WorkerInvoker;
+  /** A fresh timekeeper for an invocation that holds seat 0. */
+  timekeeper: () => TimekeeperDuty;
+  clock: Clock;
+  logger: Pick<Logger, 'warn' | 'info'>;
+  clockSkewMs: number;
+}
+
+export type InvocationSummary =
+  | (RunSummary & { seat: number; timekeeper: boolean; handedOver: boolean })
+  | { seat: undefined; stoppedBecause: 'fleet-full' | 'seat-unavailable' | 'timekeeper-running' };
+
+export async function runFleetInvocation(
+  deps: FleetInvocationDeps,
+  holder: string,
+  remainingTimeMs: () => number,
+  hints: StartHints = {},
+): Promise<InvocationSummary> {
+  const { seats, clock, logger } = deps;
+  let seat: SeatLease | undefined;
+  try {
+    const until = seatUntil(clock.now(), remainingTimeMs(), deps.clockSkewMs);
+    seat = hints.keepTime ? await seats.takeTimekeeper(holder, until) : await seats.take(holder, until);
+  } catch (error) {
+    // Without a seat nothing may be claimed (the cap could not be checked); the next tick tries again.
+    logger.warn('taking a fleet seat failed; this invocation claims nothing', {
+      error: describeError(error),
+    });
+    return { seat: undefined, stoppedBecause: 'seat-unavailable' };
+  }
+  if (!seat && hints.keepTime) return { seat: undefined, stoppedBecause: 'timekeeper-running' };
+  if (!seat) {
+    logger.info('every fleet seat is held; returning at once');
+    return { seat: undefined, stoppedBecause: 'fleet-full' };
+  }
+  const timekeeper = seat.index === TIMEKEEPER_SEAT ? deps.timekeeper() : undefined;
+  let summary: RunSummary;
+  try {
+    summary = await deps.worker.run({
+      remainingTimeMs,
+      ...(timekeeper ? { duty: timekeeper } : {}),
+      ...(hints.lookFirst ? { lookFirst: [hints.lookFirst] } : {}),
+      ...(hints.expectWorkAt ? { expectWorkAt: hints.expectWorkAt } : {}),
+    });
+  } finally {
+    await deps.scaler.settled();
+    await seats.release(seat).catch((error: unknown) =>
+      logger.warn('giving the fleet seat back failed; it frees itself at the invocation deadline', {
+        error: describeError(error),
+      }),
+    );
+  }
+  // Retries this run scheduled, or delayed tasks the timekeeper knew of, fall due after it: the next
+  // invocation (seat 0 is free now, unless another timekeeper runs) promotes them on time.
+  const handOver = timekeeper?.nextDueAt !== undefined || summary.retriesWaiting > 0;
+  if (handOver) await deps.invoker.start('leasehold.due', { keepTime: true });
+  return { ...summary, seat: seat.index, timekeeper: timekeeper !== undefined, handedOver: handOver };
+}

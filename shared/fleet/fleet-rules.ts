@@ -1,0 +1,107 @@
+/**
+ * The pure rules of the worker fleet: when a seat is free, which seat an invocation tries first, when
+ * a saturated worker adds one more invocation, and how kicks are coalesced. No I/O: the seats
+ * (fleet-seats.ts), the invoker and the worker call these with a clock.
+ */
+
+/** A seat as read from the table: free, or held by one worker invocation until `until`. */
+export interface Seat {
+  index: number;
+  holder: string | undefined;
+  token: number;
+  until: number;
+}
+
+/**
+ * Seat 0 is the timekeeper's: its holder also promotes delayed tasks and retries when they fall due,
+ * so one invocation (not every one) reads the delay partitions every poll.
+ */
+export const TIMEKEEPER_SEAT = 0;
+
+/** A seat is free when nobody took it, it was given back, or its holder's invocation has certainly ended. */
+export function seatFree(seat: Seat | undefined, now: number): boolean {
+  return seat === undefined || seat.holder === undefined || seat.until <= now;
+}
+
+/** How many seats are held now (the fleet's running invocations). */
+export function runningCount(seats: Iterable<Seat>, cap: number, now: number): number {
+  let n = 0;
+  for (const s of seats) if (s.index < cap && !seatFree(s, now)) n++;
+  return n;
+}
+
+/**
+ * The seats an invocation tries, in order: the timekeeper's first when it is free (an invocation
+ * that finds no timekeeper becomes one, so delayed work always has one while any worker runs), then
+ * the other free seats in random order, so invocations starting together rarely try the same one.
+ */
+export function seatsToTry(
+  seats: Map<number, Seat>,
+  cap: number,
+  now: number,
+  random: () => number,
+): number[] {
+  const free: number[] = [];
+  for (let i = 0; i < cap; i++) if (seatFree(seats.get(i), now)) free.push(i);
+  const rest = free.filter((i) => i !== TIMEKEEPER_SEAT);
+  for (let i = rest.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [rest[i], rest[j]] = [rest[j]!, rest[i]!];
+  }
+  return free.includes(TIMEKEEPER_SEAT) ? [TIMEKEEPER_SEAT, ...rest] : rest;
+}
+
+/**
+ * How long a seat is held: to the invocation's end (Lambda stops it at its timeout), plus the clock
+ * skew margin, so a seat is never free while its holder may still claim.
+ */
+export function seatUntil(now: number, remainingMs: number, clockSkewMs: number): number {
+  return now + remainingMs + clockSkewMs;
+}
+
+/**
+ * Scaling up, step one: a worker whose claim round filled every free slot (more work is likely
+ * waiting) may add an invocation when it has not added one within `intervalMs`. Each saturated
+ * worker adds one, so the fleet at most doubles per interval (1, 2, 4, ... cap), and several
+ * deciders acting at once overshoot by at most the fleet's size, which the seats then refuse.
+ */
+export function scaleUpDue(now: number, lastScaleAt: number, intervalMs: number): boolean {
+  return now - lastScaleAt >= intervalMs;
+}
+
+/** Scaling up, step two (after reading the seats): only while the fleet is below its cap. */
+export function belowCap(running: number, cap: number): boolean {
+  return running < cap;
+}
+
+/**
+ * What an enqueue's kick does, given the seats as last read: a task due now starts a worker while the
+ * fleet has room (at the cap, the running workers and their scale-up take it); a delayed one only
+ * needs a timekeeper, so it starts one when seat 0 is free and nothing when one keeps time already.
+ */
+export function kickFor(
+  dueNow: boolean,
+  seats: Map<number, Seat>,
+  cap: number,
+  now: number,
+): 'start-worker' | 'start-timekeeper' | 'none' {
+  if (!dueNow) return seatFree(seats.get(TIMEKEEPER_SEAT), now) ? 'start-timekeeper' : 'none';
+  return runningCount(seats.values(), cap, now) < cap ? 'start-worker' : 'none';
+}
+
+/**
+ * Coalesces kicks: at most one per `intervalMs` from one process, so a burst of enqueues costs one
+ * Invoke, not one per task. The first enqueue after a quiet spell kicks at once.
+ */
+export class KickGate {
+  private last = Number.NEGATIVE_INFINITY;
+
+  constructor(private readonly intervalMs: number) {}
+
+  /** Whether to kick now; a true answer counts as the kick. */
+  admit(now: number): boolean {
+    if (now - this.last < this.intervalMs) return false;
+    this.last = now;
+    return true;
+  }
+}

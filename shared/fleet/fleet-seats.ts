@@ -1,0 +1,138 @@
+/**
+ * The fleet's seats: one small item per allowed worker invocation (`FLEET` / `SEAT#n`, n < the cap),
+ * each a lease held by one invocation until its end. An invocation claims tasks only while it holds a
+ * seat, so however many deciders start invocations at once (kicks, saturated workers, the scheduled
+ * tick), at most `cap` run; the others find no free seat and return at once. A seat whose holder died
+ * frees itself when its `until` passes (the holder's Lambda timeout, which Lambda enforces).
+ */
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import type { Clock } from '../clock.js';
+import type { RandomSource } from '../ids.js';
+import { KEY } from '../table-layout.js';
+import { conditionalUpdate, type WriteTarget } from '../store/conditional-write.js';
+import { Expression, type ConditionPart } from '../store/update-expression.js';
+import { runningCount, seatsToTry, TIMEKEEPER_SEAT, type Seat } from './fleet-rules.js';
+
+const FLEET_PARTITION = 'FLEET';
+const seatKey = (index: number) => ({
+  [KEY.partition]: FLEET_PARTITION,
+  [KEY.sort]: `SEAT#${String(index).padStart(5, '0')}`,
+});
+
+/** The seat this invocation holds: its index and the token that proves it (grows with every take). */
+export interface SeatLease {
+  index: number;
+  holder: string;
+  token: number;
+  until: number;
+}
+
+interface SeatItem {
+  sk: string;
+  holder?: string;
+  token?: number;
+  until?: number;
+}
+
+/**
+ * Taking a seat: it is free as we read it. Another invocation taking it at the same time, or one that
+ * took it after our read, makes this fail, and we try the next free seat.
+ */
+const seatStillFree =
+  (now: number): ConditionPart =>
+  (e) =>
+    `attribute_not_exists(${e.name('holder')}) OR ${e.name('until')} <= ${e.value(now)}`;
+
+/** Giving a seat back: we still hold this very take of it (a later holder's take is never undone). */
+const holdsSeat =
+  (lease: SeatLease): ConditionPart =>
+  (e) =>
+    `${e.name('holder')} = ${e.value(lease.holder)} AND ${e.name('token')} = ${e.value(lease.token)}`;
+
+export interface FleetSeatsOptions {
+  target: WriteTarget;
+  clock: Clock;
+  random: RandomSource;
+  /** The most worker invocations that may run at once. */
+  cap: number;
+}
+
+export class FleetSeats {
+  constructor(private readonly options: FleetSeatsOptions) {}
+
+  get cap(): number {
+    return this.options.cap;
+  }
+
+  /** Every seat item (one eventually consistent Query: a stale view only costs a refused take). */
+  async read(): Promise<Map<number, Seat>> {
+    const { target } = this.options;
+    const seats = new Map<number, Seat>();
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const out = await target.doc.send(
+        new QueryCommand({
+          TableName: target.tableName,
+          KeyConditionExpression: '#p = :p',
+          ExpressionAttributeNames: { '#p': KEY.partition },
+          ExpressionAttributeValues: { ':p': FLEET_PARTITION },
+          ...(startKey ? { ExclusiveStartKey: startKey } : {}),
+        }),
+        { abortSignal: AbortSignal.timeout(target.deadlineMs) },
+      );
+      for (const item of (out.Items ?? []) as SeatItem[]) {
+        const index = Number(item.sk.slice('SEAT#'.length));
+        seats.set(index, { index, holder: item.holder, token: item.token ?? 0, until: item.until ?? 0 });
+      }
+      startKey = out.LastEvaluatedKey;
+    } while (startKey);
+    return seats;
+  }
+
+  /**
+   * Takes a free seat for `holder` until `until`, or undefined when every seat is held. Seat 0 (the
+   * timekeeper's) is tried first without a read: an invocation started into a quiet fleet (a kick)
+   * then claims after one write, not a read and a write. Otherwise the seats the read shows free are
+   * tried in turn; a refused take (another invocation was faster) moves on to the next.
+   */
+  async take(holder: string, until: number): Promise<SeatLease | undefined> {
+    const { clock, random, cap } = this.options;
+    const first = await this.takeSeat(TIMEKEEPER_SEAT, holder, until);
+    if (first) return first;
+    const seats = await this.read();
+    for (const index of seatsToTry(seats, cap, clock.now(), random)) {
+      if (index === TIMEKEEPER_SEAT) continue;
+      const lease = await this.takeSeat(index, holder, until);
+      if (lease) return lease;
+    }
+    return undefined;
+  }
+
+  /** Takes seat 0 (the timekeeper's) only, or undefined when another invocation keeps time. */
+  takeTimekeeper(holder: string, until: number): Promise<SeatLease | undefined> {
+    return this.takeSeat(TIMEKEEPER_SEAT, holder, until);
+  }
+
+  private async takeSeat(index: number, holder: string, until: number): Promise<SeatLease | undefined> {
+    const { clock, target } = this.options;
+    const e = new Expression()
+      .require(seatStillFree(clock.now()))
+      .set('holder', holder)
+      .set('until', until)
+      .set('takenAt', clock.now())
+      .add('token', 1);
+    const written = await conditionalUpdate<SeatItem>(target, seatKey(index), e, { resends: 1 });
+    return written.applied ? { index, holder, token: written.item.token!, until } : undefined;
+  }
+
+  /** Gives the seat back (when its holder returns), so the next invocation need not wait for `until`. */
+  async release(lease: SeatLease): Promise<boolean> {
+    const e = new Expression().require(holdsSeat(lease)).remove('holder').set('until', 0);
+    return (await conditionalUpdate(this.options.target, seatKey(lease.index), e, { resends: 1 })).applied;
+  }
+
+  /** How many invocations hold a seat now. */
+  async running(): Promise<number> {
+    return runningCount((await this.read()).values(), this.cap, this.options.clock.now());
+  }
+}

@@ -1,0 +1,189 @@
+/**
+ * The timekeeper: the worker invocation holding the fleet's seat 0 promotes delayed tasks and retries
+ * into the ready index when they fall due, within a few milliseconds of their due time, whoever
+ * scheduled them and whether or not that invocation still runs. It reads the delay partitions for
+ * what falls due within the horizon (at start, then every refresh), arms one timer for the earliest
+ * due time, and promotes everything due at once in parallel; each promotion readies the task on the
+ * process's stream, so this invocation's worker claims it at once (and, saturated, scales the fleet).
+ * The recovery sweep still promotes what nobody did, once a minute: the timekeeper is the fast path.
+ */
+import type { Logger } from '@aws-lambda-powertools/logger';
+import type { Clock } from '../clock.js';
+import { describeError } from '../errors.js';
+import type { Timekeeping } from '../store/ports.js';
+import type { TimerHandle, TimerSet } from '../worker/timers.js';
+import { KICK_HORIZON_MS } from './enqueue-kicker.js';
+
+/** Promotions in flight at once: enough to ready thousands a second, few enough not to starve the lease path. */
+const PROMOTE_CONCURRENCY = 64;
+/** The most due entries one read takes in (ids only: about 60 bytes each). */
+const READ_LIMIT = 20_000;
+/**
+ * The fastest the delay partitions are read again: sixteen queries a read, so not at a worker's poll
+ * interval when that is tiny (tests, local tuning). A task delayed by less than this and enqueued just
+ * after a read is promoted up to this late.
+ */
+export const MIN_REFRESH_MS = 1_000;
+/** A timer may fire a little early by the wall clock: aim this far past the due time. */
+const PAST_DUE_MS = 2;
+
+export interface TimekeeperDeps {
+  store: Timekeeping;
+  clock: Clock;
+  timers: TimerSet;
+  logger: Pick<Logger, 'warn'>;
+  /** How often the delay partitions are read again (tasks delayed meanwhile by anyone). */
+  refreshMs: number;
+  /** How far ahead each read looks (default: what an enqueue is kicked for, so none falls between). */
+  horizonMs?: number;
+  /**
+   * Told, PREWARM_LEAD_MS ahead, of an instant at which at least BURST_MIN_TASKS fall due (the
+   * scaler starts invocations that wait for it, so the burst starts on many workers, not one).
+   */
+  onBurstAhead?: (at: number, count: number) => void;
+}
+
+/** A second in which at least this many tasks fall due is a burst worth starting workers ahead for. */
+export const BURST_MIN_TASKS = 64;
+/** How long ahead of a burst its workers are started: a cold start and a seat, with room to spare. */
+export const PREWARM_LEAD_MS = 5_000;
+
+export class Timekeeper {
+  /** Delayed tasks known to fall due within the horizon: id -> due time. */
+  private readonly due = new Map<string, number>();
+  /** Being promoted now: a read during the burst (which still shows them delayed) must not queue them again. */
+  private readonly promoting = new Set<string>();
+  private refreshTimer: TimerHandle | undefined;
+  private dueTimer: TimerHandle | undefined;
+  private dueTimerAt = Number.POSITIVE_INFINITY;
+  private stopped = true;
+  private refreshing = false;
+  /** The seconds whose burst was already announced. */
+  private readonly announced = new Set<number>();
+  private readonly work = new Set<Promise<void>>();
+  /** Promotions that applied (figures and tests). */
+  promoted = 0;
+
+  constructor(private readonly deps: TimekeeperDeps) {}
+
+  start(): void {
+    this.stopped = false;
+    this.track(this.refresh());
+    this.refreshTimer = this.deps.timers.interval(
+      () => this.track(this.refresh()),
+      Math.max(MIN_REFRESH_MS, this.deps.refreshMs),
+    );
+  }
+
+  /** Stops reading and promoting; waits for what is in flight. What is still due later is left to the next timekeeper. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.deps.timers.clear(this.refreshTimer);
+    this.deps.timers.clear(this.dueTimer);
+    this.dueTimerAt = Number.POSITIVE_INFINITY;
+    await Promise.all([...this.work]);
+  }
+
+  /** The earliest due time it knows of, if any. */
+  get nextDueAt(): number | undefined {
+    let next: number | undefined;
+    for (const at of this.due.values()) if (next === undefined || at < next) next = at;
+    return next;
+  }
+
+  /** Whether it knows a task falling due within `ms` (the worker stays up for it). */
+  dueWithin(ms: number): boolean {
+    const next = this.nextDueAt;
+    return next !== undefined && next - this.deps.clock.now() <= ms;
+  }
+
+  private track(step: Promise<void>): void {
+    this.work.add(step);
+    void step.finally(() => this.work.delete(step));
+  }
+
+  private async refresh(): Promise<void> {
+    const { store, clock, logger } = this.deps;
+    // A slow read is not stacked under the next one.
+    if (this.refreshing) return;
+    this.refreshing = true;
+    try {
+      const found = await store.dueDelayed({
+        before: clock.now() + (this.deps.horizonMs ?? KICK_HORIZON_MS),
+        limit: READ_LIMIT,
+      });
+      if (this.stopped) return;
+      for (const { id, dueAt } of found) if (!this.promoting.has(id)) this.due.set(id, dueAt);
+      this.arm();
+      this.announceBursts();
+    } catch (error) {
+      logger.warn('reading the delayed tasks failed; the next refresh tries again', {
+        error: describeError(error),
+      });
+    } finally {
+      this.refreshing = false;
+    }
+  }
+
+  /** Announces, once each and PREWARM_LEAD_MS ahead, the seconds in which a burst falls due. */
+  private announceBursts(): void {
+    const { onBurstAhead, timers, clock } = this.deps;
+    if (!onBurstAhead) return;
+    const bySecond = new Map<number, { at: number; count: number }>();
+    for (const at of this.due.values()) {
+      const second = Math.floor(at / 1000);
+      const b = bySecond.get(second) ?? { at, count: 0 };
+      bySecond.set(second, { at: Math.min(b.at, at), count: b.count + 1 });
+    }
+    for (const [second, { at, count }] of bySecond) {
+      if (count < BURST_MIN_TASKS || this.announced.has(second)) continue;
+      this.announced.add(second);
+      timers.timeout(() => onBurstAhead(at, count), Math.max(0, at - PREWARM_LEAD_MS - clock.now()));
+    }
+  }
+
+  /** One timer, for the earliest due time. */
+  private arm(): void {
+    const next = this.nextDueAt;
+    if (next === undefined || this.stopped || next >= this.dueTimerAt) return;
+    this.deps.timers.clear(this.dueTimer);
+    this.dueTimerAt = next;
+    this.dueTimer = this.deps.timers.timeout(
+      () => {
+        this.dueTimerAt = Number.POSITIVE_INFINITY;
+        this.track(this.promoteDue());
+      },
+      Math.max(0, next - this.deps.clock.now()) + PAST_DUE_MS,
+    );
+  }
+
+  /** Promotes everything due now, PROMOTE_CONCURRENCY at a time, then arms for the next. */
+  private async promoteDue(): Promise<void> {
+    const { store, clock, logger } = this.deps;
+    const now = clock.now();
+    const ready = [...this.due].filter(([, at]) => at <= now).map(([id]) => id);
+    for (const id of ready) {
+      this.due.delete(id);
+      this.promoting.add(id);
+    }
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: Math.min(PROMOTE_CONCURRENCY, ready.length) }, async () => {
+        while (next < ready.length && !this.stopped) {
+          const id = ready[next++]!;
+          try {
+            // False: cancelled, promoted by someone else, or the store's clock says not yet (re-read then).
+            if (await store.promote({ id })) this.promoted++;
+          } catch (error) {
+            logger.warn('promoting a due task failed; the next refresh or sweep promotes it', {
+              taskId: id,
+              error: describeError(error),
+            });
+          }
+        }
+      }),
+    );
+    for (const id of ready) this.promoting.delete(id);
+    this.arm();
+  }
+}

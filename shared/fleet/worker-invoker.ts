@@ -1,0 +1,74 @@
+/**
+ * Starts worker invocations: the port the kick, the scaler and the timekeeper's hand-over use, and its
+ * Lambda implementation (an asynchronous Invoke, as Scheduler's own ticks are). Starting one is a
+ * hint, never a correctness step: a lost or throttled Invoke only means the next tick, poll or kick
+ * finds the work, so failures are logged and counted, never thrown at the enqueue that caused them.
+ */
+import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
+
+/** Why an invocation was started (its event's `source`; the scheduled tick's is `leasehold.worker`). */
+export type InvocationSource = 'leasehold.kick' | 'leasehold.scale' | 'leasehold.due';
+
+/** Where the task that caused a kick waits: the started invocation reads that partition first. */
+export interface LookFirst {
+  type: string;
+  shard: number;
+}
+
+/** What the starter knows that helps the started invocation. */
+export interface StartHints {
+  /** Where the task that caused a kick waits. */
+  lookFirst?: LookFirst;
+  /** Many tasks fall due at this instant: stay up for it and look often just after it. */
+  expectWorkAt?: number;
+  /**
+   * Started only so that delayed work has a timekeeper (a delayed task was enqueued, or a run left
+   * retries waiting): it takes seat 0 or, when another invocation keeps time already, returns at once.
+   */
+  keepTime?: boolean;
+}
+
+/** The event a worker invocation started by Leasehold receives. */
+export type WorkerStartEvent = { source: InvocationSource } & StartHints;
+
+export interface WorkerInvoker {
+  /** Starts one worker invocation; resolves false when the request failed (never rejects). */
+  start(source: InvocationSource, hints?: StartHints): Promise<boolean>;
+}
+
+/** An Invoke must not hold up the enqueue that asked for it: past this, the kick is given up. */
+export const INVOKE_DEADLINE_MS = 1_000;
+
+export class LambdaWorkerInvoker implements WorkerInvoker {
+  /** Invokes sent and failed, for the process's figures and tests. */
+  readonly counts = { sent: 0, failed: 0 };
+
+  constructor(
+    private readonly functionName: string,
+    private readonly client: Pick<LambdaClient, 'send'> = new LambdaClient({}),
+    private readonly warn: (message: string, detail: Record<string, unknown>) => void = () => undefined,
+  ) {}
+
+  async start(source: InvocationSource, hints: StartHints = {}): Promise<boolean> {
+    const event: WorkerStartEvent = { source, ...hints };
+    try {
+      await this.client.send(
+        new InvokeCommand({
+          FunctionName: this.functionName,
+          InvocationType: 'Event',
+          Payload: new TextEncoder().encode(JSON.stringify(event)),
+        }),
+        { abortSignal: AbortSignal.timeout(INVOKE_DEADLINE_MS) },
+      );
+      this.counts.sent++;
+      return true;
+    } catch (error) {
+      this.counts.failed++;
+      this.warn('starting a worker invocation failed; the next tick or poll finds the work', {
+        source,
+        error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
+      });
+      return false;
+    }
+  }
+}

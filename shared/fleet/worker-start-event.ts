@@ -1,0 +1,39 @@
+/**
+ * The worker function's event, read leniently: the scheduled tick's (`leasehold.worker`), a kick,
+ * a scale-up or a hand-over (worker-invoker.ts), or anything else someone invokes it with. A hint
+ * that does not parse is dropped, never an error: the invocation still claims as usual.
+ */
+import * as z from 'zod';
+import { SHARD_COUNT } from '../table-layout.js';
+import type { StartHints } from './worker-invoker.js';
+
+const startEvent = z.object({
+  source: z.string().max(64).optional(),
+  lookFirst: z
+    .object({
+      type: z.string().min(1).max(128),
+      shard: z
+        .number()
+        .int()
+        .min(0)
+        .max(SHARD_COUNT - 1),
+    })
+    .optional()
+    .catch(undefined),
+  expectWorkAt: z.number().int().positive().optional().catch(undefined),
+  keepTime: z.boolean().optional().catch(undefined),
+});
+
+export function workerStartEvent(event: unknown): { source: string; hints: StartHints } {
+  const parsed = startEvent.safeParse(event);
+  if (!parsed.success) return { source: 'unknown', hints: {} };
+  const { lookFirst, expectWorkAt, keepTime } = parsed.data;
+  return {
+    source: parsed.data.source ?? 'unknown',
+    hints: {
+      ...(lookFirst ? { lookFirst } : {}),
+      ...(expectWorkAt ? { expectWorkAt } : {}),
+      ...(keepTime ? { keepTime } : {}),
+    },
+  };
+}

@@ -1,0 +1,239 @@
+/**
+ * The timekeeper's hand-over: only the holder of seat 0 keeps time; an invocation that ends while
+ * delayed work is still waiting (what its timekeeper knew of, or retries it scheduled) starts the
+ * next invocation, after giving its seat back so that one can take seat 0. And the worker function's
+ * event, read leniently.
+ */
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { runFleetInvocation, type TimekeeperDuty } from '../shared/fleet/fleet-invocation.js';
+import { FleetSeats } from '../shared/fleet/fleet-seats.js';
+import { workerStartEvent } from '../shared/fleet/worker-start-event.js';
+import type {
+  InvocationSource,
+  LookFirst,
+  StartHints,
+  WorkerInvoker,
+} from '../shared/fleet/worker-invoker.js';
+import { writeTargetOf } from '../shared/store/context.js';
+import type { RunOptions, RunSummary } from '../shared/worker/worker.js';
+import { seededRandom } from './support/fleet-fakes.js';
+import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
+import { createTestStore } from './support/test-store.js';
+
+let server: TestDynamo;
+beforeAll(async () => {
+  server = await startTestDynamo();
+});
+afterAll(() => server.close());
+
+const summary: RunSummary = {
+  claimed: 1,
+  lostRaces: 0,
+  heartbeatRounds: 0,
+  maxEventLoopLagMs: 0,
+  stoppedBecause: 'idle',
+  timersArmed: 0,
+  retriesWaiting: 0,
+};
+
+/** A timekeeper duty whose `nextDueAt` the test sets (what it would know when the run ends). */
+function fakeTimekeeper(): TimekeeperDuty & { nextDueAt: number | undefined } {
+  return {
+    start: vi.fn(),
+    stop: vi.fn(async () => undefined),
+    dueWithin: vi.fn(() => false),
+    nextDueAt: undefined,
+  };
+}
+
+/** Real seats on a fresh table (cap 2: seat 0 keeps time, seat 1 does not), a recording invoker that also notes how many seats are held when it is called. */
+async function handoverWorld(cap = 2) {
+  const t = await createTestStore(server.endpoint);
+  const seats = new FleetSeats({
+    target: writeTargetOf(t.store.ctx),
+    clock: t.clock,
+    random: seededRandom(7),
+    cap,
+  });
+  const starts: { source: InvocationSource; lookFirst?: LookFirst; seatsHeld: number }[] = [];
+  const invoker: WorkerInvoker = {
+    start: async (source, hints) => {
+      const lookFirst = hints?.lookFirst;
+      starts.push({ source, ...(lookFirst ? { lookFirst } : {}), seatsHeld: await seats.running() });
+      return true;
+    },
+  };
+  const timekeepers: ReturnType<typeof fakeTimekeeper>[] = [];
+  const logger = { warn: vi.fn(), info: vi.fn() };
+  /** One invocation around `run`; the timekeeper it is given (if any) is the last in `timekeepers`. */
+  const invoke = (
+    run: (options: RunOptions) => Promise<RunSummary>,
+    holder = 'env-1/req-1',
+    lookFirst?: LookFirst,
+    extra: StartHints = {},
+  ) =>
+    runFleetInvocation(
+      {
+        worker: { run: vi.fn(run) },
+        seats,
+        scaler: { settled: async () => undefined },
+        invoker,
+        timekeeper: () => {
+          const tk = fakeTimekeeper();
+          timekeepers.push(tk);
+          return tk;
+        },
+        clock: t.clock,
+        logger,
+        clockSkewMs: 5_000,
+      },
+      holder,
+      () => 60_000,
+      { ...(lookFirst ? { lookFirst } : {}), ...extra },
+    );
+  return { t, seats, starts, timekeepers, invoke };
+}
+
+describe('runFleetInvocation hand-over (seats on the emulator, fake worker, invoker and timekeeper)', () => {
+  it('seat 0 keeps time: the run gets the timekeeper as its duty', async () => {
+    const w = await handoverWorld();
+    let options: RunOptions | undefined;
+    const result = await w.invoke(async (o) => ((options = o), summary));
+    expect(w.timekeepers).toHaveLength(1);
+    expect(options?.duty).toBe(w.timekeepers[0]);
+    expect(result).toMatchObject({ seat: 0, timekeeper: true, handedOver: false });
+  });
+
+  it('the holder of seat 1 gets no duty, and no timekeeper is made for it', async () => {
+    const w = await handoverWorld();
+    const keeper = await w.seats.take('the-timekeeper', w.t.clock.now() + 60_000);
+    expect(keeper?.index).toBe(0);
+    let options: RunOptions | undefined;
+    const result = await w.invoke(async (o) => ((options = o), summary), 'env-2/req-1');
+    expect(result).toMatchObject({ seat: 1, timekeeper: false, handedOver: false });
+    expect(options).toBeDefined();
+    expect(options).not.toHaveProperty('duty');
+    expect(w.timekeepers).toEqual([]);
+    expect(w.starts).toEqual([]);
+  });
+
+  it('a timekeeper that still knows a due task when the run ends hands over once, after its seat is free', async () => {
+    const w = await handoverWorld();
+    const result = await w.invoke(async () => {
+      // The timekeeper learned of a task due in 30 s during the run; it is still waiting at the end.
+      w.timekeepers[0]!.nextDueAt = w.t.clock.now() + 30_000;
+      expect(await w.seats.running()).toBe(1);
+      return summary;
+    });
+    expect(result).toMatchObject({ seat: 0, timekeeper: true, handedOver: true });
+    // Started once, and only after seat 0 was given back (the next invocation can take it).
+    expect(w.starts).toEqual([{ source: 'leasehold.due', seatsHeld: 0 }]);
+    expect(await w.seats.take('next', w.t.clock.now() + 60_000)).toMatchObject({ index: 0 });
+  });
+
+  it('an invocation started only to keep time returns at once when another keeps time, and keeps time when none does', async () => {
+    const w = await handoverWorld(3);
+    const keeper = await w.seats.take('the-timekeeper', w.t.clock.now() + 60_000);
+    expect(keeper?.index).toBe(0);
+    const run = vi.fn(async () => summary);
+    // Seat 1 and 2 are free, but this invocation was only for the timekeeper: it claims nothing.
+    expect(await w.invoke(run, 'env-2/req-1', undefined, { keepTime: true })).toEqual({
+      seat: undefined,
+      stoppedBecause: 'timekeeper-running',
+    });
+    expect(run).not.toHaveBeenCalled();
+    expect(await w.seats.running()).toBe(1);
+    await w.seats.release(keeper!);
+    expect(await w.invoke(run, 'env-3/req-1', undefined, { keepTime: true })).toMatchObject({
+      seat: 0,
+      timekeeper: true,
+    });
+    expect(run).toHaveBeenCalledTimes(1);
+  });
+
+  it('retries waiting from a run that did not keep time hand over too', async () => {
+    const w = await handoverWorld();
+    await w.seats.take('the-timekeeper', w.t.clock.now() + 60_000);
+    const result = await w.invoke(async () => ({ ...summary, retriesWaiting: 2 }), 'env-2/req-1');
+    expect(result).toMatchObject({ seat: 1, timekeeper: false, handedOver: true, retriesWaiting: 2 });
+    // Its own seat (1) is free when the next invocation is started; seat 0 is still the other's.
+    expect(w.starts).toEqual([{ source: 'leasehold.due', seatsHeld: 1 }]);
+  });
+
+  it('retries waiting from the timekeeper itself hand over once (not once per reason)', async () => {
+    const w = await handoverWorld();
+    const result = await w.invoke(async () => {
+      w.timekeepers[0]!.nextDueAt = w.t.clock.now() + 5_000;
+      return { ...summary, retriesWaiting: 1 };
+    });
+    expect(result).toMatchObject({ seat: 0, handedOver: true });
+    expect(w.starts).toEqual([{ source: 'leasehold.due', seatsHeld: 0 }]);
+  });
+
+  it('nothing left waiting: no hand-over, from either seat', async () => {
+    const w = await handoverWorld();
+    expect(await w.invoke(async () => summary)).toMatchObject({ seat: 0, handedOver: false });
+    await w.seats.take('the-timekeeper', w.t.clock.now() + 60_000);
+    expect(await w.invoke(async () => summary, 'env-2/req-1')).toMatchObject({
+      seat: 1,
+      handedOver: false,
+    });
+    expect(w.starts).toEqual([]);
+  });
+
+  it('lookFirst reaches worker.run as a one-element list; without it there is no lookFirst at all', async () => {
+    const w = await handoverWorld();
+    const seen: RunOptions[] = [];
+    const hint = { type: 'mail', shard: 5 };
+    await w.invoke(async (o) => (seen.push(o), summary), 'env-1/req-1', hint);
+    await w.invoke(async (o) => (seen.push(o), summary), 'env-1/req-2');
+    expect(seen[0]!.lookFirst).toEqual([hint]);
+    expect(seen[1]).not.toHaveProperty('lookFirst');
+  });
+});
+
+describe('workerStartEvent (lenient parse of the worker function event)', () => {
+  it('reads the source and a well-formed lookFirst', () => {
+    expect(workerStartEvent({ source: 'leasehold.kick', lookFirst: { type: 'mail', shard: 3 } })).toEqual({
+      source: 'leasehold.kick',
+      hints: { lookFirst: { type: 'mail', shard: 3 } },
+    });
+    expect(workerStartEvent({ source: 'leasehold.due', expectWorkAt: 1_800_000_000_000 })).toEqual({
+      source: 'leasehold.due',
+      hints: { expectWorkAt: 1_800_000_000_000 },
+    });
+    expect(workerStartEvent({ source: 'leasehold.due', expectWorkAt: 'soon' })).toEqual({
+      source: 'leasehold.due',
+      hints: {},
+    });
+    // The scheduled tick's event, with EventBridge's own fields beside it.
+    expect(workerStartEvent({ source: 'leasehold.worker', 'detail-type': 'tick', detail: {} })).toEqual({
+      source: 'leasehold.worker',
+      hints: {},
+    });
+    expect(workerStartEvent({})).toEqual({ source: 'unknown', hints: {} });
+  });
+
+  it('drops a malformed lookFirst without throwing and keeps the source', () => {
+    for (const lookFirst of [
+      { type: 'mail', shard: 99 },
+      { type: 'mail', shard: -1 },
+      { type: 'mail', shard: 1.5 },
+      { type: 'mail', shard: '3' },
+      { shard: 3 },
+      { type: '', shard: 3 },
+      'mail#3',
+      null,
+    ]) {
+      const parsed = workerStartEvent({ source: 'leasehold.kick', lookFirst });
+      expect(parsed, JSON.stringify(lookFirst)).toEqual({ source: 'leasehold.kick', hints: {} });
+    }
+  });
+
+  it("returns 'unknown' for junk, never throwing", () => {
+    for (const junk of [null, undefined, 'leasehold.kick', 42, [], [{ source: 'leasehold.kick' }], true]) {
+      expect(() => workerStartEvent(junk)).not.toThrow();
+      expect(workerStartEvent(junk), JSON.stringify(junk)).toEqual({ source: 'unknown', hints: {} });
+    }
+  });
+});

@@ -1,0 +1,65 @@
+/** Fakes for the fleet's tests: a seeded random, a promise the test settles, an invoker that records. */
+import type { InvocationSource, StartHints, WorkerInvoker } from '../../shared/fleet/worker-invoker.js';
+
+/** A reproducible random in [0, 1) (mulberry32). */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export interface Deferred<T> {
+  promise: Promise<T>;
+  resolve(value: T): void;
+  reject(error: unknown): void;
+}
+
+export function deferred<T = void>(): Deferred<T> {
+  let resolve!: (value: T) => void;
+  let reject!: (error: unknown) => void;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { promise, resolve, reject };
+}
+
+/** Lets every pending promise callback run (a few macrotask turns). */
+export const flush = async (turns = 3) => {
+  for (let i = 0; i < turns; i++) await new Promise<void>((r) => setImmediate(r));
+};
+
+/**
+ * A WorkerInvoker that records each start. By default a start answers true at once; with `held`
+ * set, each start waits until the test calls `answerAll()` (a slow Invoke in flight).
+ */
+export class FakeInvoker implements WorkerInvoker {
+  readonly calls: InvocationSource[] = [];
+  /** The hints each start carried, in order. */
+  readonly hints: StartHints[] = [];
+  held = false;
+  private readonly pending: Deferred<boolean>[] = [];
+
+  start(source: InvocationSource, hints: StartHints = {}): Promise<boolean> {
+    this.calls.push(source);
+    this.hints.push(hints);
+    if (!this.held) return Promise.resolve(true);
+    const answer = deferred<boolean>();
+    this.pending.push(answer);
+    return answer.promise;
+  }
+
+  /** Starts still waiting for their answer. */
+  get inFlight(): number {
+    return this.pending.length;
+  }
+
+  answerAll(sent = true): void {
+    for (const answer of this.pending.splice(0)) answer.resolve(sent);
+  }
+}
