@@ -46,11 +46,14 @@ const MAX_WINDOW = 100;
  */
 const MIN_WINDOW = 32;
 /**
- * How many partitions each wave of a round reads at once; after these, 8 at a time. Bounded: a
- * hundred queries at once make each wait behind the others (an emulator answers them one by one),
- * and a read past its deadline fails the round.
+ * How many partitions each wave of a round reads at once; after these, 8 at a time. Small at first:
+ * a worker with work fills its room from one or two partitions and reads no more than it did one at a
+ * time (the benchmark's queries per task and lost races hold), while a worker looking for one new task
+ * has the kick's hint for it (read beside the lanes). Bounded: a hundred queries at once make each
+ * wait behind the others (an emulator answers them one by one), and a read past its deadline fails
+ * the round.
  */
-const READ_WAVES = [1, 3, 8];
+const READ_WAVES = [1, 1, 2, 4];
 const LATER_WAVE = 8;
 
 type Attempt =
@@ -150,8 +153,8 @@ export async function claim(
       (p) => !isHint(p),
     ),
   ];
-  // Partitions are read in waves of growing size (1, 3, then 8 at a time), each wave's reads in
-  // parallel: a worker with plenty of work still reads only its own partition, and one looking for
+  // Partitions are read in waves of growing size (1, 1, 2, 4, then 8 at a time), each wave's reads
+  // in parallel: a worker with plenty of work still reads only its own partition, and one looking for
   // the single task an enqueue just kicked it for finds it within a few round trips, not after up to
   // 16 x types sequential queries (seconds when many types are served).
   const readPartition = async ({ type, shard }: { type: string; shard: number }) => {
@@ -196,6 +199,9 @@ export async function claim(
   }
   const emptyThisRound = new Set<string>();
   const leftOver: Candidate[] = [];
+  // Spares are as old as the oldest read they came from: kept with a later time, stale heads would be
+  // tried as fresh in the next rounds (lost races).
+  let leftOverReadAt = Number.POSITIVE_INFINITY;
   for (let w = 0, from = 0; from < partitions.length && room() > 0 && errors.length === 0; w++) {
     const size = (READ_WAVES[w] ?? LATER_WAVE) + (w === 0 ? hints.length : 0);
     const wave = partitions.slice(from, from + size);
@@ -210,6 +216,7 @@ export async function claim(
       if (room() <= 0 || errors.length > 0 || limitedTypes.has(type)) {
         // Read in this wave but not needed: kept as spares for the next rounds.
         leftOver.push(...candidates);
+        if (candidates.length > 0) leftOverReadAt = Math.min(leftOverReadAt, now);
         continue;
       }
       if (state.randomized) {
@@ -224,8 +231,10 @@ export async function claim(
       } else {
         while (candidates.length > 0 && room() > 0 && !limitedTypes.has(type) && errors.length === 0)
           await take(candidates.splice(0, room()));
-        if (candidates.length > 0 && errors.length === 0 && !limitedTypes.has(type))
+        if (candidates.length > 0 && errors.length === 0 && !limitedTypes.has(type)) {
           leftOver.push(...candidates);
+          leftOverReadAt = Math.min(leftOverReadAt, now);
+        }
       }
       // Every head the partition held was read and taken (won or lost to another): it is empty for now.
       if (exhausted && candidates.length === 0 && errors.length === 0 && !limitedTypes.has(type)) {
@@ -235,7 +244,7 @@ export async function claim(
     }
   }
   if (!state.randomized && leftOver.length > 0 && errors.length === 0)
-    state.keepSpare(leftOver.slice(0, MAX_WINDOW), ctx.clock.now());
+    state.keepSpare(leftOver.slice(0, MAX_WINDOW), leftOverReadAt);
 
   // 3. Below the default priority: only once no default-priority task of a type served waits.
   if (room() > 0 && errors.length === 0 && lanes.hasBelowDefault()) {

@@ -130,6 +130,9 @@ function workerTypes(config: WorkerConfig, registry: TaskRegistry): string[] {
   return types;
 }
 
+/** In-process enqueues whose partition hint a worker took (each goes to one worker; see runOnce). */
+const hintsTaken = new WeakSet<object>();
+
 /** What one run() owns: the leases it holds, the retries it will promote, its figures. */
 interface Run {
   keeper: LeaseKeeper;
@@ -214,9 +217,12 @@ export class Worker {
       // A write in this process readied a task, or this worker put one back: look at every partition
       // again at once.
       this.processEvents.on('task:readied', lookAgain),
-      // A task enqueued in this process: its partition is read first (before the readied wake-up).
-      this.processEvents.on('task:enqueued', ({ taskId, type, availableAt }) => {
-        if (availableAt <= this.clock.now()) this.claimMemory.lookFirst(type, shardForId(taskId));
+      // A task enqueued in this process: one waiting worker reads its partition first (before the
+      // readied wake-up). One only: workers sharing a process that all read it first collide on its heads.
+      this.processEvents.on('task:enqueued', (enqueued) => {
+        if (enqueued.availableAt > this.clock.now() || !this.wake || hintsTaken.has(enqueued)) return;
+        hintsTaken.add(enqueued);
+        this.claimMemory.lookFirst(enqueued.type, shardForId(enqueued.taskId));
       }),
       this.events.on('task:promoted', lookAgain),
       this.events.on('task:finished', ({ status }) => {
