@@ -68,7 +68,7 @@ interface FnState {
   invocations: number;
   coldStarts: number;
   throttles: number;
-  environments: { state: string }[];
+  environments: { id: string; state: string }[];
   recent: { startedAt: number; coldStart: boolean }[];
 }
 const workerState = async () => {
@@ -113,10 +113,12 @@ try {
       // Half the samples wait past the sim's idle-environment lifetime: their kick meets a cold start.
       await sleep(i % 2 === 0 ? 5_500 + Math.random() * 3_000 : 200 + Math.random() * 800);
       await untilIdle();
-      const coldBefore = (await workerState()).coldStarts;
+      // A cold start shows as an execution environment that was not there before (the counter of
+      // cold starts moves only when the invocation ends).
+      const before = new Set((await workerState()).environments.map((e) => e.id));
       const ms = await startDelay((await enqueue('demo.echo', i)).id);
       all.push(ms);
-      if ((await workerState()).coldStarts > coldBefore) cold.push(ms);
+      if ((await workerState()).environments.some((e) => !before.has(e.id))) cold.push(ms);
     }
     results.idle = {
       ...summary(all),
