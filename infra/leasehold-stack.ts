@@ -54,8 +54,12 @@ export const FUNCTION_ACCESS: Record<FunctionName, TableAccess> = {
     indexes: { [INDEX.sweep.name]: ['dynamodb:Query'], [INDEX.ready.name]: ['dynamodb:Query'] },
   },
   // a schedule tick: read the definition, enqueue (put, read-back), record the fire, mark a one-time
-  // schedule's definition completed (UpdateItem: the sim's IAM gate found it missing)
-  fire: { table: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'], indexes: {} },
+  // schedule's definition completed (UpdateItem: the sim's IAM gate found it missing), and the kick's
+  // read of the fleet's seats (Query of the FLEET partition: the sim's IAM gate found it missing)
+  fire: {
+    table: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:UpdateItem'],
+    indexes: {},
+  },
 };
 
 export type FunctionName = 'api' | 'worker' | 'recovery' | 'fire';
