@@ -54,6 +54,11 @@ const worker = new Worker({
   onSaturated: () => scaler.saturated(),
 });
 
+/** A burst is the tasks due within this second of its instant (what the timekeeper counted as one). */
+const BURST_WINDOW_MS = 1_000;
+/** The most entries a worker started ahead of a burst reads (keys only, about 60 bytes each). */
+const BURST_READ_LIMIT = 5_000;
+
 export const handler = async (
   event: unknown,
   context: Pick<Context, 'getRemainingTimeInMillis' | 'awsRequestId'>,
@@ -66,6 +71,10 @@ export const handler = async (
       seats,
       scaler,
       invoker,
+      offerBurst: async (at) =>
+        worker.offerDue(
+          await app.store.dueDelayed({ before: at + BURST_WINDOW_MS, limit: BURST_READ_LIMIT }),
+        ),
       timekeeper: () =>
         new Timekeeper({
           store: app.store,
@@ -75,6 +84,7 @@ export const handler = async (
           refreshMs: app.config.pollIntervalMs,
           // A prewarmed worker takes about this many short tasks in the first seconds of a burst.
           onBurstAhead: (at, count) => scaler.prewarm(at, count, app.config.workerConcurrency * 25),
+          offerDue: (entries) => worker.offerDue(entries),
         }),
       clock: app.clock,
       logger,

@@ -214,6 +214,19 @@ describe('workerStartEvent (lenient parse of the worker function event)', () => 
     expect(workerStartEvent({})).toEqual({ source: 'unknown', hints: {} });
   });
 
+  it('reads the seat reserved for the invocation; a malformed one (or seat 0, never reserved) is dropped', () => {
+    const seat = { index: 3, holder: 'starting/abc', token: 7 };
+    expect(workerStartEvent({ source: 'leasehold.scale', seat })).toEqual({
+      source: 'leasehold.scale',
+      hints: { seat },
+    });
+    for (const bad of [{ ...seat, index: 0 }, { ...seat, token: 'x' }, { index: 2 }, 'seat'])
+      expect(workerStartEvent({ source: 'leasehold.scale', seat: bad })).toEqual({
+        source: 'leasehold.scale',
+        hints: {},
+      });
+  });
+
   it('drops a malformed lookFirst without throwing and keeps the source', () => {
     for (const lookFirst of [
       { type: 'mail', shard: 99 },

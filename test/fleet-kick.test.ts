@@ -7,7 +7,7 @@ import { LeaseEvents } from '../shared/events.js';
 import { EnqueueKicker, KICK_HORIZON_MS } from '../shared/fleet/enqueue-kicker.js';
 import { runFleetInvocation, type FleetInvocationDeps } from '../shared/fleet/fleet-invocation.js';
 import { FleetScaler, SCALE_INTERVAL_MS } from '../shared/fleet/fleet-scaler.js';
-import { FleetSeats } from '../shared/fleet/fleet-seats.js';
+import { FleetSeats, RESERVATION_MS } from '../shared/fleet/fleet-seats.js';
 import { writeTargetOf } from '../shared/store/context.js';
 import type { RunSummary } from '../shared/worker/worker.js';
 import { deferred, FakeInvoker, flush, seededRandom } from './support/fleet-fakes.js';
@@ -171,53 +171,71 @@ describe('EnqueueKicker reading the fleet (emulator)', () => {
   });
 });
 
-describe('FleetScaler (fake seats, fake invoker)', () => {
-  function scalerWorld(running: () => Promise<number>, cap = 4) {
-    const clock = new ManualClock();
+describe('FleetScaler (seats on the emulator, fake invoker)', () => {
+  async function scalerWorld(cap = 4) {
+    const t = await createTestStore(server.endpoint);
     const invoker = new FakeInvoker();
-    const seats = { cap, running: vi.fn(running) };
+    const seats = new FleetSeats({
+      target: writeTargetOf(t.store.ctx),
+      clock: t.clock,
+      random: seededRandom(2),
+      cap,
+    });
+    const reserve = vi.spyOn(seats, 'reserve');
     const logger = { warn: vi.fn() };
-    const scaler = new FleetScaler({ seats, invoker, clock, logger });
-    return { clock, invoker, seats, logger, scaler };
+    const scaler = new FleetScaler({ seats, invoker, clock: t.clock, logger });
+    /** Seats held by invocations already running (seat 0 first, as a quiet fleet's first invocation takes it). */
+    const hold = async (n: number) => {
+      for (let i = 0; i < n; i++) await seats.take(`running-${i}`, t.clock.now() + 600_000);
+    };
+    return { t, invoker, seats, reserve, logger, scaler, hold };
   }
 
-  it('saturated twice within the interval starts one invocation; after the interval another', async () => {
-    const s = scalerWorld(async () => 1);
+  it('saturated twice within the interval starts one invocation into a seat reserved for it; after the interval another', async () => {
+    const s = await scalerWorld();
+    await s.hold(1);
     s.scaler.saturated();
-    s.clock.advance(SCALE_INTERVAL_MS - 1);
+    s.t.clock.advance(SCALE_INTERVAL_MS - 1);
     s.scaler.saturated();
     await s.scaler.settled();
     expect(s.invoker.calls).toEqual(['leasehold.scale']);
-    expect(s.seats.running).toHaveBeenCalledTimes(1); // the seats are read at most once per interval
+    expect(s.reserve).toHaveBeenCalledTimes(1); // the seats are read at most once per interval
     expect(s.scaler.started).toBe(1);
-    s.clock.advance(1);
+    // The started invocation's event names its seat; on the table that seat is held for it (never seat 0).
+    const seat = s.invoker.hints[0]!.seat!;
+    expect(seat.index).toBeGreaterThan(0);
+    expect((await s.seats.read()).get(seat.index)).toMatchObject({ holder: seat.holder, token: seat.token });
+    expect(await s.seats.running()).toBe(2);
+    s.t.clock.advance(1);
     s.scaler.saturated();
     await s.scaler.settled();
     expect(s.invoker.calls).toHaveLength(2);
-    expect(s.scaler.started).toBe(2);
+    expect(new Set(s.invoker.hints.map((h) => h.seat!.index)).size).toBe(2);
+    expect(await s.seats.running()).toBe(3);
   });
 
-  it('starts none at the cap (or above it)', async () => {
-    let running = 4;
-    const s = scalerWorld(async () => running, 4);
+  it('starts none with every seat held, counting those reserved for invocations still starting', async () => {
+    const s = await scalerWorld(4);
+    await s.hold(2);
+    // Two saturated workers of other processes started one each, not yet running: the fleet is full.
+    const others = [await s.seats.reserve(), await s.seats.reserve()];
+    expect(others.every(Boolean)).toBe(true);
     s.scaler.saturated();
     await s.scaler.settled();
-    running = 5;
-    s.clock.advance(SCALE_INTERVAL_MS);
-    s.scaler.saturated();
-    await s.scaler.settled();
-    expect(s.seats.running).toHaveBeenCalledTimes(2);
     expect(s.invoker.calls).toEqual([]);
     expect(s.scaler.started).toBe(0);
-    running = 3;
-    s.clock.advance(SCALE_INTERVAL_MS);
+    // One of the starting invocations failed to start: its reservation runs out, and the seat is free again.
+    s.t.clock.advance(RESERVATION_MS + 1);
+    await s.seats.adopt(others[0]!, 'env-late/req-1', s.t.clock.now() + 600_000); // the other did start
     s.scaler.saturated();
     await s.scaler.settled();
     expect(s.invoker.calls).toEqual(['leasehold.scale']);
+    expect(s.invoker.hints[0]!.seat!.index).toBe(others[1]!.index);
   });
 
   it('a failed read of the seats warns, starts nothing and throws nowhere', async () => {
-    const s = scalerWorld(() => Promise.reject(new Error('table unreachable')));
+    const s = await scalerWorld();
+    s.reserve.mockRejectedValueOnce(new Error('table unreachable'));
     expect(() => s.scaler.saturated()).not.toThrow();
     await expect(s.scaler.settled()).resolves.toBeUndefined();
     expect(s.invoker.calls).toEqual([]);
@@ -227,18 +245,31 @@ describe('FleetScaler (fake seats, fake invoker)', () => {
     });
   });
 
-  it('settled() waits for a start still in flight; a failed start is not counted', async () => {
-    const s = scalerWorld(async () => 0);
+  it('settled() waits for a start still in flight; a failed start is not counted and gives its seat back', async () => {
+    const s = await scalerWorld();
     s.invoker.held = true;
     s.scaler.saturated();
     let settled = false;
     const waiting = s.scaler.settled().then(() => (settled = true));
-    await flush();
-    expect(s.invoker.inFlight).toBe(1);
+    await vi.waitFor(() => expect(s.invoker.inFlight).toBe(1));
     expect(settled).toBe(false);
+    expect(await s.seats.running()).toBe(1);
     s.invoker.answerAll(false);
     await waiting;
     expect(s.scaler.started).toBe(0);
+    expect(await s.seats.running()).toBe(0);
+  });
+
+  it('a burst announced ahead starts one invocation per share of its tasks, each into its own seat, up to the free seats', async () => {
+    const s = await scalerWorld(5);
+    await s.hold(1);
+    const at = s.t.clock.now() + 5_000;
+    s.scaler.prewarm(at, 1_000, 200); // five wanted, four seats free
+    await s.scaler.settled();
+    expect(s.invoker.calls).toEqual(['leasehold.due', 'leasehold.due', 'leasehold.due', 'leasehold.due']);
+    expect(s.invoker.hints.every((h) => h.expectWorkAt === at)).toBe(true);
+    expect(new Set(s.invoker.hints.map((h) => h.seat!.index))).toEqual(new Set([1, 2, 3, 4]));
+    expect(await s.seats.running()).toBe(5);
   });
 });
 
@@ -347,10 +378,60 @@ describe('runFleetInvocation (seats on the emulator, fake worker)', () => {
     expect(await w.seats.take('next', w.t.clock.now() + 60_000)).toMatchObject({ index: 0, token: 2 });
   });
 
+  it('an invocation started into a reserved seat takes that seat over; one whose reservation was taken meanwhile takes a free one', async () => {
+    const w = await invocationWorld(3);
+    await w.seats.take('keeper', w.t.clock.now() + 600_000);
+    const reserved = (await w.seats.reserve())!;
+    const run = vi.fn(async () => ({ ...summary, seatsSeen: await w.seats.read() }));
+    const result = await runFleetInvocation(w.deps({ run }), 'env-5/req-1', () => 60_000, { seat: reserved });
+    expect(result.seat).toBe(reserved.index);
+    expect(run).toHaveBeenCalledTimes(1);
+    const during = (
+      (await run.mock.results[0]!.value) as { seatsSeen: Map<number, { holder?: string; token: number }> }
+    ).seatsSeen;
+    expect(during.get(reserved.index)).toMatchObject({ holder: 'env-5/req-1', token: reserved.token + 1 });
+    // Started too late: the reservation ran out and another invocation holds that seat now.
+    const late = (await w.seats.reserve())!;
+    w.t.clock.advance(RESERVATION_MS + 1);
+    const thief = await w.seats.take('thief', w.t.clock.now() + 600_000);
+    expect(thief?.index).toBe(late.index);
+    const second = await runFleetInvocation(w.deps({ run }), 'env-6/req-1', () => 60_000, { seat: late });
+    expect(second.seat).not.toBe(late.index);
+    expect(second.seat).toBeGreaterThan(0);
+    expect((await w.seats.read()).get(late.index)).toMatchObject({ holder: 'thief' });
+  });
+
+  it('an invocation started ahead of a burst offers it to its worker before the run; a failed read still runs', async () => {
+    const w = await invocationWorld(3);
+    const order: string[] = [];
+    const at = w.t.clock.now() + 5_000;
+    const offerBurst = vi.fn(async (when: number) => void order.push(`offer ${when}`));
+    const run = vi.fn(async () => (order.push('run'), summary));
+    await runFleetInvocation({ ...w.deps({ run }), offerBurst }, 'env-7/req-1', () => 60_000, {
+      expectWorkAt: at,
+    });
+    expect(order).toEqual([`offer ${at}`, 'run']);
+    expect(run).toHaveBeenCalledWith(expect.objectContaining({ expectWorkAt: at }));
+    // Without a burst ahead there is nothing to offer.
+    await runFleetInvocation({ ...w.deps({ run }), offerBurst }, 'env-8/req-1', () => 60_000);
+    expect(offerBurst).toHaveBeenCalledTimes(1);
+    // The read fails: the burst starts through its promotion instead, and the run goes on.
+    offerBurst.mockRejectedValueOnce(new Error('throttled'));
+    await runFleetInvocation({ ...w.deps({ run }), offerBurst }, 'env-9/req-1', () => 60_000, {
+      expectWorkAt: at,
+    });
+    expect(run).toHaveBeenCalledTimes(3);
+    expect(w.logger.warn).toHaveBeenCalledWith(
+      expect.stringContaining('burst'),
+      expect.objectContaining({ error: expect.stringContaining('throttled') }),
+    );
+  });
+
   it('a seat that cannot be taken (the table fails) claims nothing: seat-unavailable', async () => {
     const w = await invocationWorld(2);
     const run = vi.fn(async () => summary);
     const failing = {
+      adopt: () => Promise.reject(new Error('throttled')),
       take: () => Promise.reject(new Error('throttled')),
       takeTimekeeper: () => Promise.reject(new Error('throttled')),
       release: w.seats.release.bind(w.seats),

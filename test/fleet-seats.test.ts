@@ -4,7 +4,7 @@
  */
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FleetSeats, type SeatLease } from '../shared/fleet/fleet-seats.js';
+import { FleetSeats, RESERVATION_MS, type SeatLease } from '../shared/fleet/fleet-seats.js';
 import { TIMEKEEPER_SEAT } from '../shared/fleet/fleet-rules.js';
 import { writeTargetOf } from '../shared/store/context.js';
 import { seededRandom } from './support/fleet-fakes.js';
@@ -85,6 +85,26 @@ describe('fleet seats (emulator)', () => {
     const next = await seats().take('inv-late', until);
     expect(next).toMatchObject({ index: 3, holder: 'inv-late', token: 2 });
     expect(await seats().take('inv-later', until)).toBeUndefined();
+    expect(heldNow(await rawSeats(t), t.clock.now())).toHaveLength(5);
+  });
+
+  it('30 deciders reserving at once with cap 5 and seat 0 held: exactly the 4 free seats, seat 0 never; each adopted once', async () => {
+    const { t, seats } = await fleet(5);
+    const until = t.clock.now() + 60_000;
+    await seats().take('keeper', until);
+    const reserved = (await Promise.all(Array.from({ length: 30 }, () => seats().reserve()))).filter(
+      (l): l is SeatLease => l !== undefined,
+    );
+    expect(reserved.map((l) => l.index).sort()).toEqual([1, 2, 3, 4]);
+    expect(
+      reserved.every((l) => l.holder.startsWith('starting/') && l.until === t.clock.now() + RESERVATION_MS),
+    ).toBe(true);
+    expect(heldNow(await rawSeats(t), t.clock.now())).toHaveLength(5);
+    // Each started invocation takes its own seat over; a second adoption of the same reservation is refused.
+    const adopted = await Promise.all(reserved.map((r, i) => seats().adopt(r, `inv-${i}`, until)));
+    expect(adopted.map((a) => a?.holder)).toEqual(reserved.map((_, i) => `inv-${i}`));
+    expect(adopted.every((a, i) => a!.token === reserved[i]!.token + 1 && a!.until === until)).toBe(true);
+    expect(await seats().adopt(reserved[0]!, 'inv-again', until)).toBeUndefined();
     expect(heldNow(await rawSeats(t), t.clock.now())).toHaveLength(5);
   });
 

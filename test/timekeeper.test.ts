@@ -6,7 +6,14 @@
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { systemClock } from '../shared/clock.js';
-import { MIN_REFRESH_MS, Timekeeper, type TimekeeperDeps } from '../shared/fleet/timekeeper.js';
+import {
+  BURST_GRACE_MS,
+  BURST_MIN_TASKS,
+  MIN_REFRESH_MS,
+  PREWARM_LEAD_MS,
+  Timekeeper,
+  type TimekeeperDeps,
+} from '../shared/fleet/timekeeper.js';
 import { KICK_HORIZON_MS } from '../shared/fleet/enqueue-kicker.js';
 import { ClaimState } from '../shared/store/claim-state.js';
 import { shardForId } from '../shared/table-layout.js';
@@ -34,7 +41,9 @@ describe('Timekeeper (in-memory store, fake timers)', () => {
 
   const advance = async (ms: number) => void (await vi.advanceTimersByTimeAsync(ms));
 
-  function keeper(options: Partial<Pick<TimekeeperDeps, 'refreshMs' | 'horizonMs'>> = {}) {
+  function keeper(
+    options: Partial<Pick<TimekeeperDeps, 'refreshMs' | 'horizonMs' | 'onBurstAhead' | 'offerDue'>> = {},
+  ) {
     const clock = systemClock();
     const store = new FakeTimekeepingStore(clock);
     const timers = new TimerSet();
@@ -46,6 +55,8 @@ describe('Timekeeper (in-memory store, fake timers)', () => {
       logger,
       refreshMs: options.refreshMs ?? MIN_REFRESH_MS,
       ...(options.horizonMs === undefined ? {} : { horizonMs: options.horizonMs }),
+      ...(options.onBurstAhead ? { onBurstAhead: options.onBurstAhead } : {}),
+      ...(options.offerDue ? { offerDue: options.offerDue } : {}),
     });
     return { store, timers, logger, timekeeper };
   }
@@ -245,6 +256,58 @@ describe('Timekeeper (in-memory store, fake timers)', () => {
     expect(k.timekeeper.promoted).toBe(200);
     expect(k.store.promoteCalls).toHaveLength(200);
     await k.timekeeper.stop();
+  });
+
+  it('a burst is offered to the workers at its instant, not promoted; what they take is never promoted; once they stop taking, the rest is', async () => {
+    const offered: { id: string; dueAt: number }[][] = [];
+    const ahead: [number, number][] = [];
+    const k = keeper({
+      onBurstAhead: (at, count) => ahead.push([at, count]),
+      offerDue: (entries) => offered.push(entries),
+    });
+    const at = START + 10_000;
+    const ids = Array.from({ length: 100 }, (_, i) => `b${i}`);
+    for (const id of ids) k.store.delay(id, at);
+    k.store.delay('lone', START + 20_000); // not a burst: promoted at its time as always
+    k.timekeeper.start();
+    await advance(10_000 - PREWARM_LEAD_MS);
+    expect(ahead).toEqual([[at, 100]]);
+    expect(100).toBeGreaterThanOrEqual(BURST_MIN_TASKS);
+    await advance(PREWARM_LEAD_MS + LATE_MS);
+    expect(offered).toHaveLength(1);
+    expect(offered[0]!.map((e) => e.id).sort()).toEqual([...ids].sort());
+    expect(offered[0]!.every((e) => e.dueAt === at)).toBe(true);
+    expect(k.store.promoteCalls).toEqual([]);
+    // Still its work until the workers are done: a hand-over now would carry it.
+    expect(k.timekeeper.nextDueAt).toBe(at);
+    // The workers take 60 in the first second, 30 in the next: left to them.
+    for (const id of ids.slice(0, 60)) k.store.claimDirectly(id);
+    await advance(BURST_GRACE_MS);
+    for (const id of ids.slice(60, 90)) k.store.claimDirectly(id);
+    await advance(BURST_GRACE_MS);
+    expect(k.store.promoteCalls).toEqual([]);
+    // Then they stop (gone, or full): the next look promotes exactly the 10 they left.
+    await advance(BURST_GRACE_MS);
+    expect(k.store.promoteCalls.map((c) => c.id).sort()).toEqual(ids.slice(90).sort());
+    expect(ids.slice(90).every((id) => k.store.state(id) === 'queued')).toBe(true);
+    expect(k.timekeeper.nextDueAt).toBe(START + 20_000);
+    await advance(20_000 - 10_000 - 3 * BURST_GRACE_MS);
+    expect(k.store.promoteCalls.map((c) => c.id)).toContain('lone');
+    expect(offered).toHaveLength(1);
+    await k.timekeeper.stop();
+  });
+
+  it('stopped while a burst is left to the workers: no promotion after, and nextDueAt still names it (the hand-over)', async () => {
+    const k = keeper({ onBurstAhead: () => undefined, offerDue: () => undefined });
+    const at = START + 6_000;
+    for (let i = 0; i < 80; i++) k.store.delay(`s${i}`, at);
+    k.timekeeper.start();
+    await advance(6_000 + LATE_MS);
+    await k.timekeeper.stop();
+    expect(k.timers.armed).toBe(0);
+    await advance(5 * BURST_GRACE_MS);
+    expect(k.store.promoteCalls).toEqual([]);
+    expect(k.timekeeper.nextDueAt).toBe(at);
   });
 
   it('a failing read warns, and the next refresh recovers', async () => {

@@ -26,10 +26,12 @@ import {
   cancelledRunning,
   cancelRequested,
   claimed,
+  claimedWhenDue,
   claimUndone,
   completed,
   conditionOf,
   DUE_READY,
+  dueClaimUndone,
   enqueued,
   failedFinal,
   failedRetry,
@@ -82,6 +84,8 @@ const EDGES = [
   'recoveredFail',
   'recoveredCancel',
   'promoted',
+  'claimedWhenDue',
+  'dueClaimUndone',
   'retried',
 ] as const;
 type EdgeName = (typeof EDGES)[number];
@@ -305,6 +309,17 @@ function leaseOf(item: Item): Lease {
   };
 }
 
+/** A worker's claim of a due delayed task from its delay partition, serving `types`. */
+const dueClaimOf = (item: Item, types: string[], workerId: string, now: number) =>
+  claimedWhenDue(
+    { shard: item.shard as number, delayPartition: item[INDEX.sweep.partition] as string },
+    types,
+    workerId,
+    now,
+    leaseExpiry(now, config),
+    config,
+  );
+
 function edgesFrom(item: Item, now: number, x: Inputs): Edge[] {
   const task = item as unknown as TaskItem;
   const edges: Edge[] = [];
@@ -312,12 +327,20 @@ function edgesFrom(item: Item, now: number, x: Inputs): Edge[] {
   switch (task.status) {
     case TaskStatus.QUEUED:
       if (delayed) {
-        if ((item[INDEX.sweep.sort] as number) <= now)
+        if ((item[INDEX.sweep.sort] as number) <= now) {
           edges.push({
             name: 'promoted',
             t: promoted(item[INDEX.sweep.partition] as string, now),
             indexWrites: { ready: 1, sweep: 1 },
           });
+          // Claimed straight from the delay partition by a worker serving its type (default priority only).
+          if (task.priority === DEFAULT_PRIORITY)
+            edges.push({
+              name: 'claimedWhenDue',
+              t: dueClaimOf(item, [task.type], x.workerId, now),
+              indexWrites: { sweep: 2 },
+            });
+        }
         edges.push({ name: 'cancelledQueued', t: cancelledQueued(now, config), indexWrites: { sweep: 1 } });
       } else {
         const candidate: Candidate = {
@@ -449,7 +472,8 @@ function takeEdge(before: Item, edge: Edge, now: number): Item {
   expect(transitionCost(before, edge.t), `${edge.name}: write units`).toEqual(expectedCost(edge.indexWrites));
   expect(writeCost(before, after)).toEqual(transitionCost(before, edge.t));
   // Fencing tokens only grow, and only a claim moves them; the owner index is never written after enqueue.
-  expect(after.leaseToken).toBe((before.leaseToken as number) + (edge.name === 'claimed' ? 1 : 0));
+  const claims = edge.name === 'claimed' || edge.name === 'claimedWhenDue';
+  expect(after.leaseToken).toBe((before.leaseToken as number) + (claims ? 1 : 0));
   expect([after.ownerPk, after.ownerSk]).toEqual([before.ownerPk, before.ownerSk]);
   return after;
 }
@@ -639,6 +663,21 @@ describe('task state transitions (pure, fixed clock)', () => {
             ])
               expect(undone[field], field).toEqual(state[field]);
           }
+          // The same for a claim straight from the delay partition: once only; its undo puts the task in the
+          // ready index (it is due), attempt given back.
+          if (edge.name === 'claimedWhenDue') {
+            expect(holds(edge.t, after)).toBe(false);
+            const undo: Edge = {
+              name: 'dueClaimUndone',
+              t: dueClaimUndone(after as unknown as TaskItem, after.writeId as string, now),
+              indexWrites: { ready: 1, sweep: 1 },
+            };
+            seen.add('dueClaimUndone');
+            const undone = takeEdge(after, undo, now);
+            expect(undone.status).toBe(TaskStatus.QUEUED);
+            expect(undone.attempts).toBe(state.attempts);
+            expect([undone.readyPk, undone.readySk]).toEqual([state.dueReadyPk, state.dueReadySk]);
+          }
           // A renewal between recovery's read and its write makes recovery's fix refused; the holder's own edges still apply.
           if (edge.name === 'renewed') {
             for (const other of edges.filter((e) => e.leavesLease))
@@ -657,8 +696,18 @@ describe('task state transitions (pure, fixed clock)', () => {
         }
         // Exactly one way out of a lease: whichever edge applies first, every other one chosen from the same read is refused.
         // Conditions refuse what an edge must not do: promote a task before it is due, claim past the last attempt.
-        if (state.status === TaskStatus.QUEUED && isSet(state.sweepPk))
+        if (state.status === TaskStatus.QUEUED && isSet(state.sweepPk)) {
           expect(holds(promoted(state.sweepPk as string, now), state)).toBe((state.sweepAt as number) <= now);
+          // A claim from the delay partition takes only a due task, of a type served, at the default priority.
+          const types = [state.type as string];
+          expect(holds(dueClaimOf(state, types, 'w', now), state)).toBe(
+            (state.sweepAt as number) <= now && state.priority === DEFAULT_PRIORITY,
+          );
+          expect(holds(dueClaimOf(state, ['another.type'], 'w', now), state)).toBe(false);
+          expect(holds(dueClaimOf(state, types, 'w', now), { ...state, attempts: state.maxAttempts })).toBe(
+            false,
+          );
+        }
         const claim = edges.find((e) => e.name === 'claimed');
         if (claim) expect(holds(claim.t, { ...state, attempts: state.maxAttempts })).toBe(false);
         const leaving = edges.filter((e) => e.leavesLease);
@@ -710,17 +759,26 @@ describe('task state transitions (pure, fixed clock)', () => {
           expect(writeCost(undefined, item)).toEqual(
             expectedCost(delayMs === 0 ? { ready: 1, owner: 1 } : { sweep: 1, owner: 1 }),
           );
-          let lastClaim: { candidate: Candidate; writeId: string } | undefined;
+          let lastClaim: { candidate?: Candidate; writeId: string } | undefined;
           for (const s of steps) {
             now += s.advance;
             const edges = edgesFrom(item, now, s.inputs);
             if (lastClaim && item.writeId === lastClaim.writeId)
-              edges.push({
-                name: 'claimUndone',
-                t: claimUndone(lastClaim.candidate, lastClaim.writeId),
-                indexWrites: { ready: 1, sweep: 1 },
-                leavesLease: true,
-              });
+              edges.push(
+                lastClaim.candidate
+                  ? {
+                      name: 'claimUndone',
+                      t: claimUndone(lastClaim.candidate, lastClaim.writeId),
+                      indexWrites: { ready: 1, sweep: 1 },
+                      leavesLease: true,
+                    }
+                  : {
+                      name: 'dueClaimUndone',
+                      t: dueClaimUndone(item as unknown as TaskItem, lastClaim.writeId, now),
+                      indexWrites: { ready: 1, sweep: 1 },
+                      leavesLease: true,
+                    },
+              );
             if (edges.length === 0) break; // SUCCESS: nothing leaves it
             const edge = pickEdge(edges, s.pick);
             seen.add(edge.name);
@@ -728,7 +786,9 @@ describe('task state transitions (pure, fixed clock)', () => {
             lastClaim =
               edge.name === 'claimed'
                 ? { candidate: edge.candidate!, writeId: item.writeId as string }
-                : lastClaim;
+                : edge.name === 'claimedWhenDue'
+                  ? { writeId: item.writeId as string }
+                  : lastClaim;
           }
         },
       ),

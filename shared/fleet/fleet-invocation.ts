@@ -21,9 +21,14 @@ export interface TimekeeperDuty extends RunDuty {
 
 export interface FleetInvocationDeps {
   worker: Pick<Worker, 'run'>;
-  seats: Pick<FleetSeats, 'take' | 'takeTimekeeper' | 'release'>;
+  seats: Pick<FleetSeats, 'take' | 'takeTimekeeper' | 'adopt' | 'release'>;
   scaler: Pick<FleetScaler, 'settled'>;
   invoker: WorkerInvoker;
+  /**
+   * For an invocation started ahead of a burst: reads the delayed tasks due by then and offers them to
+   * the worker, which claims them straight from their delay partition at the instant (no promotion).
+   */
+  offerBurst?: (at: number) => Promise<void>;
   /** A fresh timekeeper for an invocation that holds seat 0. */
   timekeeper: () => TimekeeperDuty;
   clock: Clock;
@@ -45,7 +50,10 @@ export async function runFleetInvocation(
   let seat: SeatLease | undefined;
   try {
     const until = seatUntil(clock.now(), remainingTimeMs(), deps.clockSkewMs);
-    seat = hints.keepTime ? await seats.takeTimekeeper(holder, until) : await seats.take(holder, until);
+    // A seat reserved for this invocation by whoever started it comes first; if it is gone (this
+    // invocation started after the reservation ran out), it takes a free one like any other.
+    if (hints.seat) seat = await seats.adopt(hints.seat, holder, until);
+    seat ??= hints.keepTime ? await seats.takeTimekeeper(holder, until) : await seats.take(holder, until);
   } catch (error) {
     // Without a seat nothing may be claimed (the cap could not be checked); the next tick tries again.
     logger.warn('taking a fleet seat failed; this invocation claims nothing', {
@@ -61,6 +69,13 @@ export async function runFleetInvocation(
   const timekeeper = seat.index === TIMEKEEPER_SEAT ? deps.timekeeper() : undefined;
   let summary: RunSummary;
   try {
+    if (hints.expectWorkAt !== undefined)
+      // Without the offer the burst still starts: the timekeeper promotes it after its grace.
+      await deps.offerBurst?.(hints.expectWorkAt).catch((error: unknown) =>
+        logger.warn('reading the burst ahead failed; its tasks start through their promotion', {
+          error: describeError(error),
+        }),
+      );
     summary = await deps.worker.run({
       remainingTimeMs,
       ...(timekeeper ? { duty: timekeeper } : {}),

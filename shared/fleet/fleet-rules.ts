@@ -69,11 +69,6 @@ export function scaleUpDue(now: number, lastScaleAt: number, intervalMs: number)
   return now - lastScaleAt >= intervalMs;
 }
 
-/** Scaling up, step two (after reading the seats): only while the fleet is below its cap. */
-export function belowCap(running: number, cap: number): boolean {
-  return running < cap;
-}
-
 /**
  * What an enqueue's kick does, given the seats as last read: a task due now starts a worker while the
  * fleet has room (at the cap, the running workers and their scale-up take it); a delayed one only

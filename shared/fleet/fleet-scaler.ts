@@ -7,9 +7,9 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { Clock } from '../clock.js';
 import { describeError } from '../errors.js';
-import { belowCap, scaleUpDue } from './fleet-rules.js';
+import { scaleUpDue } from './fleet-rules.js';
 import type { FleetSeats } from './fleet-seats.js';
-import type { WorkerInvoker } from './worker-invoker.js';
+import type { InvocationSource, StartHints, WorkerInvoker } from './worker-invoker.js';
 
 /** How often one worker may add an invocation: about a cold start, so the fleet grows as fast as it can start. */
 export const SCALE_INTERVAL_MS = 1_000;
@@ -22,7 +22,7 @@ export class FleetScaler {
 
   constructor(
     private readonly deps: {
-      seats: Pick<FleetSeats, 'running' | 'cap'>;
+      seats: Pick<FleetSeats, 'reserve' | 'release'>;
       invoker: WorkerInvoker;
       clock: Clock;
       logger: Pick<Logger, 'warn'>;
@@ -48,18 +48,12 @@ export class FleetScaler {
    */
   prewarm(at: number, count: number, tasksPerWorker: number): void {
     const step = (async () => {
-      const { seats, invoker, logger } = this.deps;
       try {
-        const room = seats.cap - (await seats.running());
-        const wanted = Math.min(room, Math.ceil(count / tasksPerWorker));
-        const started = await Promise.all(
-          Array.from({ length: Math.max(0, wanted) }, () =>
-            invoker.start('leasehold.due', { expectWorkAt: at }),
-          ),
-        );
-        this.started += started.filter(Boolean).length;
+        // One after another: each reserves a seat, and the first that finds none ends it.
+        for (let i = 0; i < Math.ceil(count / tasksPerWorker); i++)
+          if (!(await this.startWithSeat('leasehold.due', { expectWorkAt: at }))) break;
       } catch (error) {
-        logger.warn('reading the fleet failed; the burst starts on the running workers', {
+        this.deps.logger.warn('reading the fleet failed; the burst starts on the running workers', {
           error: describeError(error),
         });
       }
@@ -74,12 +68,33 @@ export class FleetScaler {
   }
 
   private async addOne(): Promise<void> {
-    const { seats, invoker, logger } = this.deps;
     try {
-      if (!belowCap(await seats.running(), seats.cap)) return;
-      if (await invoker.start('leasehold.scale')) this.started++;
+      await this.startWithSeat('leasehold.scale', {});
     } catch (error) {
-      logger.warn('reading the fleet failed; not scaling up this time', { error: describeError(error) });
+      this.deps.logger.warn('reading the fleet failed; not scaling up this time', {
+        error: describeError(error),
+      });
     }
+  }
+
+  /**
+   * Reserves a seat and starts an invocation into it (false when every seat is held). A failed Invoke
+   * gives the seat back at once; one that never starts anything holds it until the reservation runs out.
+   */
+  private async startWithSeat(source: InvocationSource, hints: StartHints): Promise<boolean> {
+    const { seats, invoker, logger } = this.deps;
+    const seat = await seats.reserve();
+    if (!seat) return false;
+    const { index, holder, token } = seat;
+    if (await invoker.start(source, { ...hints, seat: { index, holder, token } })) {
+      this.started++;
+      return true;
+    }
+    await seats.release(seat).catch((error: unknown) =>
+      logger.warn('giving back a reserved seat failed; it frees itself shortly', {
+        error: describeError(error),
+      }),
+    );
+    return false;
   }
 }

@@ -43,11 +43,24 @@ const seatStillFree =
   (e) =>
     `attribute_not_exists(${e.name('holder')}) OR ${e.name('until')} <= ${e.value(now)}`;
 
-/** Giving a seat back: we still hold this very take of it (a later holder's take is never undone). */
+/**
+ * Giving a seat back, or adopting one reserved for us: we still hold this very take of it (a later
+ * holder's take is never undone, and a reservation that ran out and was taken is not ours any more).
+ */
 const holdsSeat =
-  (lease: SeatLease): ConditionPart =>
+  (lease: Pick<SeatLease, 'holder' | 'token'>): ConditionPart =>
   (e) =>
     `${e.name('holder')} = ${e.value(lease.holder)} AND ${e.name('token')} = ${e.value(lease.token)}`;
+
+/**
+ * A seat reserved for an invocation being started (a scale-up, a burst's prewarm) waits this long for
+ * it to take the seat over: a cold start on a busy account, with room to spare. An Invoke that never
+ * starts anything holds a seat this long at most.
+ */
+export const RESERVATION_MS = 30_000;
+
+/** The seat reserved for an invocation, as its start event carries it. */
+export type SeatReservation = Pick<SeatLease, 'index' | 'holder' | 'token'>;
 
 export interface FleetSeatsOptions {
   target: WriteTarget;
@@ -108,15 +121,46 @@ export class FleetSeats {
     return undefined;
   }
 
+  /**
+   * Takes a free seat (not seat 0, which an invocation takes on its own) for an invocation about to be
+   * started, which adopts it: the fleet counts invocations being started, so deciders acting at once
+   * never start more than the free seats (each one started past the cap would be a cold start for
+   * nothing). Undefined when every seat is held.
+   */
+  async reserve(): Promise<SeatLease | undefined> {
+    const { clock, random, cap } = this.options;
+    const holder = `starting/${Math.floor(random() * 2 ** 48).toString(36)}`;
+    const seats = await this.read();
+    for (const index of seatsToTry(seats, cap, clock.now(), random)) {
+      if (index === TIMEKEEPER_SEAT) continue;
+      const lease = await this.takeSeat(index, holder, clock.now() + RESERVATION_MS);
+      if (lease) return lease;
+    }
+    return undefined;
+  }
+
+  /**
+   * The started invocation takes over the seat reserved for it, until `until`; undefined when it is no
+   * longer its own (it started after the reservation ran out and another invocation took the seat).
+   */
+  async adopt(reserved: SeatReservation, holder: string, until: number): Promise<SeatLease | undefined> {
+    return this.takeSeat(reserved.index, holder, until, holdsSeat(reserved));
+  }
+
   /** Takes seat 0 (the timekeeper's) only, or undefined when another invocation keeps time. */
   takeTimekeeper(holder: string, until: number): Promise<SeatLease | undefined> {
     return this.takeSeat(TIMEKEEPER_SEAT, holder, until);
   }
 
-  private async takeSeat(index: number, holder: string, until: number): Promise<SeatLease | undefined> {
+  private async takeSeat(
+    index: number,
+    holder: string,
+    until: number,
+    condition: ConditionPart = seatStillFree(this.options.clock.now()),
+  ): Promise<SeatLease | undefined> {
     const { clock, target } = this.options;
     const e = new Expression()
-      .require(seatStillFree(clock.now()))
+      .require(condition)
       .set('holder', holder)
       .set('until', until)
       .set('takenAt', clock.now())

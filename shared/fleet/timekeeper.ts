@@ -11,6 +11,7 @@ import type { Logger } from '@aws-lambda-powertools/logger';
 import type { Clock } from '../clock.js';
 import { describeError } from '../errors.js';
 import type { Timekeeping } from '../store/ports.js';
+import type { DueTask } from '../store/delayed-reads.js';
 import type { TimerHandle, TimerSet } from '../worker/timers.js';
 import { KICK_HORIZON_MS } from './enqueue-kicker.js';
 
@@ -41,7 +42,22 @@ export interface TimekeeperDeps {
    * scaler starts invocations that wait for it, so the burst starts on many workers, not one).
    */
   onBurstAhead?: (at: number, count: number) => void;
+  /**
+   * Told, at its instant, of a burst's tasks now due (this invocation's worker claims them straight from
+   * their delay partition, as do the workers started ahead of it); the timekeeper promotes what the
+   * workers stop taking (see promoteLeft).
+   */
+  offerDue?: (entries: DueTask[]) => void;
 }
+
+/**
+ * How often the timekeeper looks at what the workers left of a burst they claim straight from its delay
+ * partition; what they stopped taking (a worker that failed to start, a type they may not take that
+ * way) is promoted then. A promotion is a second write, and one racing those claims a failed one.
+ */
+export const BURST_GRACE_MS = 1_000;
+/** However slowly the workers progress, what is left of a burst this long after its instant is promoted. */
+export const BURST_MAX_DEFER_MS = 30_000;
 
 /** A second in which at least this many tasks fall due is a burst worth starting workers ahead for. */
 export const BURST_MIN_TASKS = 64;
@@ -53,6 +69,9 @@ export class Timekeeper {
   private readonly due = new Map<string, number>();
   /** Being promoted now: a read during the burst (which still shows them delayed) must not queue them again. */
   private readonly promoting = new Set<string>();
+  /** A burst's tasks left to the workers for BURST_GRACE_MS: id -> due time. */
+  private readonly deferred = new Map<string, number>();
+  private readonly graceTimers = new Set<TimerHandle>();
   private refreshTimer: TimerHandle | undefined;
   private dueTimer: TimerHandle | undefined;
   private dueTimerAt = Number.POSITIVE_INFINITY;
@@ -80,6 +99,9 @@ export class Timekeeper {
     this.stopped = true;
     this.deps.timers.clear(this.refreshTimer);
     this.deps.timers.clear(this.dueTimer);
+    // A burst's tasks still in their grace are handed over with the rest (nextDueAt counts them).
+    for (const grace of this.graceTimers) this.deps.timers.clear(grace);
+    this.graceTimers.clear();
     this.dueTimerAt = Number.POSITIVE_INFINITY;
     await Promise.all([...this.work]);
   }
@@ -87,7 +109,8 @@ export class Timekeeper {
   /** The earliest due time it knows of, if any. */
   get nextDueAt(): number | undefined {
     let next: number | undefined;
-    for (const at of this.due.values()) if (next === undefined || at < next) next = at;
+    for (const at of [...this.due.values(), ...this.deferred.values()])
+      if (next === undefined || at < next) next = at;
     return next;
   }
 
@@ -113,7 +136,8 @@ export class Timekeeper {
         limit: READ_LIMIT,
       });
       if (this.stopped) return;
-      for (const { id, dueAt } of found) if (!this.promoting.has(id)) this.due.set(id, dueAt);
+      for (const { id, dueAt } of found)
+        if (!this.promoting.has(id) && !this.deferred.has(id)) this.due.set(id, dueAt);
       this.arm();
       this.announceBursts();
     } catch (error) {
@@ -157,15 +181,68 @@ export class Timekeeper {
     );
   }
 
-  /** Promotes everything due now, PROMOTE_CONCURRENCY at a time, then arms for the next. */
+  /**
+   * Everything due now: a burst's tasks are offered to the workers first (promoted after the grace if
+   * still waiting), the rest promoted at once. Then arms for the next.
+   */
   private async promoteDue(): Promise<void> {
-    const { store, clock, logger } = this.deps;
+    const { clock, offerDue } = this.deps;
     const now = clock.now();
-    const ready = [...this.due].filter(([, at]) => at <= now).map(([id]) => id);
-    for (const id of ready) {
-      this.due.delete(id);
-      this.promoting.add(id);
+    const dueNow = [...this.due].filter(([, at]) => at <= now);
+    for (const [id] of dueNow) this.due.delete(id);
+    const burst = offerDue ? dueNow.filter(([, at]) => this.announced.has(Math.floor(at / 1000))) : [];
+    if (burst.length > 0) {
+      for (const [id, at] of burst) this.deferred.set(id, at);
+      offerDue!(burst.map(([id, dueAt]) => ({ id, dueAt })));
+      this.deferBurst(burst.map(([id]) => id));
     }
+    const inBurst = new Set(burst.map(([id]) => id));
+    await this.promote(dueNow.filter(([id]) => !inBurst.has(id)).map(([id]) => id));
+    this.arm();
+  }
+
+  /**
+   * Every BURST_GRACE_MS after a burst's instant: a fresh read tells which of its tasks still wait. While
+   * the workers take them (fewer wait than at the last look), they are left to them; once a look finds
+   * no progress (the workers are gone, full, or may not take that type), or BURST_MAX_DEFER_MS have
+   * passed, what waits is promoted.
+   */
+  private async promoteLeft(ids: string[]): Promise<void> {
+    const { store, clock, logger } = this.deps;
+    let waiting: string[];
+    try {
+      const found = await store.dueDelayed({ before: clock.now(), limit: READ_LIMIT });
+      const still = new Set(found.map((d) => d.id));
+      waiting = ids.filter((id) => still.has(id));
+    } catch (error) {
+      logger.warn('reading what a burst left failed; promoting all of it', { error: describeError(error) });
+      waiting = ids;
+    }
+    const dueAt = Math.min(...ids.map((id) => this.deferred.get(id) ?? Number.POSITIVE_INFINITY));
+    const left = new Set(waiting);
+    for (const id of ids) if (!left.has(id)) this.deferred.delete(id);
+    const progress = waiting.length > 0 && waiting.length < ids.length;
+    if (progress && clock.now() - dueAt < BURST_MAX_DEFER_MS && !this.stopped) {
+      this.deferBurst(waiting);
+      return;
+    }
+    for (const id of waiting) this.deferred.delete(id);
+    await this.promote(waiting);
+  }
+
+  /** Leaves these burst tasks to the workers for BURST_GRACE_MS, then looks again (promoteLeft). */
+  private deferBurst(ids: string[]): void {
+    const grace = this.deps.timers.timeout(() => {
+      this.graceTimers.delete(grace);
+      this.track(this.promoteLeft(ids));
+    }, BURST_GRACE_MS);
+    this.graceTimers.add(grace);
+  }
+
+  /** Promotes these tasks, PROMOTE_CONCURRENCY at a time. */
+  private async promote(ready: string[]): Promise<void> {
+    const { store, logger } = this.deps;
+    for (const id of ready) this.promoting.add(id);
     let next = 0;
     await Promise.all(
       Array.from({ length: Math.min(PROMOTE_CONCURRENCY, ready.length) }, async () => {
@@ -184,6 +261,5 @@ export class Timekeeper {
       }),
     );
     for (const id of ready) this.promoting.delete(id);
-    this.arm();
   }
 }

@@ -5,6 +5,7 @@
  * finds the work, so failures are logged and counted, never thrown at the enqueue that caused them.
  */
 import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
+import type { SeatReservation } from './fleet-seats.js';
 
 /** Why an invocation was started (its event's `source`; the scheduled tick's is `leasehold.worker`). */
 export type InvocationSource = 'leasehold.kick' | 'leasehold.scale' | 'leasehold.due';
@@ -26,6 +27,8 @@ export interface StartHints {
    * retries waiting): it takes seat 0 or, when another invocation keeps time already, returns at once.
    */
   keepTime?: boolean;
+  /** The seat reserved for this invocation by whoever started it (fleet-seats.ts, reserve/adopt). */
+  seat?: SeatReservation;
 }
 
 /** The event a worker invocation started by Leasehold receives. */

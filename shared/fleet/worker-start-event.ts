@@ -22,18 +22,27 @@ const startEvent = z.object({
     .catch(undefined),
   expectWorkAt: z.number().int().positive().optional().catch(undefined),
   keepTime: z.boolean().optional().catch(undefined),
+  seat: z
+    .object({
+      index: z.number().int().min(1).max(100_000),
+      holder: z.string().min(1).max(128),
+      token: z.number().int().positive(),
+    })
+    .optional()
+    .catch(undefined),
 });
 
 export function workerStartEvent(event: unknown): { source: string; hints: StartHints } {
   const parsed = startEvent.safeParse(event);
   if (!parsed.success) return { source: 'unknown', hints: {} };
-  const { lookFirst, expectWorkAt, keepTime } = parsed.data;
+  const { lookFirst, expectWorkAt, keepTime, seat } = parsed.data;
   return {
     source: parsed.data.source ?? 'unknown',
     hints: {
       ...(lookFirst ? { lookFirst } : {}),
       ...(expectWorkAt ? { expectWorkAt } : {}),
       ...(keepTime ? { keepTime } : {}),
+      ...(seat ? { seat } : {}),
     },
   };
 }

@@ -3,7 +3,8 @@
  * starts, heads it read but did not take, and partitions it found empty.
  */
 import { fnv1a } from '../ids.js';
-import { shardPartition } from '../table-layout.js';
+import { SHARD_COUNT, shardForId, shardPartition } from '../table-layout.js';
+import type { DueTask } from './delayed-reads.js';
 
 /** A ready head: enough to attempt the claim write without reading the item. */
 export interface Candidate {
@@ -22,12 +23,13 @@ export interface LaneSeen {
   below: boolean;
 }
 
-/** A claim whose outcome was never learned: its write id, and when its lease would run out. */
-export interface UnknownClaim {
-  candidate: Candidate;
-  writeId: string;
-  leaseUntil: number;
-}
+/**
+ * A claim whose outcome was never learned: its write id, when its lease would run out, and what was
+ * claimed (a ready head, put back at that head; or a due delayed task by id, put back after a read).
+ */
+export type UnknownClaim = { writeId: string; leaseUntil: number } & (
+  { candidate: Candidate } | { dueTaskId: string }
+);
 
 /** Partitions a round reads first on a hint: beyond these, a burst has spread over every shard anyway. */
 const MAX_HINTS = 4;
@@ -150,6 +152,82 @@ export class ClaimState {
     const hints = this.hints;
     this.hints = [];
     return hints;
+  }
+
+  /**
+   * Delayed tasks this worker was told fall due (a burst it was started ahead of, or a burst its own
+   * timekeeper found due), by delay shard, each in one order every worker shares (due time, then id):
+   * claimed straight from the delay partition once due. A worker works one shard at a time, starting
+   * at one of its own; entering a shard it tries one entry first, and it leaves a shard to whoever took
+   * an entry it tried there. Two workers on one shard then meet at its head, and one of them moves on
+   * after a single failed write instead of racing the other through the whole list.
+   */
+  private readonly due = new Map<number, DueTask[]>();
+  private dueShard: number | undefined;
+  /** This worker won in its current shard: it takes as many as it has room for there. */
+  private dueShardOwn = false;
+
+  offerDue(entries: readonly DueTask[], random: () => number): void {
+    const known = new Set([...this.due.values()].flat().map((d) => d.id));
+    for (const entry of entries) {
+      if (known.has(entry.id)) continue;
+      known.add(entry.id);
+      const shard = shardForId(entry.id);
+      this.due.set(shard, [...(this.due.get(shard) ?? []), entry]);
+    }
+    for (const list of this.due.values())
+      list.sort((a, b) => a.dueAt - b.dueAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    this.dueShard ??= Math.floor(random() * SHARD_COUNT);
+  }
+
+  /** Offered entries due by `now` from one shard: this worker's current one, else the next with any due. */
+  takeDue(now: number, max: number): DueTask[] {
+    for (let i = 0; i < SHARD_COUNT; i++) {
+      const shard = ((this.dueShard ?? 0) + i) % SHARD_COUNT;
+      const list = this.due.get(shard);
+      if (!list || list[0]!.dueAt > now) continue;
+      if (shard !== this.dueShard) {
+        this.dueShard = shard;
+        this.dueShardOwn = false;
+      }
+      const taken: DueTask[] = [];
+      const n = this.dueShardOwn ? max : 1;
+      while (list.length > 0 && list[0]!.dueAt <= now && taken.length < n) taken.push(list.shift()!);
+      if (list.length === 0) this.due.delete(shard);
+      return taken;
+    }
+    return [];
+  }
+
+  /** Offered entries not yet tried. */
+  get dueWaiting(): number {
+    let n = 0;
+    for (const list of this.due.values()) n += list.length;
+    return n;
+  }
+
+  /** The earliest due time among them. */
+  get nextDueAt(): number | undefined {
+    let next: number | undefined;
+    for (const list of this.due.values())
+      if (list.length > 0 && (next === undefined || list[0]!.dueAt < next)) next = list[0]!.dueAt;
+    return next;
+  }
+
+  /** Every entry this worker tried in its shard was its own: it takes as many as it has room for there. */
+  noteDueWon(): void {
+    this.dueShardOwn = true;
+  }
+
+  /** Another worker took an entry this one tried: that shard is left to it (and to the promotion). */
+  noteDueLost(): void {
+    if (this.dueShard !== undefined) this.due.delete(this.dueShard);
+    this.dueShardOwn = false;
+  }
+
+  /** Nothing more can be taken this way (no type qualifies): the entries are left to their promotion. */
+  dropDue(): void {
+    this.due.clear();
   }
 
   /** Another worker took one of the spare heads: the rest are likely stale too. */

@@ -3,7 +3,14 @@
  * are free slots, take them with conditional writes, and skip any another worker won, without waiting.
  */
 import { claimLeaseUsable, leaseExpiry } from '../lease-rules.js';
-import { readyPriorityPrefix, SHARD_COUNT, shardPartition, taskKey } from '../table-layout.js';
+import {
+  delaySweepPartition,
+  readyPriorityPrefix,
+  SHARD_COUNT,
+  shardForId,
+  shardPartition,
+  taskKey,
+} from '../table-layout.js';
 import type { Task } from '../task-model.js';
 import { writeTargetOf, type StoreContext } from './context.js';
 import {
@@ -13,13 +20,22 @@ import {
   type WriteResult,
 } from './conditional-write.js';
 import { claimInput, parseInput, type ClaimInput, type Lease, type SlotLease } from './inputs.js';
-import type { Candidate, ClaimState } from './claim-state.js';
+import type { Candidate, ClaimState, UnknownClaim } from './claim-state.js';
 import { LaneRound } from './claim-lanes.js';
 import { release } from './lease-writes.js';
 import { readHeads } from './ready-heads.js';
-import { releaseSlots, SlotGate } from './slots.js';
+import { limitsFor, releaseSlots, SlotGate } from './slots.js';
 import { toTask, type TaskItem } from './task-item.js';
-import { asUpdate, claimed as claimEdge, claimUndone } from './transitions.js';
+import { readTaskItem } from './task-reads.js';
+import { deadline } from './dynamo.js';
+import {
+  asUpdate,
+  claimed as claimEdge,
+  claimedWhenDue,
+  claimUndone,
+  dueClaimUndone,
+  type Transition,
+} from './transitions.js';
 
 export interface Claimed {
   task: Task;
@@ -54,6 +70,8 @@ const MIN_WINDOW = 32;
  * the round.
  */
 const READ_WAVES = [1, 1, 2, 4];
+/** DynamoDB's IN takes at most 100 values: a worker serving more types claims due tasks through their promotion. */
+const MAX_IN_VALUES = 100;
 const LATER_WAVE = 8;
 
 type Attempt =
@@ -100,14 +118,9 @@ export async function claim(
     state
       .takeUnknownClaims()
       .filter((unknown) => unknown.leaseUntil > startedAt)
-      .map((unknown) =>
-        undoClaim(ctx, unknown.candidate, unknown.writeId, { resends: 0 }).catch(() =>
-          state.noteUnknownClaim(unknown),
-        ),
-      ),
+      .map((unknown) => undoClaim(ctx, unknown, { resends: 0 }).catch(() => state.noteUnknownClaim(unknown))),
   );
-  const onUnknown = (candidate: Candidate, writeId: string, leaseUntil: number) =>
-    state.noteUnknownClaim({ candidate, writeId, leaseUntil });
+  const onUnknown = (unknown: UnknownClaim) => state.noteUnknownClaim(unknown);
 
   // Heads this round already tried (a spare may also come back in a partition read): never twice.
   const tried = new Set<string>();
@@ -120,18 +133,23 @@ export async function claim(
     const attempts = await Promise.all(
       // A failed attempt is an answer like the others: the round keeps what it already won.
       batch.map((c) =>
-        claimOne(ctx, c, input.workerId, now, leaseUntil, gate, onUnknown).catch(
-          (error: unknown): Attempt => ({ outcome: 'error', error }),
-        ),
+        claimOne(ctx, headClaim(c, input.workerId, now, leaseUntil, ctx.config), leaseUntil, gate, onUnknown),
       ),
     );
+    tally(
+      attempts,
+      batch.map((c) => c.type),
+    );
+    return attempts;
+  };
+  /** Counts a batch's attempts; `types[j]` is the type of attempt j when known (a limited one is skipped after). */
+  const tally = (attempts: Attempt[], types: (string | undefined)[]) => {
     for (const [j, attempt] of attempts.entries()) {
       if (attempt.outcome === 'won') result.claimed.push(attempt.claimed);
       else if (attempt.outcome === 'lost') result.lostRaces++;
-      else if (attempt.outcome === 'limited') limitedTypes.add(batch[j]!.type);
+      else if (attempt.outcome === 'limited' && types[j] !== undefined) limitedTypes.add(types[j]);
       else if (attempt.outcome === 'error') errors.push(attempt.error);
     }
-    return attempts;
   };
   /** Takes heads in the given order, as many at a time as there is room, skipping limited types. */
   const takeInOrder = async (heads: Candidate[]) => {
@@ -188,6 +206,44 @@ export async function claim(
       else if (readMore === undefined) return;
     }
   });
+
+  // 1b. Delayed tasks this worker was told fall due, once due (a burst it was started ahead of): claimed
+  // straight from their delay partition, at the default priority only (every head above it was just
+  // taken), by types it may take without a concurrency slot. No promotion write, no ready read.
+  if (room() > 0 && errors.length === 0 && state.dueWaiting > 0) {
+    const direct = input.types.filter((type) => limitsFor(ctx, type).length === 0);
+    if (direct.length === 0 || direct.length > MAX_IN_VALUES) state.dropDue();
+    for (;;) {
+      if (room() <= 0 || errors.length > 0) break;
+      const due = state.takeDue(ctx.clock.now(), room());
+      if (due.length === 0) break;
+      const now = ctx.clock.now();
+      const leaseUntil = leaseExpiry(now, ctx.config);
+      const attempts = await Promise.all(
+        due.map((d) =>
+          claimOne(
+            ctx,
+            dueClaim(d.id, direct, input.workerId, now, leaseUntil, ctx.config),
+            leaseUntil,
+            gate,
+            onUnknown,
+          ),
+        ),
+      );
+      tally(attempts, []);
+      // Another worker took one: this shard is left to it. Otherwise this worker owns the shard for now.
+      if (attempts.some((a) => a.outcome === 'lost')) state.noteDueLost();
+      else state.noteDueWon();
+    }
+  }
+
+  // While this worker still holds due tasks it was offered, it has its work: the ready partitions (16
+  // per type, most of them empty in a burst of delayed tasks) are read once that list is done.
+  if (state.dueWaiting > 0) {
+    state.noteRound(result.lostRaces, ctx.random);
+    if (errors.length > 0 && result.claimed.length === 0) throw errors[0];
+    return result;
+  }
 
   // 2. Default priority: heads left over from the last round first, then the shards.
   if (room() > 0 && errors.length === 0) {
@@ -288,57 +344,146 @@ function visitOrder(
   return [own!, ...all];
 }
 
-type OnUnknownClaim = (c: Candidate, writeId: string, leaseUntil: number) => void;
+type OnUnknownClaim = (unknown: UnknownClaim) => void;
 
-async function claimOne(
-  ctx: StoreContext,
+/**
+ * One claim write: the slots its type needs first (none for a due claim, whose condition excludes
+ * limited types), its edge, and what to remember if its outcome is never learned.
+ */
+interface ClaimWrite {
+  taskId: string;
+  slotsOf?: string;
+  edge: Transition;
+  unknown: Omit<UnknownClaim, 'writeId' | 'leaseUntil'>;
+}
+
+/** The claim of a ready head, as read. */
+function headClaim(
   c: Candidate,
   workerId: string,
   now: number,
   leaseUntil: number,
+  config: StoreContext['config'],
+): ClaimWrite {
+  return {
+    taskId: c.id,
+    slotsOf: c.type,
+    edge: claimEdge(c, workerId, now, leaseUntil, config),
+    unknown: { candidate: c },
+  };
+}
+
+/** The claim of a due delayed task straight from its delay partition. */
+function dueClaim(
+  id: string,
+  types: readonly string[],
+  workerId: string,
+  now: number,
+  leaseUntil: number,
+  config: StoreContext['config'],
+): ClaimWrite {
+  const shard = shardForId(id);
+  return {
+    taskId: id,
+    edge: claimedWhenDue(
+      { shard, delayPartition: delaySweepPartition(shard) },
+      types,
+      workerId,
+      now,
+      leaseUntil,
+      config,
+    ),
+    unknown: { dueTaskId: id },
+  };
+}
+
+/** One claim: its slots, its conditional write, and every way it can end (never throws). */
+async function claimOne(
+  ctx: StoreContext,
+  write: ClaimWrite,
+  leaseUntil: number,
   gate: SlotGate,
   onUnknown: OnUnknownClaim,
 ): Promise<Attempt> {
-  const slots = await gate.acquire(c.type, c.id, leaseUntil);
-  if (!slots) return { outcome: 'limited' };
-  const e = asUpdate(claimEdge(c, workerId, now, leaseUntil, ctx.config));
-  ctx.events.emit('claim:intent', { taskId: c.id });
+  let slots: SlotLease[] = [];
+  try {
+    if (write.slotsOf !== undefined) {
+      const taken = await gate.acquire(write.slotsOf, write.taskId, leaseUntil);
+      if (!taken) return { outcome: 'limited' };
+      slots = taken;
+    }
+  } catch (error) {
+    return { outcome: 'error', error };
+  }
+  ctx.events.emit('claim:intent', { taskId: write.taskId });
   let written: WriteResult<TaskItem>;
   try {
-    written = await conditionalUpdate<TaskItem>(writeTargetOf(ctx), taskKey(c.id), e, { resends: 1 });
+    written = await conditionalUpdate<TaskItem>(
+      writeTargetOf(ctx),
+      taskKey(write.taskId),
+      asUpdate(write.edge),
+      {
+        resends: 1,
+      },
+    );
   } catch (error) {
     // Not even a read could tell whether the claim applied: take it back if it did, so the task
     // is not left RUNNING under a worker that never runs it, with an attempt spent.
     // If the undo fails too, the next rounds try it again.
-    if (error instanceof WriteOutcomeUnknownError)
-      await undoClaim(ctx, c, error.writeId).catch(() => onUnknown(c, error.writeId, leaseUntil));
-    await releaseSlots(ctx, workerId, slots).catch(() => undefined);
-    throw error;
+    if (error instanceof WriteOutcomeUnknownError) {
+      const unknown = { ...write.unknown, writeId: error.writeId, leaseUntil } as UnknownClaim;
+      await undoClaim(ctx, unknown).catch(() => onUnknown(unknown));
+    }
+    await releaseSlots(ctx, gate.holder, slots).catch(() => undefined);
+    return { outcome: 'error', error };
   }
-  if (!written.applied) {
-    await releaseSlots(ctx, workerId, slots);
-    return { outcome: 'lost' };
+  try {
+    if (!written.applied) {
+      await releaseSlots(ctx, gate.holder, slots);
+      return { outcome: 'lost' };
+    }
+    const claimed = claimedFrom(written.item, slots);
+    if (!claimLeaseUsable(claimed.lease.leaseUntil, ctx.clock.now(), ctx.config)) {
+      // The write landed too late to start safely: another claimer may take over the task and its
+      // slots any moment. Give it back (attempt not spent); if recovery already requeued it, the
+      // release is refused by its token and nothing changes.
+      await release(ctx, { lease: claimed.lease }).catch(() => undefined);
+      // Not a race with another claimer: it must not make this worker act contended.
+      return { outcome: 'late' };
+    }
+    return { outcome: 'won', claimed };
+  } catch (error) {
+    return { outcome: 'error', error };
   }
-  const claimed = claimedFrom(written.item, slots);
-  if (!claimLeaseUsable(claimed.lease.leaseUntil, ctx.clock.now(), ctx.config)) {
-    // The write landed too late to start safely: another claimer may take over the task and its
-    // slots any moment. Give it back (attempt not spent); if recovery already requeued it, the
-    // release is refused by its token and nothing changes.
-    await release(ctx, { lease: claimed.lease }).catch(() => undefined);
-    // Not a race with another claimer: it must not make this worker act contended.
-    return { outcome: 'late' };
-  }
-  return { outcome: 'won', claimed };
 }
 
-/** Reverts a claim that may have applied (our write id is on the item): QUEUED at its old head, attempt given back. */
+/**
+ * Reverts a claim that may have applied (our write id is on the item), attempt given back: a ready head
+ * goes back to that head; a due delayed task, read back first for the keys of its place, to the ready
+ * index (it is due). Another write since (or none of ours) leaves the task as it is.
+ */
 async function undoClaim(
   ctx: StoreContext,
-  c: Candidate,
-  writeId: string,
+  unknown: UnknownClaim,
   options: WriteOptions = {},
 ): Promise<void> {
-  await conditionalUpdate(writeTargetOf(ctx), taskKey(c.id), asUpdate(claimUndone(c, writeId)), options);
+  if ('candidate' in unknown) {
+    await conditionalUpdate(
+      writeTargetOf(ctx),
+      taskKey(unknown.candidate.id),
+      asUpdate(claimUndone(unknown.candidate, unknown.writeId)),
+      options,
+    );
+    return;
+  }
+  const item = await readTaskItem(ctx, unknown.dueTaskId, deadline(ctx.config.requestDeadlineMs));
+  if (item?.writeId !== unknown.writeId) return;
+  await conditionalUpdate(
+    writeTargetOf(ctx),
+    taskKey(unknown.dueTaskId),
+    asUpdate(dueClaimUndone(item, unknown.writeId, ctx.clock.now())),
+    options,
+  );
 }
 
 function claimedFrom(item: TaskItem, slots: SlotLease[]): Claimed {

@@ -2,7 +2,7 @@
  * The named parts every conditional write is built from. Each says which race it closes; a write
  * states its guarantees by listing parts, never by inlining expression text.
  */
-import { INDEX, KEY } from '../table-layout.js';
+import { DEFAULT_PRIORITY, INDEX, KEY } from '../table-layout.js';
 import { LEASED_STATUSES, TaskStatus } from '../task-model.js';
 import type { ConditionPart } from './update-expression.js';
 
@@ -55,6 +55,23 @@ export const stillDelayedAndDue =
   (sweepPk: string, now: number): ConditionPart =>
   (e) =>
     `${e.name('status')} = ${e.value(TaskStatus.QUEUED)} AND ${e.name(INDEX.sweep.partition)} = ${e.value(sweepPk)} AND ${e.name(INDEX.sweep.sort)} <= ${e.value(now)}`;
+
+/**
+ * Claiming a due delayed task straight from its delay partition (no promotion, no ready read): only at
+ * the default priority. The claimer took every head above it first, and one below it must wait until no
+ * default-priority task is due (the seed's claim order); such a task is left to its promotion.
+ */
+export const hasDefaultPriority: ConditionPart = (e) =>
+  `${e.name('priority')} = ${e.value(DEFAULT_PRIORITY)}`;
+
+/**
+ * The same claim, without the task's type in hand (a delay entry is keys only): only a type the claimer
+ * serves and may take without a concurrency slot. Another type is left to its promotion.
+ */
+export const typeIsOneOf =
+  (types: readonly string[]): ConditionPart =>
+  (e) =>
+    `${e.name('type')} IN (${types.map((t) => e.value(t)).join(', ')})`;
 
 /**
  * Taking a concurrency slot: nobody took it since we read it (its token is unchanged) and it is

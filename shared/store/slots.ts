@@ -44,7 +44,7 @@ export class SlotGate {
 
   constructor(
     private readonly ctx: StoreContext,
-    private readonly holder: string,
+    readonly holder: string,
   ) {}
 
   private fixed = 0;

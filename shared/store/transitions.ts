@@ -38,12 +38,14 @@ import { TaskStatus } from '../task-model.js';
 import type { Candidate } from './claim-state.js';
 import {
   hasAttemptsLeft,
+  hasDefaultPriority,
   hasStatus,
   holdsLease,
   itemIsNew,
   leaseAsObserved,
   stillDelayedAndDue,
   stillQueuedAt,
+  typeIsOneOf,
   unchangedSince,
 } from './conditions.js';
 import type { Lease, ProgressReport } from './inputs.js';
@@ -107,18 +109,59 @@ export function claimed(
 ): Transition {
   return {
     assign: {
-      status: TaskStatus.RUNNING,
-      leaseOwner: workerId,
-      leaseUntil,
-      startedAt: now,
-      updatedAt: now,
-      [INDEX.sweep.partition]: leaseSweepPartition(c.shard),
-      [INDEX.sweep.sort]: sweepKeyFor(leaseUntil, config),
+      ...leaseTaken(c.shard, workerId, now, leaseUntil, config),
       [INDEX.ready.partition]: undefined,
       [INDEX.ready.sort]: undefined,
     },
     add: { leaseToken: 1, attempts: 1 },
     require: [stillQueuedAt(c.readySk), hasAttemptsLeft],
+  };
+}
+
+/**
+ * A claim of a due delayed task straight from its delay partition, as the worker found it there (keys
+ * only: its id, so its shard, and the partition): RUNNING under a fresh token, out of the delay sweep into
+ * the lease sweep, its due ready keys dropped. It saves the promotion write and the ready read; the
+ * conditions leave every task it must not take (another type, a limited one, a priority other than the
+ * default) to its promotion.
+ */
+export function claimedWhenDue(
+  entry: { shard: number; delayPartition: string },
+  types: readonly string[],
+  workerId: string,
+  now: number,
+  leaseUntil: number,
+  config: Pick<LeaseholdConfig, 'leaseTimeoutMs' | 'heartbeatIntervalMs' | 'clockSkewMs'>,
+): Transition {
+  return {
+    assign: {
+      ...leaseTaken(entry.shard, workerId, now, leaseUntil, config),
+      [DUE_READY.partition]: undefined,
+      [DUE_READY.sort]: undefined,
+    },
+    add: { leaseToken: 1, attempts: 1 },
+    require: [
+      stillDelayedAndDue(entry.delayPartition, now),
+      hasDefaultPriority,
+      typeIsOneOf(types),
+      hasAttemptsLeft,
+    ],
+  };
+}
+
+/**
+ * Reverts a claim of a due delayed task whose outcome was never learned, if that very write applied
+ * (read back: the item as it is now): QUEUED in the ready index (it is due), attempt given back.
+ */
+export function dueClaimUndone(
+  task: Place & Pick<TaskItem, 'availableAt'>,
+  writeId: string,
+  now: number,
+): Transition {
+  return {
+    assign: { ...LEASE_LEFT, status: TaskStatus.QUEUED, ...queuedAt(task, task.availableAt, now) },
+    add: { attempts: -1 },
+    require: [unchangedSince(writeId)],
   };
 }
 
@@ -398,6 +441,25 @@ const LEASE_LEFT = {
   [INDEX.sweep.partition]: undefined,
   [INDEX.sweep.sort]: undefined,
 } as const;
+
+/** What every claim assigns: RUNNING under this worker until `leaseUntil`, in the lease sweep of its shard. */
+function leaseTaken(
+  shard: number,
+  workerId: string,
+  now: number,
+  leaseUntil: number,
+  config: Pick<LeaseholdConfig, 'leaseTimeoutMs' | 'heartbeatIntervalMs' | 'clockSkewMs'>,
+): Record<string, unknown> {
+  return {
+    status: TaskStatus.RUNNING,
+    leaseOwner: workerId,
+    leaseUntil,
+    startedAt: now,
+    updatedAt: now,
+    [INDEX.sweep.partition]: leaseSweepPartition(shard),
+    [INDEX.sweep.sort]: sweepKeyFor(leaseUntil, config),
+  };
+}
 
 /** Every write under a lease: the writer holds this very claim (see holdsLease). Always the last part. */
 const fence = (lease: LeaseRef): ConditionPart => holdsLease(lease.owner, lease.token);

@@ -15,6 +15,7 @@ import { canStartWithin, effectiveTimeoutMs, typeTimeoutMs } from '../invocation
 import { ClaimState } from '../store/claim-state.js';
 import { shardForId } from '../table-layout.js';
 import type { LeaseStore } from '../store/ports.js';
+import type { DueTask } from '../store/delayed-reads.js';
 import type { TaskRegistry } from '../tasks/registry.js';
 import { Execution } from './execution.js';
 import { LeaseKeeper } from './lease-keeper.js';
@@ -64,6 +65,8 @@ export interface WorkerOptions {
    * worker can take (the fleet's scaler starts another invocation).
    */
   onSaturated?: () => void;
+  /** Random numbers for the order in which offered due tasks are tried (default Math.random). */
+  random?: () => number;
 }
 
 export interface RunOptions {
@@ -175,6 +178,19 @@ export class Worker {
     this.types = options.types ?? workerTypes(options.config, options.registry);
   }
 
+  /**
+   * Delayed tasks known to fall due (a burst this run was started ahead of, or a burst its timekeeper
+   * found due now): once due, this worker claims them straight from their delay partition, and it
+   * stays up for them. What it cannot take is left to the promotion. Forgotten when the run returns.
+   */
+  offerDue(entries: readonly DueTask[]): void {
+    if (entries.length === 0) return;
+    this.claimMemory.offerDue(entries, this.options.random ?? Math.random);
+    if (!entries.some((e) => e.dueAt <= this.clock.now())) return;
+    if (this.wake) this.wake();
+    else this.lookAgainPending = true;
+  }
+
   /** Tasks running now. */
   get running(): number {
     return this.active.size;
@@ -274,7 +290,11 @@ export class Worker {
         // A promotion that finished during the last round made work that round could not see yet.
         idleSince = Math.max(idleSince, run.promoter.promotedAt);
         // A retry due within the idle window is work on its way; a long backoff is left to the next invocation.
-        const expecting = expectingWork(runOptions.expectWorkAt, this.clock.now());
+        // A burst this run was started for, or due tasks offered to it (due before the run must end), keep it up.
+        const nextOffered = this.claimMemory.nextDueAt;
+        const expecting =
+          expectingWork(runOptions.expectWorkAt, this.clock.now()) ||
+          (nextOffered !== undefined && nextOffered - this.clock.now() <= left - config.drainMarginMs);
         if (
           this.active.size > 0 ||
           run.promoter.dueWithin(idleStopMs) ||
@@ -286,14 +306,23 @@ export class Worker {
           run.summary.stoppedBecause = 'idle';
           break;
         }
+        // Offered due tasks still waiting while there is room: the next round takes them now (each round
+        // takes some off the list, won or lost, so this ends).
+        if (nextOffered !== undefined && nextOffered <= this.clock.now() && free > 0) continue;
         // Sleep until the next poll, a finished task, a stop, or the start of the drain margin.
-        const poll = pollWait(config.pollIntervalMs, runOptions.expectWorkAt, this.clock.now());
+        const poll = pollWait(
+          config.pollIntervalMs,
+          runOptions.expectWorkAt ?? this.claimMemory.nextDueAt,
+          this.clock.now(),
+        );
         await this.pause(Math.max(0, Math.min(poll, left - config.drainMarginMs)));
       }
       await this.drain(run);
     } finally {
       runOptions.stop?.removeEventListener('abort', onStop);
       if (dutyStarted) await runOptions.duty?.stop();
+      // Offered due tasks not taken are left to their promotion: a later invocation must not try stale ones.
+      this.claimMemory.dropDue();
       await run.keeper.stop();
       this.timers.clearAll();
       const { rounds, maxLagMs } = run.keeper.figures;

@@ -10,7 +10,7 @@ import type { Timekeeping } from '../../shared/store/ports.js';
 
 interface Waiting {
   dueAt: number;
-  state: 'delayed' | 'queued';
+  state: 'delayed' | 'queued' | 'claimed';
 }
 
 export class FakeTimekeepingStore implements Timekeeping {
@@ -36,6 +36,12 @@ export class FakeTimekeepingStore implements Timekeeping {
   /** A task waiting in the delay partitions until `dueAt`. */
   delay(id: string, dueAt: number): void {
     this.tasks.set(id, { dueAt, state: 'delayed' });
+  }
+
+  /** A worker claimed it straight from its delay partition (claim.ts step 1b): no longer delayed. */
+  claimDirectly(id: string): void {
+    const task = this.tasks.get(id);
+    if (task?.state === 'delayed') task.state = 'claimed';
   }
 
   state(id: string): Waiting['state'] | undefined {
