@@ -19,7 +19,9 @@ const children: ChildProcess[] = [];
 
 /** Starts `leasehold serve` with these flags; resolves with its output so far once `ready` matches it. */
 function serve(flags: string[], env: Record<string, string>, ready: RegExp): Promise<string> {
-  const child = spawn('npx', ['tsx', 'shared/cli/leasehold.ts', 'serve', ...flags], {
+  // Node itself (not npx): a signal to the child then reaches the server, whose exit closes the pipes
+  // this process reads (through npx it did not, and the benchmark never exited).
+  const child = spawn(process.execPath, ['--import', 'tsx', 'shared/cli/leasehold.ts', 'serve', ...flags], {
     env: { ...process.env, LEASEHOLD_DATA_DIR: dataDir, POWERTOOLS_LOG_LEVEL: 'ERROR', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -69,7 +71,16 @@ try {
       `p50 ${at(0.5)} ms, p90 ${at(0.9)} ms, p99 ${at(0.99)} ms, max ${delays.at(-1)} ms\n`,
   );
 } finally {
-  for (const c of children) c.kill('SIGTERM');
-  await sleep(1_000);
+  await Promise.all(
+    children.map(
+      (c) =>
+        new Promise<void>((resolve) => {
+          if (c.exitCode !== null || c.signalCode !== null) return resolve();
+          const force = setTimeout(() => c.kill('SIGKILL'), 10_000);
+          c.once('exit', () => (clearTimeout(force), resolve()));
+          c.kill('SIGTERM');
+        }),
+    ),
+  );
   rmSync(dataDir, { recursive: true, force: true });
 }

@@ -153,6 +153,17 @@ export class ExecutionEnvironment {
     if (this.child && this.child.exitCode === null && this.child.signalCode === null) {
       this.child.kill('SIGKILL');
     }
+    // An invocation still running ends as Lambda reports a runtime that went away; its timeout timer
+    // goes with it (left armed, it kept the sim's process alive for the function's whole timeout).
+    if (this.current && this.state !== 'dead')
+      this.finish({
+        payload: JSON.stringify({
+          errorType: 'Runtime.ExitError',
+          errorMessage: `RequestId: ${this.current.requestId} Error: Runtime exited with error: signal: sigkill`,
+        }),
+        functionError: 'Unhandled',
+        errorType: 'Runtime.ExitError',
+      });
     this.state = 'dead';
     this.server?.close();
     this.server?.closeAllConnections();
