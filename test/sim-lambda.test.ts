@@ -83,6 +83,19 @@ describe('an execution environment', () => {
     expect(log.some((l) => l.includes('Task timed out after 1.50 seconds'))).toBe(true);
   });
 
+  it('killed mid-invocation (the sim shuts down): the invocation ends as a runtime exit, and no timer is left', async () => {
+    const e = await environment(60_000);
+    const running = e.invoke(JSON.stringify({ sleep: 30_000 }));
+    await new Promise((r) => setTimeout(r, 200));
+    const timersBefore = process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    e.kill();
+    const ended = await running;
+    expect(ended).toMatchObject({ functionError: 'Unhandled', errorType: 'Runtime.ExitError' });
+    expect(e.state).toBe('dead');
+    // The invocation's 60 s timeout timer went with it (it kept a closed sim's process alive).
+    expect(process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length).toBeLessThan(timersBefore);
+  });
+
   it('refuses a response over 6 MB as Lambda does', async () => {
     const e = await environment();
     const big = await run(e, { big: 7 * 1024 * 1024 });

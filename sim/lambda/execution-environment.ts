@@ -153,8 +153,9 @@ export class ExecutionEnvironment {
     if (this.child && this.child.exitCode === null && this.child.signalCode === null) {
       this.child.kill('SIGKILL');
     }
-    // An invocation still running ends as Lambda reports a runtime that went away; its timeout timer
-    // goes with it (left armed, it kept the sim's process alive for the function's whole timeout).
+    // An invocation still running (the sim shuts down) ends as Lambda reports a runtime that went away,
+    // and its timeout timer goes with it: left armed, it kept the sim's process alive for the
+    // function's whole timeout. A timeout or an out-of-memory kill reports its own error first.
     if (this.current && this.state !== 'dead')
       this.finish({
         payload: JSON.stringify({
@@ -202,8 +203,6 @@ export class ExecutionEnvironment {
     if (!current) return;
     const seconds = (this.spec.timeoutMs / 1000).toFixed(2);
     this.spec.log(`${new Date().toISOString()} ${current.requestId} Task timed out after ${seconds} seconds`);
-    // Lambda resets an environment that timed out: the process and every timer in it are gone.
-    this.kill();
     this.finish({
       payload: JSON.stringify({
         errorType: 'Sandbox.Timedout',
@@ -212,6 +211,8 @@ export class ExecutionEnvironment {
       functionError: 'Unhandled',
       errorType: 'Sandbox.Timedout',
     });
+    // Lambda resets an environment that timed out: the process and every timer in it are gone.
+    this.kill();
   }
 
   /** Lambda stops a function that uses more memory than it was given. */
@@ -229,7 +230,6 @@ export class ExecutionEnvironment {
         this.spec.log(
           `RequestId: ${this.current.requestId} Error: Runtime exited with error: signal: killed (memory ${Math.round(kb / 1024)} MB over ${this.spec.memoryMb} MB)`,
         );
-        this.kill();
         this.finish({
           payload: JSON.stringify({
             errorType: 'Runtime.OutOfMemory',
@@ -238,6 +238,7 @@ export class ExecutionEnvironment {
           functionError: 'Unhandled',
           errorType: 'Runtime.OutOfMemory',
         });
+        this.kill();
       }
     }, 250);
     this.rssTimer.unref();
