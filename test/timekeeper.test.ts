@@ -4,7 +4,7 @@
  * in-memory store and fake timers (exact instants), then on dynalite with real timers (1,000 tasks
  * falling due at once), and the delay-partition read itself on dynalite.
  */
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { systemClock } from '../shared/clock.js';
 import {
   BURST_GRACE_MS,
@@ -19,27 +19,17 @@ import { ClaimState } from '../shared/store/claim-state.js';
 import { shardForId } from '../shared/table-layout.js';
 import { TimerSet } from '../shared/worker/timers.js';
 import { deferred } from './support/fleet-fakes.js';
+import { advance, START, useFakeTime } from './support/fake-time.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { createTestStore } from './support/test-store.js';
 import { seedEnqueued } from './support/timekeeper-seed.js';
 import { FakeTimekeepingStore } from './support/timekeeper-store.js';
 
-const START = Date.UTC(2026, 11, 1, 9, 0, 0);
 /** How late past its due time a promotion may land on fake timers (the timer aims 2 ms past it). */
 const LATE_MS = 5;
 
 describe('Timekeeper (in-memory store, fake timers)', () => {
-  beforeEach(() => {
-    vi.useFakeTimers({
-      now: START,
-      toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'],
-    });
-  });
-  afterEach(() => {
-    vi.useRealTimers();
-  });
-
-  const advance = async (ms: number) => void (await vi.advanceTimersByTimeAsync(ms));
+  useFakeTime();
 
   function keeper(
     options: Partial<Pick<TimekeeperDeps, 'refreshMs' | 'horizonMs' | 'onBurstAhead' | 'offerDue'>> = {},
@@ -204,13 +194,19 @@ describe('Timekeeper (in-memory store, fake timers)', () => {
     expect(k.store.promoteCalls).toEqual([]);
   });
 
-  it('stop() during a burst of promotions lets the ones in flight finish and starts no more', async () => {
+  /** 200 tasks due at 1 s, the timekeeper at that instant with its promotions held (the writes in flight). */
+  async function burstHeldAtItsInstant() {
     const k = keeper();
     for (let i = 0; i < 200; i++) k.store.delay(`t${i}`, START + 1_000);
     const gate = deferred();
     k.store.promoteGate = gate.promise;
     k.timekeeper.start();
     await advance(1_000 + LATE_MS);
+    return { k, gate };
+  }
+
+  it('stop() during a burst of promotions lets the ones in flight finish and starts no more', async () => {
+    const { k, gate } = await burstHeldAtItsInstant();
     // 64 at a time.
     expect(k.store.inFlight).toBe(64);
     const stopping = k.timekeeper.stop();
@@ -224,12 +220,7 @@ describe('Timekeeper (in-memory store, fake timers)', () => {
   });
 
   it('promotes a burst 64 at a time, and all of it', async () => {
-    const k = keeper();
-    for (let i = 0; i < 200; i++) k.store.delay(`t${i}`, START + 1_000);
-    const gate = deferred();
-    k.store.promoteGate = gate.promise;
-    k.timekeeper.start();
-    await advance(1_000 + LATE_MS);
+    const { k, gate } = await burstHeldAtItsInstant();
     expect(k.store.inFlight).toBe(64);
     gate.resolve();
     await advance(0);
@@ -242,12 +233,7 @@ describe('Timekeeper (in-memory store, fake timers)', () => {
   // A refresh while a burst is still being written reads the same ids (still delayed): they must not
   // be queued again (before the fix, on dynalite: 6,433 promote calls and 768 in flight for 1,000 tasks).
   it('a refresh during a burst of promotions neither promotes a task twice nor exceeds 64 in flight', async () => {
-    const k = keeper();
-    for (let i = 0; i < 200; i++) k.store.delay(`t${i}`, START + 1_000);
-    const gate = deferred();
-    k.store.promoteGate = gate.promise;
-    k.timekeeper.start();
-    await advance(1_000 + LATE_MS);
+    const { k, gate } = await burstHeldAtItsInstant();
     expect(k.store.inFlight).toBe(64);
     await advance(MIN_REFRESH_MS); // a refresh while the burst is still being written
     expect(k.store.maxInFlight).toBeLessThanOrEqual(64);

@@ -11,11 +11,10 @@ import type { ClaimState } from '../shared/store/claim-state.js';
 import type { ClaimInput } from '../shared/store/inputs.js';
 import { defineTask } from '../shared/tasks/define.js';
 import { TaskRegistry } from '../shared/tasks/registry.js';
-import { RecordingMetrics } from '../shared/metrics.js';
-import { Worker, type RunDuty, type RunOptions, type RunSummary } from '../shared/worker/worker.js';
+import type { RunDuty, RunOptions, RunSummary } from '../shared/worker/worker.js';
 import { FakeLeaseStore } from './support/fake-lease-store.js';
 import { deferred } from './support/fleet-fakes.js';
-import { silentLogger } from './support/worker-world.js';
+import { fakeTimeWorker } from './support/worker-world.js';
 import { advance, START, useFakeTime } from './support/fake-time.js';
 
 useFakeTime();
@@ -40,16 +39,7 @@ function dutyWorld(retryBackoffMs = 60_000) {
     ],
     config,
   );
-  const worker = new Worker({
-    store,
-    registry,
-    config,
-    workerId: 'w1',
-    events: store.events,
-    logger: silentLogger(),
-    metrics: new RecordingMetrics(),
-    monotonic: () => Date.now(),
-  });
+  const worker = fakeTimeWorker(store, registry, config);
   /** Starts a run; `ended` is when it resolved (virtual time), `summary` what it returned. */
   const start = (options: RunOptions) => {
     const run = { ended: undefined as number | undefined, summary: undefined as RunSummary | undefined };

@@ -11,11 +11,10 @@ import type { ClaimState } from '../shared/store/claim-state.js';
 import type { ClaimInput } from '../shared/store/inputs.js';
 import { defineTask } from '../shared/tasks/define.js';
 import { TaskRegistry } from '../shared/tasks/registry.js';
-import { RecordingMetrics } from '../shared/metrics.js';
-import { Worker, type RunSummary } from '../shared/worker/worker.js';
+import type { RunSummary } from '../shared/worker/worker.js';
 import { FakeLeaseStore } from './support/fake-lease-store.js';
 import { deferred, type Deferred } from './support/fleet-fakes.js';
-import { silentLogger } from './support/worker-world.js';
+import { fakeTimeWorker } from './support/worker-world.js';
 import { advance, START, useFakeTime } from './support/fake-time.js';
 
 useFakeTime();
@@ -43,17 +42,7 @@ function wakeWorld() {
     config,
   );
   const onSaturated = vi.fn();
-  const worker = new Worker({
-    store,
-    registry,
-    config,
-    workerId: 'w1',
-    events: store.events,
-    logger: silentLogger(),
-    metrics: new RecordingMetrics(),
-    monotonic: () => Date.now(),
-    onSaturated,
-  });
+  const worker = fakeTimeWorker(store, registry, config, { onSaturated });
   const claimedAt: { taskId: string; at: number }[] = [];
   store.events.on('claim:won', ({ taskId }) => claimedAt.push({ taskId, at: Date.now() }));
   const rounds: number[] = [];

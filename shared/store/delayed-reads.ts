@@ -4,10 +4,10 @@
  * read only delays a promotion to the next read; the promotion itself is conditioned on the task
  * still waiting in that partition and being due.
  */
-import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { delaySweepPartition, INDEX, SHARD_COUNT, taskIdFromPk } from '../table-layout.js';
 import type { StoreContext } from './context.js';
 import { deadline } from './dynamo.js';
+import { sweepPage } from './sweep-page.js';
 
 export interface DueTask {
   id: string;
@@ -28,21 +28,19 @@ export async function dueDelayed(
       const found: DueTask[] = [];
       let startKey: Record<string, unknown> | undefined;
       do {
-        const out = await ctx.doc.send(
-          new QueryCommand({
-            TableName: ctx.tableName,
-            IndexName: INDEX.sweep.name,
-            KeyConditionExpression: '#p = :p AND #s <= :before',
-            ExpressionAttributeNames: { '#p': INDEX.sweep.partition, '#s': INDEX.sweep.sort },
-            ExpressionAttributeValues: { ':p': delaySweepPartition(shard), ':before': input.before },
-            Limit: Math.min(PAGE_LIMIT, perPartition - found.length),
-            ...(startKey ? { ExclusiveStartKey: startKey } : {}),
-          }),
+        const page = await sweepPage(
+          ctx,
+          {
+            partition: delaySweepPartition(shard),
+            bound: input.before,
+            limit: Math.min(PAGE_LIMIT, perPartition - found.length),
+            startKey,
+          },
           deadline(ctx.config.requestDeadlineMs),
         );
-        for (const item of out.Items ?? [])
-          found.push({ id: taskIdFromPk(item.pk as string), dueAt: item[INDEX.sweep.sort] as number });
-        startKey = out.LastEvaluatedKey;
+        for (const entry of page.entries)
+          found.push({ id: taskIdFromPk(entry.pk), dueAt: entry[INDEX.sweep.sort] as number });
+        startKey = page.next;
       } while (startKey && found.length < perPartition);
       return found;
     }),

@@ -4,11 +4,9 @@
  * it observed, so two sweeps racing over the same tasks fix each one once. The same sweep promotes
  * delayed tasks that became due into the ready index.
  */
-import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { decideRecovery, sweepQueryBound } from '../lease-rules.js';
 import {
   delaySweepPartition,
-  INDEX,
   KEY,
   leaseSweepPartition,
   SHARD_COUNT,
@@ -19,6 +17,7 @@ import {
 import { writeTargetOf, type StoreContext } from './context.js';
 import { conditionalUpdate } from './conditional-write.js';
 import { readItems, readTaskItem } from './task-reads.js';
+import { sweepPage } from './sweep-page.js';
 import { parseInput, taskRefInput } from './inputs.js';
 import type { TaskItem } from './task-item.js';
 import {
@@ -114,21 +113,21 @@ async function sweepPartition(
     // Reserve before reading (other partitions read at the same time), give back what was not used.
     const take = Math.min(batchSize, budget.left);
     budget.left -= take;
-    const page = await sweepPage(ctx, partition, bound, take, startKey);
-    if (page.keys.length > 0) report.batches++;
-    budget.left += take - page.keys.length;
+    const page = await sweepPage(ctx, { partition, bound, limit: take, startKey });
+    if (page.entries.length > 0) report.batches++;
+    budget.left += take - page.entries.length;
     startKey = page.next;
     if (kind === 'delay') {
-      const results = await Promise.allSettled(page.keys.map((k) => promote(ctx, k.pk, partition, now)));
+      const results = await Promise.allSettled(page.entries.map((k) => promote(ctx, k.pk, partition, now)));
       for (const r of results) {
         if (r.status === 'rejected') report.errors.push(describe(r.reason));
         else if (r.value) report.promoted++;
         else report.skipped++;
       }
-    } else if (page.keys.length > 0) {
+    } else if (page.entries.length > 0) {
       const items = await readItems<TaskItem>(
         ctx,
-        page.keys.map((k) => taskKey(taskIdFromPk(k.pk))),
+        page.entries.map((k) => taskKey(taskIdFromPk(k.pk))),
       );
       // Settled one by one, so a fix that applied is reported even when another one failed.
       const fixes = await Promise.allSettled(
@@ -169,27 +168,6 @@ export async function recoverTask(
   if (decision.action === 'skip')
     return decision.reason === 'lease-valid' && item.leaseOwner === slotHolder ? 'lease-valid' : 'done';
   return (await fixExpired(ctx, item, now)) === 'skipped' ? 'done' : 'fixed';
-}
-
-async function sweepPage(
-  ctx: StoreContext,
-  partition: string,
-  bound: number,
-  limit: number,
-  startKey: Record<string, unknown> | undefined,
-) {
-  const out = await ctx.doc.send(
-    new QueryCommand({
-      TableName: ctx.tableName,
-      IndexName: INDEX.sweep.name,
-      KeyConditionExpression: '#p = :p AND #s <= :bound',
-      ExpressionAttributeNames: { '#p': INDEX.sweep.partition, '#s': INDEX.sweep.sort },
-      ExpressionAttributeValues: { ':p': partition, ':bound': bound },
-      Limit: limit,
-      ...(startKey ? { ExclusiveStartKey: startKey } : {}),
-    }),
-  );
-  return { keys: (out.Items ?? []) as { pk: string }[], next: out.LastEvaluatedKey };
 }
 
 async function fixExpired(ctx: StoreContext, item: TaskItem, now: number): Promise<Fix> {

@@ -8,7 +8,9 @@ import { TaskRegistry } from '../../shared/tasks/registry.js';
 import { TaskSubmitter } from '../../shared/tasks/task-submitter.js';
 import type { TaskStore } from '../../shared/store/task-store.js';
 import { RecordingMetrics } from '../../shared/metrics.js';
-import { Worker } from '../../shared/worker/worker.js';
+import { Worker, type WorkerOptions } from '../../shared/worker/worker.js';
+import type { LeaseholdConfig } from '../../shared/config.js';
+import type { FakeLeaseStore } from './fake-lease-store.js';
 import { createTestStore, type TestStore } from './test-store.js';
 import { ScheduleService } from '../../shared/schedules/schedule-service.js';
 import { ScheduleStore } from '../../shared/schedules/schedule-store.js';
@@ -77,6 +79,29 @@ export async function createWorkerWorld(
       return Object.assign(worker, { recorded });
     },
   };
+}
+
+/**
+ * Worker 'w1' on the in-memory store, for the fake-time tests (`fake-time.ts`): its monotonic clock is
+ * Date.now, which fake time moves.
+ */
+export function fakeTimeWorker(
+  store: FakeLeaseStore,
+  registry: TaskRegistry,
+  config: LeaseholdConfig,
+  extra: Partial<WorkerOptions> = {},
+): Worker {
+  return new Worker({
+    store,
+    registry,
+    config,
+    workerId: 'w1',
+    events: store.events,
+    logger: silentLogger(),
+    metrics: new RecordingMetrics(),
+    monotonic: () => Date.now(),
+    ...extra,
+  });
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

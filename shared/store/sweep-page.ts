@@ -1,0 +1,31 @@
+/**
+ * One page of the sweep index (keys only, eventually consistent): the entries of one partition whose
+ * sort key is at or below a bound. Recovery reads `LEASE#n` pages for expired leases; the timekeeper
+ * reads `DELAY#n` pages for what falls due.
+ */
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { INDEX } from '../table-layout.js';
+import type { StoreContext } from './context.js';
+
+/** An entry as the keys-only index returns it: the task's key and its sweep keys. */
+export type SweepEntry = { pk: string } & Record<string, unknown>;
+
+export async function sweepPage(
+  ctx: StoreContext,
+  query: { partition: string; bound: number; limit: number; startKey?: Record<string, unknown> | undefined },
+  options: { abortSignal?: AbortSignal } = {},
+): Promise<{ entries: SweepEntry[]; next: Record<string, unknown> | undefined }> {
+  const out = await ctx.doc.send(
+    new QueryCommand({
+      TableName: ctx.tableName,
+      IndexName: INDEX.sweep.name,
+      KeyConditionExpression: '#p = :p AND #s <= :bound',
+      ExpressionAttributeNames: { '#p': INDEX.sweep.partition, '#s': INDEX.sweep.sort },
+      ExpressionAttributeValues: { ':p': query.partition, ':bound': query.bound },
+      Limit: query.limit,
+      ...(query.startKey ? { ExclusiveStartKey: query.startKey } : {}),
+    }),
+    options,
+  );
+  return { entries: (out.Items ?? []) as SweepEntry[], next: out.LastEvaluatedKey };
+}
