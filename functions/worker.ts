@@ -41,6 +41,11 @@ const invoker: WorkerInvoker = functionName
   : { start: () => Promise.resolve(false) };
 const scaler = new FleetScaler({ seats, invoker, clock: app.clock, logger });
 
+/** A burst is the tasks due within this second of its instant (what the timekeeper counted as one). */
+const BURST_WINDOW_MS = 1_000;
+/** The most entries a worker started ahead of a burst reads (keys only, about 60 bytes each). */
+const BURST_READ_LIMIT = 5_000;
+
 // One Worker per execution environment: its claim memory (calm or contended, spare heads, claims of
 // unknown outcome still to undo) carries over from one invocation to the next.
 const worker = new Worker({
@@ -51,13 +56,10 @@ const worker = new Worker({
   workerId,
   logger,
   metrics,
-  onSaturated: () => scaler.saturated(),
+  onSaturated: ({ inBurst }) => scaler.saturated(inBurst ? app.clock.now() : undefined),
+  // Out of its share of a burst, a worker steals what is still due in the delay partitions.
+  refillDue: (now) => app.store.dueDelayed({ before: now, limit: BURST_READ_LIMIT }),
 });
-
-/** A burst is the tasks due within this second of its instant (what the timekeeper counted as one). */
-const BURST_WINDOW_MS = 1_000;
-/** The most entries a worker started ahead of a burst reads (keys only, about 60 bytes each). */
-const BURST_READ_LIMIT = 5_000;
 
 export const handler = async (
   event: unknown,
@@ -71,9 +73,12 @@ export const handler = async (
       seats,
       scaler,
       invoker,
+      // Started ahead of the instant, the worker works the burst's shards from their heads; started into
+      // a burst already under way (a scale-up), it steals from their other end.
       offerBurst: async (at) =>
         worker.offerDue(
           await app.store.dueDelayed({ before: at + BURST_WINDOW_MS, limit: BURST_READ_LIMIT }),
+          { steal: at <= app.clock.now() },
         ),
       timekeeper: () =>
         new Timekeeper({

@@ -1,6 +1,7 @@
 /** A worker's claim memory on its own (pure: times and randomness are given). */
 import { describe, expect, it } from 'vitest';
 import { ClaimState, type Candidate } from '../shared/store/claim-state.js';
+import { shardForId } from '../shared/table-layout.js';
 
 const head = (id: string, type = 't'): Candidate => ({ id, type, shard: 0, readySk: `0#${id}` });
 
@@ -55,5 +56,45 @@ describe('claim memory', () => {
     s.noteUnknownClaim({ candidate: head('x'), writeId: 'w1', leaseUntil: 9 });
     expect(s.takeUnknownClaims().map((u) => u.writeId)).toEqual(['w1']);
     expect(s.takeUnknownClaims()).toEqual([]);
+  });
+
+  it('takes offered due entries from the head of a shard, and stolen ones from the end of what is due, starting at the longest list', () => {
+    // 200 entries due at 1..200 (by index), spread over the delay shards by id.
+    const entries = Array.from({ length: 200 }, (_, i) => ({ id: `task-${i}`, dueAt: 1 + i }));
+    const byShard = new Map<number, typeof entries>();
+    for (const e of entries) byShard.set(shardForId(e.id), [...(byShard.get(shardForId(e.id)) ?? []), e]);
+    const longest = Math.max(...[...byShard.values()].map((l) => l.length));
+
+    const owner = new ClaimState();
+    owner.offerDue(entries, () => 0);
+    const firstOwn = owner.takeDue(100, 8);
+    // One entry when entering a shard: the earliest of it.
+    expect(firstOwn).toHaveLength(1);
+    const ownShard = shardForId(firstOwn[0]!.id);
+    expect(firstOwn[0]).toEqual(byShard.get(ownShard)![0]);
+
+    const thief = new ClaimState();
+    thief.offerDue(entries, () => 0, { steal: true });
+    const firstStolen = thief.takeDue(100, 8);
+    expect(firstStolen).toHaveLength(1);
+    const stolenShard = shardForId(firstStolen[0]!.id);
+    expect(byShard.get(stolenShard)!.length).toBe(longest);
+    // The last entry due by now (100) in that shard, not one due later.
+    const dueThere = byShard.get(stolenShard)!.filter((e) => e.dueAt <= 100);
+    expect(firstStolen[0]).toEqual(dueThere.at(-1));
+    thief.noteDueWon();
+    const more = thief.takeDue(100, 3);
+    expect(more).toEqual(dueThere.slice(-4, -1).reverse());
+    // Later, what fell due since comes from the new end.
+    const later = thief.takeDue(1_000, 2);
+    expect(later).toEqual(byShard.get(stolenShard)!.slice(-2).reverse());
+    // A lost race drops the shard, head or tail, and the thief moves on.
+    thief.noteDueLost();
+    const next = thief.takeDue(1_000, 8);
+    expect(next).toHaveLength(1);
+    expect(shardForId(next[0]!.id)).not.toBe(stolenShard);
+    thief.dropDue();
+    expect(thief.dueWaiting).toBe(0);
+    expect(thief.takeDue(1_000, 8)).toEqual([]);
   });
 });

@@ -212,6 +212,18 @@ describe('FleetScaler (seats on the emulator, fake invoker)', () => {
     expect(s.invoker.calls).toHaveLength(2);
     expect(new Set(s.invoker.hints.map((h) => h.seat!.index)).size).toBe(2);
     expect(await s.seats.running()).toBe(3);
+    // A plain scale-up names no burst.
+    expect(s.invoker.hints.map((h) => h.expectWorkAt)).toEqual([undefined, undefined]);
+  });
+
+  it('saturated while taking a burst: the invocation it starts is told the burst, so it reads the delay partitions', async () => {
+    const s = await scalerWorld();
+    await s.hold(1);
+    const at = s.t.clock.now();
+    s.scaler.saturated(at);
+    await s.scaler.settled();
+    expect(s.invoker.calls).toEqual(['leasehold.scale']);
+    expect(s.invoker.hints[0]).toMatchObject({ expectWorkAt: at, seat: { index: expect.any(Number) } });
   });
 
   it('starts none with every seat held, counting those reserved for invocations still starting', async () => {

@@ -191,19 +191,22 @@ describe('claim of due delayed tasks offered to a worker', () => {
   });
 });
 
+/** A worker world serving type 'burst', with `n` tasks of it due `delayMs` from now, and their entries. */
+async function workerBurst(n: number, delayMs: number) {
+  const w = await createWorkerWorld(server.endpoint, [
+    defineTask({ name: 'burst', schema: z.unknown(), handler: () => 'ok' }),
+  ]);
+  const tasks = await Promise.all(
+    Array.from({ length: n }, (_, i) =>
+      w.store.enqueue({ type: 'burst', owner: 'o', payload: { i }, delayMs }),
+    ),
+  );
+  return { w, entries: tasks.map(({ task }) => ({ id: task.id, dueAt: task.availableAt })) };
+}
+
 describe('Worker.offerDue (real TaskStore on the emulator, real timers)', () => {
   it('an offered burst keeps an otherwise idle run up until it is due, and the run claims it straight from the delay partition', async () => {
-    const w = await createWorkerWorld(server.endpoint, [
-      defineTask({ name: 'burst', schema: z.unknown(), handler: () => 'ok' }),
-    ]);
-    const delayMs = 3 * (FAST_LEASES.idleStopMs as number);
-    const entries = (
-      await Promise.all(
-        Array.from({ length: 20 }, (_, i) =>
-          w.store.enqueue({ type: 'burst', owner: 'o', payload: { i }, delayMs }),
-        ),
-      )
-    ).map(({ task }) => ({ id: task.id, dueAt: task.availableAt }));
+    const { w, entries } = await workerBurst(20, 3 * (FAST_LEASES.idleStopMs as number));
     const worker = w.worker('w1', { store: w.store });
     let promoted = 0;
     w.store.events.on('task:promoted', () => promoted++);
@@ -217,5 +220,47 @@ describe('Worker.offerDue (real TaskStore on the emulator, real timers)', () => 
     expect(stored.every((i) => i.status === 'SUCCESS' && i.leaseToken === 1)).toBe(true);
     // Every start came at or after its due time.
     expect(stored.every((i) => (i.startedAt as number) >= (i.availableAt as number))).toBe(true);
+  });
+
+  it('a run that took its share reads the delay partitions again and steals the rest, reading no ready shard meanwhile', async () => {
+    const { w, entries } = await workerBurst(40, 2 * (FAST_LEASES.idleStopMs as number));
+    // Which partitions the run queries, and when.
+    const queried: { at: number; partition: string }[] = [];
+    w.client.middlewareStack.add(
+      (next) => async (args) => {
+        const input = args.input as {
+          IndexName?: string;
+          ExpressionAttributeValues?: Record<string, unknown>;
+        };
+        if (input.IndexName !== undefined)
+          queried.push({ at: Date.now(), partition: String(input.ExpressionAttributeValues?.[':p']) });
+        return next(args);
+      },
+      { step: 'initialize', name: 'testQueryLog' },
+    );
+    const refills: number[] = [];
+    const worker = w.worker('w1', {
+      store: w.store,
+      refillDue: async (now) => {
+        refills.push(now);
+        return w.store.dueDelayed({ before: now, limit: 5_000 });
+      },
+    });
+    let promoted = 0;
+    w.store.events.on('task:promoted', () => promoted++);
+    // Offered a fifth of the burst (the rest was in shards another worker took).
+    worker.offerDue(entries.slice(0, 8));
+    const summary = await worker.run({ remainingTimeMs: () => 60_000 });
+    expect(summary.claimed).toBe(40);
+    expect(promoted).toBe(0);
+    const stored = (await w.scanAll()).filter((i) => i.type === 'burst');
+    expect(stored.every((i) => i.status === 'SUCCESS' && i.leaseToken === 1)).toBe(true);
+    const lastStart = Math.max(...stored.map((i) => i.startedAt as number));
+    // It read the delay partitions again (the last read found nothing due: the burst was over)...
+    expect(refills.length).toBeGreaterThanOrEqual(2);
+    expect(queried.some((q) => q.partition.startsWith('DELAY#') && q.at <= lastStart)).toBe(true);
+    // ...and no ready shard of the type until every task of the burst had started.
+    const readyShardReads = queried.filter((q) => /^burst#\d+$/.test(q.partition) && q.at <= lastStart);
+    expect(readyShardReads).toEqual([]);
   });
 });

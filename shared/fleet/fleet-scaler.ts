@@ -30,13 +30,17 @@ export class FleetScaler {
     },
   ) {}
 
-  /** The worker's last round filled every free slot. */
-  saturated(): void {
+  /**
+   * The worker's last round filled every free slot. `burstAt`: it was taking a burst of due delayed
+   * tasks; the new invocation is told so and reads what is left of it from the delay partitions (a
+   * plain one would read every ready partition, which the burst's tasks never enter).
+   */
+  saturated(burstAt?: number): void {
     const now = this.deps.clock.now();
     // Checked before the fleet is read, so a saturated worker reads the seats at most once per interval.
     if (!scaleUpDue(now, this.lastScaleAt, this.deps.intervalMs ?? SCALE_INTERVAL_MS)) return;
     this.lastScaleAt = now;
-    const step = this.addOne();
+    const step = this.addOne(burstAt === undefined ? {} : { expectWorkAt: burstAt });
     this.inFlight.add(step);
     void step.finally(() => this.inFlight.delete(step));
   }
@@ -67,9 +71,9 @@ export class FleetScaler {
     await Promise.all([...this.inFlight]);
   }
 
-  private async addOne(): Promise<void> {
+  private async addOne(hints: StartHints): Promise<void> {
     try {
-      await this.startWithSeat('leasehold.scale', {});
+      await this.startWithSeat('leasehold.scale', hints);
     } catch (error) {
       this.deps.logger.warn('reading the fleet failed; not scaling up this time', {
         error: describeError(error),

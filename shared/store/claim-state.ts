@@ -161,22 +161,36 @@ export class ClaimState {
    * at one of its own; entering a shard it tries one entry first, and it leaves a shard to whoever took
    * an entry it tried there. Two workers on one shard then meet at its head, and one of them moves on
    * after a single failed write instead of racing the other through the whole list.
+   *
+   * Entries offered as a steal (what a worker that ran out of its own reads again while the burst
+   * lasts) are taken from the other end: from the last one due, backwards, so the thief and the shard's
+   * owner, who works from the head, meet once in the middle. It starts at the longest list.
    */
   private readonly due = new Map<number, DueTask[]>();
+  private readonly dueFromTail = new Set<number>();
   private dueShard: number | undefined;
   /** This worker won in its current shard: it takes as many as it has room for there. */
   private dueShardOwn = false;
 
-  offerDue(entries: readonly DueTask[], random: () => number): void {
+  offerDue(entries: readonly DueTask[], random: () => number, options: { steal?: boolean } = {}): void {
     const known = new Set([...this.due.values()].flat().map((d) => d.id));
+    const offered = new Set<number>();
     for (const entry of entries) {
       if (known.has(entry.id)) continue;
       known.add(entry.id);
       const shard = shardForId(entry.id);
+      offered.add(shard);
       this.due.set(shard, [...(this.due.get(shard) ?? []), entry]);
     }
     for (const list of this.due.values())
       list.sort((a, b) => a.dueAt - b.dueAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    if (options.steal && offered.size > 0) {
+      for (const shard of offered) this.dueFromTail.add(shard);
+      const longest = Math.max(...[...offered].map((shard) => this.due.get(shard)!.length));
+      const candidates = [...offered].filter((shard) => this.due.get(shard)!.length === longest);
+      this.dueShard = candidates[Math.floor(random() * candidates.length)]!;
+      this.dueShardOwn = false;
+    }
     this.dueShard ??= Math.floor(random() * SHARD_COUNT);
   }
 
@@ -190,13 +204,19 @@ export class ClaimState {
         this.dueShard = shard;
         this.dueShardOwn = false;
       }
-      const taken: DueTask[] = [];
       const n = this.dueShardOwn ? max : 1;
-      while (list.length > 0 && list[0]!.dueAt <= now && taken.length < n) taken.push(list.shift()!);
-      if (list.length === 0) this.due.delete(shard);
+      const taken = this.dueFromTail.has(shard)
+        ? takeDueFromTail(list, now, n)
+        : takeDueFromHead(list, now, n);
+      if (list.length === 0) this.forgetDueShard(shard);
       return taken;
     }
     return [];
+  }
+
+  private forgetDueShard(shard: number): void {
+    this.due.delete(shard);
+    this.dueFromTail.delete(shard);
   }
 
   /** Offered entries not yet tried. */
@@ -221,13 +241,14 @@ export class ClaimState {
 
   /** Another worker took an entry this one tried: that shard is left to it (and to the promotion). */
   noteDueLost(): void {
-    if (this.dueShard !== undefined) this.due.delete(this.dueShard);
+    if (this.dueShard !== undefined) this.forgetDueShard(this.dueShard);
     this.dueShardOwn = false;
   }
 
   /** Nothing more can be taken this way (no type qualifies): the entries are left to their promotion. */
   dropDue(): void {
     this.due.clear();
+    this.dueFromTail.clear();
   }
 
   /** Another worker took one of the spare heads: the rest are likely stale too. */
@@ -245,4 +266,18 @@ export class ClaimState {
       this.contended = false;
     }
   }
+}
+
+/** Up to `n` entries due by `now` from the head of a list sorted by due time (the owner's end). */
+function takeDueFromHead(list: DueTask[], now: number, n: number): DueTask[] {
+  const taken: DueTask[] = [];
+  while (list.length > 0 && list[0]!.dueAt <= now && taken.length < n) taken.push(list.shift()!);
+  return taken;
+}
+
+/** Up to `n` entries due by `now` from the other end: the last due one first, backwards (a thief's end). */
+function takeDueFromTail(list: DueTask[], now: number, n: number): DueTask[] {
+  const end = list.findLastIndex((d) => d.dueAt <= now) + 1;
+  const start = Math.max(0, end - n);
+  return list.splice(start, end - start).reverse();
 }

@@ -62,11 +62,19 @@ export interface WorkerOptions {
   metricsFlushIntervalMs?: number;
   /**
    * Told after a claim round that filled every free slot: more work is likely waiting than this
-   * worker can take (the fleet's scaler starts another invocation).
+   * worker can take (the fleet's scaler starts another invocation). `inBurst`: the work is a burst of
+   * due delayed tasks this worker takes from the delay partitions (the new invocation should too).
    */
-  onSaturated?: () => void;
+  onSaturated?: (context: { inBurst: boolean }) => void;
   /** Random numbers for the order in which offered due tasks are tried (default Math.random). */
   random?: () => number;
+  /**
+   * Reads the delayed tasks due by `now` (the fleet's: the delay partitions, keys only). A run that was
+   * offered due tasks and took or lost all of them reads these again, at most once a poll interval,
+   * and steals from them while the burst lasts, instead of reading every ready partition. Without it,
+   * such a run goes back to reading the ready partitions.
+   */
+  refillDue?: (now: number) => Promise<readonly DueTask[]>;
 }
 
 export interface RunOptions {
@@ -165,6 +173,14 @@ export class Worker {
   private wake: (() => void) | undefined;
   /** A task was readied while no pause was waiting: the next pause looks again at once instead. */
   private lookAgainPending = false;
+  /**
+   * Due tasks were offered and the burst may still have entries this worker could take (cleared when a
+   * refill finds none due, and when the run returns).
+   */
+  private inBurst = false;
+  /** When this run last read the delay partitions for more of the burst, and what it won since. */
+  private refilledAt = Number.NEGATIVE_INFINITY;
+  private wonSinceRefill = 0;
 
   constructor(private readonly options: WorkerOptions) {
     this.clock = options.clock ?? systemClock();
@@ -183,9 +199,10 @@ export class Worker {
    * found due now): once due, this worker claims them straight from their delay partition, and it
    * stays up for them. What it cannot take is left to the promotion. Forgotten when the run returns.
    */
-  offerDue(entries: readonly DueTask[]): void {
+  offerDue(entries: readonly DueTask[], options: { steal?: boolean } = {}): void {
     if (entries.length === 0) return;
-    this.claimMemory.offerDue(entries, this.options.random ?? Math.random);
+    this.claimMemory.offerDue(entries, this.options.random ?? Math.random, options);
+    if (this.options.refillDue) this.inBurst = true;
     if (!entries.some((e) => e.dueAt <= this.clock.now())) return;
     if (this.wake) this.wake();
     else this.lookAgainPending = true;
@@ -271,14 +288,19 @@ export class Worker {
           run.summary.stoppedBecause = 'deadline';
           break;
         }
-        if (free > 0 && claimable.length > 0) {
+        // Out of offered entries while the burst lasts: read the delay partitions again (once a poll
+        // interval) rather than every ready partition, which the burst's tasks never enter.
+        const refill =
+          free > 0 && this.inBurst && this.claimMemory.dueWaiting === 0 ? await this.refill() : 'none';
+        if (free > 0 && claimable.length > 0 && refill !== 'wait') {
           const won = await this.claim(run, claimable, free);
           if (!dutyStarted) {
             dutyStarted = true;
             runOptions.duty?.start();
           }
           if (won > 0) {
-            if (won === free) this.options.onSaturated?.();
+            this.wonSinceRefill += won;
+            if (won === free) this.options.onSaturated?.({ inBurst: this.inBurst });
             idleSince = this.clock.now();
             continue;
           }
@@ -293,6 +315,7 @@ export class Worker {
         // A burst this run was started for, or due tasks offered to it (due before the run must end), keep it up.
         const nextOffered = this.claimMemory.nextDueAt;
         const expecting =
+          this.inBurst ||
           expectingWork(runOptions.expectWorkAt, this.clock.now()) ||
           (nextOffered !== undefined && nextOffered - this.clock.now() <= left - config.drainMarginMs);
         if (
@@ -310,11 +333,14 @@ export class Worker {
         // takes some off the list, won or lost, so this ends).
         if (nextOffered !== undefined && nextOffered <= this.clock.now() && free > 0) continue;
         // Sleep until the next poll, a finished task, a stop, or the start of the drain margin.
-        const poll = pollWait(
-          config.pollIntervalMs,
-          runOptions.expectWorkAt ?? this.claimMemory.nextDueAt,
-          this.clock.now(),
-        );
+        const poll =
+          refill === 'wait'
+            ? this.refilledAt + config.pollIntervalMs - this.clock.now()
+            : pollWait(
+                config.pollIntervalMs,
+                runOptions.expectWorkAt ?? this.claimMemory.nextDueAt,
+                this.clock.now(),
+              );
         await this.pause(Math.max(0, Math.min(poll, left - config.drainMarginMs)));
       }
       await this.drain(run);
@@ -323,6 +349,9 @@ export class Worker {
       if (dutyStarted) await runOptions.duty?.stop();
       // Offered due tasks not taken are left to their promotion: a later invocation must not try stale ones.
       this.claimMemory.dropDue();
+      this.inBurst = false;
+      this.refilledAt = Number.NEGATIVE_INFINITY;
+      this.wonSinceRefill = 0;
       await run.keeper.stop();
       this.timers.clearAll();
       const { rounds, maxLagMs } = run.keeper.figures;
@@ -364,6 +393,37 @@ export class Worker {
         retriesWaiting: 0,
       },
     };
+  }
+
+  /**
+   * More of the burst, read from the delay partitions and offered as a steal: 'offered', 'wait' (read
+   * less than a poll interval ago: no ready read meanwhile), or 'none' (the burst is over: back to the
+   * ready partitions).
+   */
+  private async refill(): Promise<'offered' | 'wait' | 'none'> {
+    const now = this.clock.now();
+    if (now - this.refilledAt < this.options.config.pollIntervalMs) return 'wait';
+    // The entries read last time won nothing (another priority, a type with a limit, all taken by
+    // others): what is left is the promotion's.
+    if (this.refilledAt !== Number.NEGATIVE_INFINITY && this.wonSinceRefill === 0) {
+      this.inBurst = false;
+      return 'none';
+    }
+    this.refilledAt = now;
+    this.wonSinceRefill = 0;
+    let entries: readonly DueTask[] = [];
+    try {
+      entries = (await this.options.refillDue?.(now)) ?? [];
+    } catch (error) {
+      // What is left of the burst is promoted by the timekeeper: this run reads the ready partitions.
+      this.logger.warn('reading more of the burst failed', { error: describeError(error) });
+    }
+    if (entries.length === 0) {
+      this.inBurst = false;
+      return 'none';
+    }
+    this.claimMemory.offerDue(entries, this.options.random ?? Math.random, { steal: true });
+    return 'offered';
   }
 
   /** One claim round; each task won starts running at once. Returns how many were won. */

@@ -40,7 +40,13 @@ export interface WorkerWorld extends TestStore {
   /** A worker on its own store client (a peer by default); `history` records its and its store's steps. */
   worker(
     id: string,
-    options?: { store?: TaskStore; metrics?: RecordingMetrics; clock?: Clock; history?: HistorySink },
+    options?: {
+      store?: TaskStore;
+      metrics?: RecordingMetrics;
+      clock?: Clock;
+      history?: HistorySink;
+      refillDue?: WorkerOptions['refillDue'];
+    },
   ): Worker & { recorded: RecordingMetrics };
 }
 
@@ -75,6 +81,7 @@ export async function createWorkerWorld(
         logger: silentLogger(),
         metrics: recorded,
         ...(options.clock ? { clock: options.clock } : {}),
+        ...(options.refillDue ? { refillDue: options.refillDue } : {}),
       });
       return Object.assign(worker, { recorded });
     },
