@@ -5,6 +5,7 @@ import { LeaseLostError } from '../shared/errors.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { createTestStore, type TestStore } from './support/test-store.js';
 import { idsInShard } from './support/shard-ids.js';
+import { shardForId } from '../shared/table-layout.js';
 import { dropNextAnswer } from './support/lost-answer.js';
 
 let server: TestDynamo;
@@ -161,6 +162,43 @@ describe('claim (SKIP LOCKED)', () => {
     expect(lostRaces).toBe(0);
     expect(claimed.map((c) => c.task.id)).toEqual([task.id]);
     expect(claimed[0]!.task.leaseToken).toBe(1);
+  });
+});
+
+describe('a claim round with room to spare', () => {
+  it('takes the hinted head first, and reports each win at once while the round reads on', async () => {
+    const own = await createTestStore(server.endpoint);
+    const { task } = await own.store.enqueue({ type: 'hinted', owner: 'o', payload: {} });
+    const memory = new ClaimState();
+    // Calm (no random order), as a worker is after a few quiet rounds; told where the task went.
+    for (let i = 0; i < 8; i++) memory.noteRound(0, () => 0.5);
+    memory.lookFirst('hinted', shardForId(task.id));
+    const sent: string[] = [];
+    own.client.middlewareStack.add(
+      (next, context) => async (args) => {
+        const input = args.input as { ExpressionAttributeValues?: Record<string, unknown> };
+        sent.push(`${String(context.commandName)} ${String(input.ExpressionAttributeValues?.[':p'] ?? '')}`);
+        return next(args);
+      },
+      { step: 'initialize', name: 'testRequestLog' },
+    );
+    let heard: { id: string; sentBefore: number } | undefined;
+    const round = await own.store.claim({ workerId: 'w1', types: ['hinted'], max: 8 }, memory, (c) => {
+      heard = { id: c.task.id, sentBefore: sent.length };
+    });
+    expect(round.claimed.map((c) => c.task.id)).toEqual([task.id]);
+    expect(heard?.id).toBe(task.id);
+    // Before the claim write: the hinted partition's read and the lane's (read beside it), nothing else.
+    const beforeClaim = sent.slice(
+      0,
+      sent.findIndex((r) => r.startsWith('UpdateItemCommand')),
+    );
+    expect(beforeClaim.sort()).toEqual(
+      [`QueryCommand hinted#${shardForId(task.id)}`, 'QueryCommand hinted#lane'].sort(),
+    );
+    // The win was reported before the round read the other shards for the 7 free slots left.
+    expect(sent.length).toBeGreaterThan(heard!.sentBefore);
+    expect(sent.slice(heard!.sentBefore).filter((r) => /^QueryCommand hinted#\d+$/.test(r))).toHaveLength(15);
   });
 });
 

@@ -81,11 +81,15 @@ type Attempt =
   | { outcome: 'limited' }
   | { outcome: 'error'; error: unknown };
 
-/** Claims up to `input.max` due tasks; `state` is the claiming worker's memory between its rounds. */
+/**
+ * Claims up to `input.max` due tasks; `state` is the claiming worker's memory between its rounds.
+ * `onClaimed` hears of each win at once: the task may start while the round still reads for the rest.
+ */
 export async function claim(
   ctx: StoreContext,
   rawInput: ClaimInput,
   state: ClaimState,
+  onClaimed?: (claimed: Claimed) => void,
 ): Promise<ClaimResult> {
   const input = parseInput(claimInput, 'claim', rawInput);
   const gate = new SlotGate(ctx, input.workerId);
@@ -145,8 +149,10 @@ export async function claim(
   /** Counts a batch's attempts; `types[j]` is the type of attempt j when known (a limited one is skipped after). */
   const tally = (attempts: Attempt[], types: (string | undefined)[]) => {
     for (const [j, attempt] of attempts.entries()) {
-      if (attempt.outcome === 'won') result.claimed.push(attempt.claimed);
-      else if (attempt.outcome === 'lost') result.lostRaces++;
+      if (attempt.outcome === 'won') {
+        result.claimed.push(attempt.claimed);
+        onClaimed?.(attempt.claimed);
+      } else if (attempt.outcome === 'lost') result.lostRaces++;
       else if (attempt.outcome === 'limited' && types[j] !== undefined) limitedTypes.add(types[j]);
       else if (attempt.outcome === 'error') errors.push(attempt.error);
     }
@@ -258,14 +264,14 @@ export async function claim(
   // Spares are as old as the oldest read they came from: kept with a later time, stale heads would be
   // tried as fresh in the next rounds (lost races).
   let leftOverReadAt = Number.POSITIVE_INFINITY;
+  // The hinted partitions (already being read) are a wave of their own: what the kick was for is
+  // taken as soon as its read answers, not after the next partition's read too.
+  const waves = hinted ? [hints.length, ...READ_WAVES] : READ_WAVES;
   for (let w = 0, from = 0; from < partitions.length && room() > 0 && errors.length === 0; w++) {
-    const size = (READ_WAVES[w] ?? LATER_WAVE) + (w === 0 ? hints.length : 0);
+    const size = waves[w] ?? LATER_WAVE;
     const wave = partitions.slice(from, from + size);
     from += size;
-    const reads =
-      w === 0 && hinted
-        ? [...(await hinted), ...(await Promise.all(wave.slice(hints.length).map(readPartition)))]
-        : await Promise.all(wave.map(readPartition));
+    const reads = w === 0 && hinted ? await hinted : await Promise.all(wave.map(readPartition));
     for (const read of reads) {
       if (!read) continue;
       const { type, partition, now, candidates, exhausted } = read;

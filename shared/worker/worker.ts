@@ -15,6 +15,7 @@ import { canStartWithin, effectiveTimeoutMs, typeTimeoutMs } from '../invocation
 import { ClaimState } from '../store/claim-state.js';
 import { shardForId } from '../table-layout.js';
 import type { LeaseStore } from '../store/ports.js';
+import type { Claimed } from '../store/claim.js';
 import type { DueTask } from '../store/delayed-reads.js';
 import type { TaskRegistry } from '../tasks/registry.js';
 import { Execution } from './execution.js';
@@ -426,51 +427,63 @@ export class Worker {
     return 'offered';
   }
 
-  /** One claim round; each task won starts running at once. Returns how many were won. */
+  /** Starts a claimed task: an Execution holding its lease, watched until it ends. */
+  private startClaimed(run: Run, claimed: Claimed): void {
+    const { store, config, registry } = this.options;
+    const { task, lease } = claimed;
+    this.events.emit('claim:won', {
+      taskId: task.id,
+      type: task.type,
+      token: lease.token,
+      leaseUntil: lease.leaseUntil,
+      attempt: task.attempts,
+    });
+    const definition = registry.get(task.type);
+    const execution = new Execution(
+      {
+        store,
+        keeper: run.keeper,
+        events: this.events,
+        clock: this.clock,
+        timers: this.timers,
+        logger: this.logger,
+        definition,
+        timeoutMs: effectiveTimeoutMs(task.timeoutMs, definition?.timeoutMs, config),
+        graceMs: config.heartbeatIntervalMs,
+        onRetryScheduled: (retry) => run.promoter.schedule(retry),
+      },
+      claimed,
+    );
+    this.active.set(task.id, execution);
+    void execution
+      .start()
+      .catch((error: unknown) =>
+        this.logger.error('task execution failed', { taskId: task.id, error: describeError(error) }),
+      )
+      .finally(() => {
+        // A re-claim of the same task (its old handler ignored a lost lease) may be running now.
+        if (this.active.get(task.id) === execution) this.active.delete(task.id);
+        this.wake?.();
+      });
+  }
+
+  /** One claim round; each task starts running as soon as its claim is won. Returns how many were won. */
   private async claim(run: Run, types: string[], free: number): Promise<number> {
-    const { store, config, workerId, registry } = this.options;
+    const { store, workerId } = this.options;
+    const started = new Set<string>();
+    // Heard of as each claim is won (the round may still be reading for more); a store that only
+    // reports them at the end of the round gets them started then.
+    const start = (claimed: Claimed) => {
+      if (started.has(claimed.task.id)) return;
+      started.add(claimed.task.id);
+      this.startClaimed(run, claimed);
+    };
     try {
-      const round = await store.claim({ workerId, types, max: free }, this.claimMemory);
+      const round = await store.claim({ workerId, types, max: free }, this.claimMemory, start);
       run.summary.claimed += round.claimed.length;
       run.summary.lostRaces += round.lostRaces;
       this.events.emit('claim:round', { claimed: round.claimed.length, lostRaces: round.lostRaces });
-      for (const claimed of round.claimed) {
-        const { task, lease } = claimed;
-        this.events.emit('claim:won', {
-          taskId: task.id,
-          type: task.type,
-          token: lease.token,
-          leaseUntil: lease.leaseUntil,
-          attempt: task.attempts,
-        });
-        const definition = registry.get(task.type);
-        const execution = new Execution(
-          {
-            store,
-            keeper: run.keeper,
-            events: this.events,
-            clock: this.clock,
-            timers: this.timers,
-            logger: this.logger,
-            definition,
-            timeoutMs: effectiveTimeoutMs(task.timeoutMs, definition?.timeoutMs, config),
-            graceMs: config.heartbeatIntervalMs,
-            onRetryScheduled: (retry) => run.promoter.schedule(retry),
-          },
-          claimed,
-        );
-        this.active.set(task.id, execution);
-        void execution
-          .start()
-          .catch((error: unknown) =>
-            this.logger.error('task execution failed', { taskId: task.id, error: describeError(error) }),
-          )
-          .finally(() => {
-            // A re-claim of the same task (its old handler ignored a lost lease) may be running now.
-            if (this.active.get(task.id) === execution) this.active.delete(task.id);
-            this.wake?.();
-          });
-      }
+      round.claimed.forEach(start);
       return round.claimed.length;
     } catch (error) {
       this.logger.error('claim failed', { error: describeError(error) });
