@@ -81,15 +81,11 @@ type Attempt =
   | { outcome: 'limited' }
   | { outcome: 'error'; error: unknown };
 
-/**
- * Claims up to `input.max` due tasks; `state` is the claiming worker's memory between its rounds.
- * `onClaimed` hears of each win at once: the task may start while the round still reads for the rest.
- */
+/** Claims up to `input.max` due tasks; `state` is the claiming worker's memory between its rounds. */
 export async function claim(
   ctx: StoreContext,
   rawInput: ClaimInput,
   state: ClaimState,
-  onClaimed?: (claimed: Claimed) => void,
 ): Promise<ClaimResult> {
   const input = parseInput(claimInput, 'claim', rawInput);
   const gate = new SlotGate(ctx, input.workerId);
@@ -149,10 +145,8 @@ export async function claim(
   /** Counts a batch's attempts; `types[j]` is the type of attempt j when known (a limited one is skipped after). */
   const tally = (attempts: Attempt[], types: (string | undefined)[]) => {
     for (const [j, attempt] of attempts.entries()) {
-      if (attempt.outcome === 'won') {
-        result.claimed.push(attempt.claimed);
-        onClaimed?.(attempt.claimed);
-      } else if (attempt.outcome === 'lost') result.lostRaces++;
+      if (attempt.outcome === 'won') result.claimed.push(attempt.claimed);
+      else if (attempt.outcome === 'lost') result.lostRaces++;
       else if (attempt.outcome === 'limited' && types[j] !== undefined) limitedTypes.add(types[j]);
       else if (attempt.outcome === 'error') errors.push(attempt.error);
     }
@@ -265,8 +259,11 @@ export async function claim(
   // tried as fresh in the next rounds (lost races).
   let leftOverReadAt = Number.POSITIVE_INFINITY;
   // The hinted partitions (already being read) are a wave of their own: what the kick was for is
-  // taken as soon as its read answers, not after the next partition's read too.
+  // taken as soon as its read answers, not after the next partition's read too. A round that won
+  // there returns at once, so its tasks start now; the worker's next round reads on for the room
+  // left (starting them at the end of a longer round kept them waiting for up to 16 more reads).
   const waves = hinted ? [hints.length, ...READ_WAVES] : READ_WAVES;
+  let endedOnHint = false;
   for (let w = 0, from = 0; from < partitions.length && room() > 0 && errors.length === 0; w++) {
     const size = waves[w] ?? LATER_WAVE;
     const wave = partitions.slice(from, from + size);
@@ -304,12 +301,16 @@ export async function claim(
         emptyThisRound.add(partition);
       }
     }
+    if (w === 0 && hinted && result.claimed.length > 0) {
+      endedOnHint = true;
+      break;
+    }
   }
   if (!state.randomized && leftOver.length > 0 && errors.length === 0)
     state.keepSpare(leftOver.slice(0, MAX_WINDOW), leftOverReadAt);
 
   // 3. Below the default priority: only once no default-priority task of a type served waits.
-  if (room() > 0 && errors.length === 0 && lanes.hasBelowDefault()) {
+  if (room() > 0 && errors.length === 0 && !endedOnHint && lanes.hasBelowDefault()) {
     const now = ctx.clock.now();
     const defaultsEmpty = partitions.every(({ type, shard }) => {
       const partition = shardPartition(type, shard);

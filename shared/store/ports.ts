@@ -4,7 +4,7 @@
  * worker's tests use an in-memory fake of `LeaseStore` with fake timers.
  */
 import type { Task } from '../task-model.js';
-import type { Claimed, ClaimResult } from './claim.js';
+import type { ClaimResult } from './claim.js';
 import type { ClaimState } from './claim-state.js';
 import type { EnqueueResult } from './enqueue.js';
 import type {
@@ -26,11 +26,8 @@ import type { TaskPage } from './task-queries.js';
 
 /** What a worker and its executions do to tasks: the lease path. */
 export interface LeaseStore {
-  /**
-   * Claims up to `max` due tasks; `memory` is the claiming worker's, kept between its rounds.
-   * `onClaimed` hears of each task as its claim is won, before the round ends (it may start it then).
-   */
-  claim(input: ClaimInput, memory: ClaimState, onClaimed?: (claimed: Claimed) => void): Promise<ClaimResult>;
+  /** Claims up to `max` due tasks; `memory` is the claiming worker's, kept between its rounds. */
+  claim(input: ClaimInput, memory: ClaimState): Promise<ClaimResult>;
   renew(input: RenewInput): Promise<RenewOutcome[]>;
   complete(input: { lease: Lease; result?: unknown }): Promise<Task>;
   fail(input: FailInput): Promise<Task>;

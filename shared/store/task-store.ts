@@ -10,7 +10,7 @@ import { LeaseEvents } from '../events.js';
 import { mathRandom, randomId, type IdGenerator, type RandomSource } from '../ids.js';
 import type { Task } from '../task-model.js';
 import { requestCancel } from './cancel.js';
-import { claim, type Claimed, type ClaimResult } from './claim.js';
+import { claim, type ClaimResult } from './claim.js';
 import { ClaimState } from './claim-state.js';
 import type { StoreConfig, StoreContext } from './context.js';
 import { enqueue, type EnqueueResult } from './enqueue.js';
@@ -77,12 +77,8 @@ export class TaskStore implements LeaseStore, TaskReads, TaskCommands, Sweeper, 
    * Claims up to `max` due tasks of the given types (SKIP LOCKED: never waits on another claimer).
    * A worker passes its own memory, kept between its rounds; a one-off claim gets a fresh one.
    */
-  claim(
-    input: ClaimInput,
-    memory: ClaimState = new ClaimState(),
-    onClaimed?: (claimed: Claimed) => void,
-  ): Promise<ClaimResult> {
-    return claim(this.ctx, input, memory, onClaimed);
+  claim(input: ClaimInput, memory: ClaimState = new ClaimState()): Promise<ClaimResult> {
+    return claim(this.ctx, input, memory);
   }
 
   renew(input: RenewInput): Promise<RenewOutcome[]> {

@@ -467,23 +467,15 @@ export class Worker {
       });
   }
 
-  /** One claim round; each task starts running as soon as its claim is won. Returns how many were won. */
+  /** One claim round; each task won starts running at once. Returns how many were won. */
   private async claim(run: Run, types: string[], free: number): Promise<number> {
     const { store, workerId } = this.options;
-    const started = new Set<string>();
-    // Heard of as each claim is won (the round may still be reading for more); a store that only
-    // reports them at the end of the round gets them started then.
-    const start = (claimed: Claimed) => {
-      if (started.has(claimed.task.id)) return;
-      started.add(claimed.task.id);
-      this.startClaimed(run, claimed);
-    };
     try {
-      const round = await store.claim({ workerId, types, max: free }, this.claimMemory, start);
+      const round = await store.claim({ workerId, types, max: free }, this.claimMemory);
       run.summary.claimed += round.claimed.length;
       run.summary.lostRaces += round.lostRaces;
       this.events.emit('claim:round', { claimed: round.claimed.length, lostRaces: round.lostRaces });
-      round.claimed.forEach(start);
+      for (const claimed of round.claimed) this.startClaimed(run, claimed);
       return round.claimed.length;
     } catch (error) {
       this.logger.error('claim failed', { error: describeError(error) });
