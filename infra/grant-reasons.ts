@@ -24,7 +24,7 @@ export const GRANTS_WITHOUT_ROUTINE_USE: Record<string, string> = {
   'WorkerRole:lambda:InvokeFunction':
     'a worker whose claim rounds fill every slot starts another invocation (scale with the backlog): used only under a backlog',
   'WorkerRole:dynamodb:GetItem':
-    "the consistent read-back after a write whose answer was lost, and reading a dead holder's task when taking over its concurrency slot: used only under faults (the chaos harness exercises both)",
+    "reading a payload larger than 128 bytes, kept in its own item (shared/store/body-layout.ts), when its task is claimed; the consistent read-back after a write whose answer was lost, and reading a dead holder's task when taking over its concurrency slot (the chaos harness exercises these); test/store-task-body.test.ts covers the payload read",
 };
 
 /** Whether a grant of `action` to the role named `roleName` has a reason written here. */

@@ -42,7 +42,9 @@ export const FUNCTION_ACCESS: Record<FunctionName, TableAccess> = {
     ],
     indexes: { [INDEX.owner.name]: ['dynamodb:Query'] },
   },
-  // claim (ready heads, slot and fleet-seat partitions on the table), lease writes, read-backs; the
+  // claim (ready heads, slot and fleet-seat partitions on the table), lease writes, read-backs, a
+  // payload kept apart (read at claim) and a result or error kept apart (an UpdateItem that creates
+  // its item, so the worker needs no PutItem: shared/store/body-layout.ts); the
   // timekeeper (seat 0) reads the delay partitions of the sweep index and promotes what falls due
   worker: {
     table: ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem'],

@@ -173,6 +173,14 @@ export const settings = {
     schema: positiveInt.max(3650),
     default: 30,
   },
+  // How long a task may wait for its turn while its payload (kept apart when larger than 128 bytes) is
+  // kept: the payload item's TTL is set when it is written, and is never rewritten (task-body.ts).
+  maxWaitDays: {
+    audience: 'protocol',
+    env: 'LEASEHOLD_MAX_WAIT_DAYS',
+    schema: positiveInt.max(3650),
+    default: 30,
+  },
   // A kick starts a worker when work arrives, so an idle one need not wait long for it (it did 10 s).
   idleStopMs: { audience: 'worker', env: 'LEASEHOLD_IDLE_STOP_MS', schema: positiveMs, default: 2_000 },
   workerMaxConcurrency: {

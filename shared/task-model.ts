@@ -27,7 +27,13 @@ export interface Task {
   type: string;
   status: TaskStatus;
   priority: number;
-  payload: unknown;
+  /**
+   * Absent from lists (they show what a list needs) and from a task whose payload expired
+   * (`maxWaitDays`); a read of one task and a claim bring it.
+   */
+  payload?: unknown;
+  /** Bytes of the payload's JSON, when it is kept apart from the task item (larger than 128 bytes). */
+  payloadBytes?: number;
   owner: string;
   attempts: number;
   maxAttempts: number;

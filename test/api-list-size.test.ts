@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { ensureTable } from '../shared/store/table-setup.js';
-import { MAX_LIST_PAGE_BYTES } from '../shared/store/task-queries.js';
+import { MAX_PAYLOAD_BYTES } from '../shared/store/inputs.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { apiEvent, type EventSpec } from './support/api-events.js';
 
@@ -60,96 +60,52 @@ async function listAll(caller: string) {
 
 describe('GET /tasks stays under Lambda’s 6 MB response limit', () => {
   it(
-    'a page of large tasks stops before 5 MB with a cursor, and the pages together hold every task once, newest first',
+    'a list carries no payloads or results: 30 tasks of 240 KB list in one small page, and GET /tasks/{id} returns each payload whole',
     { timeout: 120_000 },
     async () => {
       const caller = 'arn:aws:iam::123456789012:user/bulky';
       const ids: string[] = [];
-      // 26 tasks of 240 KB: 6.2 MB in one page of 100.
-      for (let i = 0; i < 26; i++)
+      // 30 tasks of 240 KB: 7.2 MB of payload, which one page of 100 could not hold if lists carried it.
+      const payloadOf = (i: number) => `${i}:${'x'.repeat(240_000)}`;
+      for (let i = 0; i < 30; i++)
         ids.push(
           (
             await call({
               method: 'POST',
               path: '/tasks',
               caller,
-              body: { type: 'demo.echo', payload: `${i}:${'x'.repeat(240_000)}` },
+              body: { type: 'demo.echo', payload: payloadOf(i) },
             })
           ).body.task.id,
         );
       const pages = await listAll(caller);
-      expect(pages.length).toBeGreaterThan(1);
-      for (const page of pages) {
-        expect(page.bytes).toBeLessThan(LAMBDA_RESPONSE_LIMIT);
-        expect(page.bytes).toBeLessThan(MAX_LIST_PAGE_BYTES + 64 * 1024);
-      }
+      expect(pages).toHaveLength(1);
+      expect(pages[0]!.bytes).toBeLessThan(100 * 1024);
       expect(pages.flatMap((p) => p.ids)).toEqual([...ids].reverse());
+      for (const [i, id] of ids.entries()) {
+        const got = await call({ method: 'GET', path: `/tasks/${id}`, caller });
+        expect(got.status).toBe(200);
+        expect(got.body.task.payload).toBe(payloadOf(i));
+        expect(got.bytes).toBeLessThan(LAMBDA_RESPONSE_LIMIT);
+      }
     },
   );
 
-  it(
-    'counts what Lambda counts: a body full of quotes weighs twice as much once escaped into the result',
-    { timeout: 120_000 },
-    async () => {
-      const caller = 'arn:aws:iam::123456789012:user/quoted';
-      const ids: string[] = [];
-      // 14 tasks whose payload is 125,000 quote characters: 3.5 MB of body, 7 MB as Lambda returns it.
-      for (let i = 0; i < 14; i++)
-        ids.push(
-          (
-            await call({
-              method: 'POST',
-              path: '/tasks',
-              caller,
-              body: { type: 'demo.echo', payload: `${i}${'"'.repeat(125_000)}` },
-            })
-          ).body.task.id,
-        );
-      const pages = await listAll(caller);
-      expect(pages.length).toBeGreaterThan(1);
-      for (const page of pages) expect(page.bytes).toBeLessThan(LAMBDA_RESPONSE_LIMIT);
-      expect(pages.flatMap((p) => p.ids)).toEqual([...ids].reverse());
-    },
-  );
-
-  it(
-    'with a status filter a cut page still goes on exactly after its last task',
-    { timeout: 120_000 },
-    async () => {
-      const caller = 'arn:aws:iam::123456789012:user/filtered';
-      const queued: string[] = [];
-      // 39 tasks of 240 KB, 26 of them QUEUED: 6.2 MB in one page.
-      for (let i = 0; i < 39; i++) {
-        const id = (
-          await call({
-            method: 'POST',
-            path: '/tasks',
-            caller,
-            body: { type: 'demo.echo', payload: 'y'.repeat(240_000) },
-          })
-        ).body.task.id as string;
-        // Every third task is cancelled: the filter skips it.
-        if (i % 3 === 2)
-          expect((await call({ method: 'POST', path: `/tasks/${id}/cancel`, caller })).status).toBe(200);
-        else queued.push(id);
-      }
-      const seen: string[] = [];
-      let pages = 0;
-      let cursor: string | undefined;
-      do {
-        const page = await call({
-          method: 'GET',
-          path: '/tasks',
-          caller,
-          query: { limit: '100', status: 'QUEUED', ...(cursor ? { cursor } : {}) },
-        });
-        expect(page.bytes).toBeLessThan(LAMBDA_RESPONSE_LIMIT);
-        seen.push(...page.body.tasks.map((t: { id: string }) => t.id));
-        cursor = page.body.nextCursor;
-        pages++;
-      } while (cursor);
-      expect(pages).toBeGreaterThan(1);
-      expect(seen).toEqual([...queued].reverse());
-    },
-  );
+  it('one task of the largest payload, all quotes, still fits in what Lambda returns once escaped', async () => {
+    const caller = 'arn:aws:iam::123456789012:user/quoted';
+    // About 256 KB of quote characters: twice that in the body's JSON, four times once Lambda escapes the body.
+    const payload = '"'.repeat(MAX_PAYLOAD_BYTES / 2 - 1024);
+    const created = await call({
+      method: 'POST',
+      path: '/tasks',
+      caller,
+      body: { type: 'demo.echo', payload },
+    });
+    expect(created.status).toBe(201);
+    expect(created.bytes).toBeLessThan(LAMBDA_RESPONSE_LIMIT);
+    const got = await call({ method: 'GET', path: `/tasks/${created.body.task.id as string}`, caller });
+    expect(got.body.task.payload).toBe(payload);
+    const [page] = await listAll(caller);
+    expect(page!.bytes).toBeLessThan(4 * 1024);
+  });
 });

@@ -1,3 +1,4 @@
+import { storeError, storeResult } from '../shared/store/body-layout.js';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sampledLifecycle } from '../bench/measures/requests-per-task.js';
@@ -141,7 +142,7 @@ describe('what one short task costs in DynamoDB requests and write units', () =>
           () => 0.5,
         );
         if (outcome.status !== 'QUEUED') throw new Error('expected a retry');
-        return edge.failedRetry(lease, now, outcome.availableAt, 'boom');
+        return edge.failedRetry(lease, now, outcome.availableAt, storeError('boom').fields);
       },
     );
     clock.advance(config.backoffBaseMs);
@@ -190,7 +191,8 @@ describe('what one short task costs in DynamoDB requests and write units', () =>
       task.id,
       'completed',
       () => s.store.complete({ lease, result: { ok: true } }),
-      (_, now) => edge.completed(lease, now, JSON.stringify({ ok: true }), config),
+      (_, now) =>
+        edge.completed(lease, now, storeResult(JSON.stringify({ ok: true }), lease.token).fields, config),
     );
 
     // The other ways out: a queued task cancelled, a lease recovered on its last attempt, a cancel finished by recovery.

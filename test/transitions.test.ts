@@ -6,6 +6,7 @@
  * - costs the write units it always cost (bench/write-cost.ts, index writes included);
  * and of the edges that take a task out of its lease, the first to apply refuses all the others.
  */
+import { storeError, storeResult } from '../shared/store/body-layout.js';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { writeCost, transitionCost, type WriteCost } from '../bench/write-cost.js';
@@ -370,7 +371,7 @@ function edgesFrom(item: Item, now: number, x: Inputs): Edge[] {
       });
       edges.push({
         name: 'completed',
-        t: completed(lease, now, JSON.stringify({ ok: true }), config),
+        t: completed(lease, now, storeResult(JSON.stringify({ ok: true }), lease.token).fields, config),
         indexWrites: { sweep: 1 },
         leavesLease: true,
       });
@@ -385,14 +386,20 @@ function edgesFrom(item: Item, now: number, x: Inputs): Edge[] {
         if (outcome.status === TaskStatus.QUEUED) {
           edges.push({
             name: 'failedRetry',
-            t: failedRetry(lease, now, outcome.availableAt, x.error, x.progress),
+            t: failedRetry(
+              lease,
+              now,
+              outcome.availableAt,
+              storeError(x.error, lease.token).fields,
+              x.progress,
+            ),
             indexWrites: outcome.availableAt <= now ? { ready: 1, sweep: 1 } : { sweep: 2 },
             leavesLease: true,
           });
         } else {
           edges.push({
             name: 'failedFinal',
-            t: failedFinal(lease, now, x.error, config, x.progress),
+            t: failedFinal(lease, now, storeError(x.error, lease.token).fields, config, x.progress),
             indexWrites: { sweep: 1 },
             leavesLease: true,
           });
@@ -829,7 +836,12 @@ describe('task state transitions (pure, fixed clock)', () => {
           renewals.push(transitionCost(item, renewal).total);
           item = write(item, renewal);
         }
-        const complete = completed(leaseOf(item), now, JSON.stringify({ ok: true }), config);
+        const complete = completed(
+          leaseOf(item),
+          now,
+          storeResult(JSON.stringify({ ok: true }), 1).fields,
+          config,
+        );
         const completeCost = transitionCost(item, complete);
         expect(enqueueCost).toMatchObject({ table: 1, indexes: { ready: 1, owner: 1, sweep: 0 } });
         expect(claimCost).toMatchObject({ table: 1, indexes: { ready: 1, sweep: 1, owner: 0 } });
@@ -859,9 +871,9 @@ describe('task state transitions (pure, fixed clock)', () => {
     };
     const fenced = [
       renewed(lease, T0, undefined),
-      completed(lease, T0, 'null', config),
-      failedRetry(lease, T0, T0, 'e'),
-      failedFinal(lease, T0, 'e', config),
+      completed(lease, T0, storeResult('null', lease.token).fields, config),
+      failedRetry(lease, T0, T0, storeError('e').fields),
+      failedFinal(lease, T0, storeError('e').fields, config),
       released(lease, T0),
       cancelledRunning(lease, T0, config),
     ];

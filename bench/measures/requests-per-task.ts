@@ -10,7 +10,13 @@ import { TaskStore } from '../../shared/store/task-store.js';
 import { taskKey } from '../../shared/table-layout.js';
 import { writeCost } from '../write-cost.js';
 import { ManualClock } from '../../test/support/manual-clock.js';
-import { QUERY_OPERATIONS, READ_OPERATIONS, WRITE_OPERATIONS } from '../../test/support/request-meter.js';
+import {
+  QUERY_OPERATIONS,
+  READ_OPERATIONS,
+  RequestMeter,
+  WRITE_OPERATIONS,
+} from '../../test/support/request-meter.js';
+import { payloadSortKey } from '../../shared/store/body-layout.js';
 import { benchTable, drain, enqueueMany, sum } from '../bench-runtime.js';
 import { measure, round, type BenchContext, type Measure } from '../measure.js';
 
@@ -45,6 +51,7 @@ export async function requestsPerTask(ctx: BenchContext): Promise<Measure[]> {
   const idleType = await queriesWithIdleType(ctx, tasks);
   const lifecycle = await sampledLifecycle(ctx.endpoint, table.config.tableName);
   const long = await longTask(ctx);
+  const bySize = await costByPayloadSize(ctx.endpoint, table.config.tableName);
   return [
     measure({
       group,
@@ -119,7 +126,54 @@ export async function requestsPerTask(ctx: BenchContext): Promise<Measure[]> {
       unit: 'requests',
       parameters: long.parameters,
     }),
+    ...bySize.map((m) => measure({ group, ...m })),
   ];
+}
+
+/**
+ * What a task's payload size costs (issue 16): payloads of 1, 10, 100 and 250 KB through the sampled
+ * lifecycle. The task item is what claims, renewals and outcomes write, so their table units must not
+ * grow with the payload; the payload is written once at enqueue and read once at claim.
+ */
+async function costByPayloadSize(endpoint: string, tableName: string) {
+  const figures = [];
+  for (const kb of [1, 10, 100, 250]) {
+    const l = await sampledLifecycle(endpoint, tableName, { payloadBytes: kb * 1024 });
+    const { claim, complete, enqueue, enqueueBody } = l.steps;
+    const parameters = { payloadKb: kb, steps: l.steps, renewalTableUnits: l.renewalTableUnits };
+    figures.push(
+      {
+        name: `claim + complete write units, task item only, ${kb} KB payload`,
+        value: claim.table + complete.table,
+        unit: 'WCU',
+        target: { op: '<=' as const, value: 3 },
+        parameters,
+        note: `index writes on top: ${sum(Object.values(claim.indexes)) + sum(Object.values(complete.indexes))}`,
+      },
+      {
+        name: `write units per renewal, task item only (most of 5), ${kb} KB payload`,
+        value: Math.max(...l.renewalTableUnits),
+        unit: 'WCU',
+        target: { op: '<=' as const, value: 1 },
+        parameters,
+      },
+      {
+        name: `enqueue write units, ${kb} KB payload`,
+        value: enqueue.total + (enqueueBody?.total ?? 0),
+        unit: 'WCU',
+        // The payload once (its size in 1 KB units, plus its few attributes), the task item and its index entries.
+        target: { op: '<=' as const, value: Math.ceil((kb * 1024 + 100) / 1024) + enqueue.total },
+        parameters,
+      },
+      {
+        name: `claim read units (the payload's item), ${kb} KB payload`,
+        value: l.claimReadUnits,
+        unit: 'RCU',
+        parameters,
+      },
+    );
+  }
+  return figures;
 }
 
 /** The same drain by a worker that also serves a second type with nothing queued. */
@@ -135,27 +189,48 @@ async function queriesWithIdleType(ctx: BenchContext, tasks: number): Promise<nu
 
 /**
  * One task through every step (enqueue, claim, 5 renewals a heartbeat apart, complete) on a store with
- * a manual clock and the default lease settings, reading the item after each write to cost it.
+ * a manual clock and the default lease settings, reading the item after each write to cost it. With
+ * `payloadBytes`, the payload is a string whose JSON is that long; a payload kept in its own item
+ * (shared/store/body-layout.ts) is costed as a write at enqueue (`enqueueBody`) and a read at claim.
  */
-export async function sampledLifecycle(endpoint: string, tableName: string) {
+export async function sampledLifecycle(
+  endpoint: string,
+  tableName: string,
+  options: { payloadBytes?: number } = {},
+) {
   const config = defineConfig({ tableName, dynamodbEndpoint: endpoint });
   const clock = new ManualClock(Date.now());
   const client = createDynamoClient(config);
+  const meter = new RequestMeter();
+  meter.attach(client);
   const doc = documentClientFor(client);
   const store = new TaskStore({ doc, config, clock });
-  const read = async (id: string) =>
-    (await doc.send(new GetCommand({ TableName: tableName, Key: taskKey(id), ConsistentRead: true }))).Item;
+  const read = async (id: string, sk = taskKey(id).sk) =>
+    (
+      await doc.send(
+        new GetCommand({ TableName: tableName, Key: { ...taskKey(id), sk }, ConsistentRead: true }),
+      )
+    ).Item;
   try {
     const { task } = await store.enqueue({
       type: 'bench.sample',
       owner: 'someone@example.com',
-      payload: { to: 'someone@example.com', template: 'welcome' },
+      payload:
+        options.payloadBytes === undefined
+          ? { to: 'someone@example.com', template: 'welcome' }
+          : 'x'.repeat(options.payloadBytes - 2),
     });
     const queued = await read(task.id);
+    const body = task.payloadBytes === undefined ? undefined : await read(task.id, payloadSortKey());
+    meter.reset();
     let { lease } = (await store.claim({ workerId: 'bench-sampler', types: ['bench.sample'], max: 1 }))
       .claimed[0]!;
+    // The claim's payload read (eventually consistent); the ready-head query is the claim's own.
+    const claimReadUnits = meter.capacity.get('GetItem') ?? 0;
     const running = await read(task.id);
     const renewals: number[] = [];
+    /** The task item's own units per renewal, index writes aside: what a payload's size would change. */
+    const renewalTableUnits: number[] = [];
     let before = running;
     for (let i = 0; i < 5; i++) {
       clock.advance(config.heartbeatIntervalMs);
@@ -164,18 +239,29 @@ export async function sampledLifecycle(endpoint: string, tableName: string) {
         throw new Error(`renewal ${i + 1} of the sampled task did not renew: ${renewal?.outcome}`);
       lease = renewal.lease;
       const after = await read(task.id);
-      renewals.push(writeCost(before, after).total);
+      const cost = writeCost(before, after);
+      renewals.push(cost.total);
+      renewalTableUnits.push(cost.table);
       before = after;
     }
     await store.complete({ lease, result: { ok: true } });
     const finished = await read(task.id);
     const steps = {
       enqueue: writeCost(undefined, queued),
+      ...(body === undefined ? {} : { enqueueBody: writeCost(undefined, body) }),
       claim: writeCost(queued, running),
       complete: writeCost(before, finished),
     };
-    const total = steps.enqueue.total + steps.claim.total + steps.complete.total;
-    return { steps, total, renewals, renewalMean: round(sum(renewals) / renewals.length, 3), config };
+    const total = sum(Object.values(steps).map((s) => s.total));
+    return {
+      steps,
+      total,
+      renewals,
+      renewalTableUnits,
+      renewalMean: round(sum(renewals) / renewals.length, 3),
+      claimReadUnits,
+      config,
+    };
   } finally {
     client.destroy();
   }

@@ -10,6 +10,7 @@ export function taskJson(task: Task): Record<string, unknown> {
     status: task.status,
     priority: task.priority,
     payload: task.payload,
+    payloadBytes: task.payloadBytes,
     attempts: task.attempts,
     maxAttempts: task.maxAttempts,
     createdAt: iso(task.createdAt),

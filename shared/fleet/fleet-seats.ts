@@ -5,7 +5,7 @@
  * tick), at most `cap` run; the others find no free seat and return at once. A seat whose holder died
  * frees itself when its `until` passes (the holder's Lambda timeout, which Lambda enforces).
  */
-import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { readPartitionItems } from '../store/partition-items.js';
 import type { Clock } from '../clock.js';
 import type { RandomSource } from '../ids.js';
 import { KEY } from '../table-layout.js';
@@ -81,24 +81,16 @@ export class FleetSeats {
   async read(): Promise<Map<number, Seat>> {
     const { target } = this.options;
     const seats = new Map<number, Seat>();
-    let startKey: Record<string, unknown> | undefined;
-    do {
-      const out = await target.doc.send(
-        new QueryCommand({
-          TableName: target.tableName,
-          KeyConditionExpression: '#p = :p',
-          ExpressionAttributeNames: { '#p': KEY.partition },
-          ExpressionAttributeValues: { ':p': FLEET_PARTITION },
-          ...(startKey ? { ExclusiveStartKey: startKey } : {}),
-        }),
-        { abortSignal: AbortSignal.timeout(target.deadlineMs) },
-      );
-      for (const item of (out.Items ?? []) as SeatItem[]) {
-        const index = Number(item.sk.slice('SEAT#'.length));
-        seats.set(index, { index, holder: item.holder, token: item.token ?? 0, until: item.until ?? 0 });
-      }
-      startKey = out.LastEvaluatedKey;
-    } while (startKey);
+    const items = await readPartitionItems<SeatItem>({
+      doc: target.doc,
+      tableName: target.tableName,
+      partition: FLEET_PARTITION,
+      deadlineMs: target.deadlineMs,
+    });
+    for (const item of items) {
+      const index = Number(item.sk.slice('SEAT#'.length));
+      seats.set(index, { index, holder: item.holder, token: item.token ?? 0, until: item.until ?? 0 });
+    }
     return seats;
   }
 

@@ -8,6 +8,7 @@
  * time, and expire with the table's TTL after the retention period: a name created again starts with
  * no history.
  */
+import { readPartitionItems } from '../store/partition-items.js';
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { StoreContext } from '../store/context.js';
 import { isConditionalCheckFailed } from '../store/dynamo.js';
@@ -74,26 +75,14 @@ export class ScheduleStore {
   }
 
   /** The timings in one definitions partition, every page of it. */
-  private async timingsIn(partition: string): Promise<ScheduleTiming[]> {
-    const names = Object.fromEntries(TIMING_ATTRIBUTES.map((a, i) => [`#a${i}`, a]));
-    const timings: ScheduleTiming[] = [];
-    let startKey: Record<string, unknown> | undefined;
-    do {
-      const out = await this.ctx.doc.send(
-        new QueryCommand({
-          TableName: this.ctx.tableName,
-          KeyConditionExpression: '#pk = :pk',
-          ProjectionExpression: Object.keys(names).join(', '),
-          ExpressionAttributeNames: { '#pk': KEY.partition, ...names },
-          ExpressionAttributeValues: { ':pk': partition },
-          ConsistentRead: true,
-          ...(startKey ? { ExclusiveStartKey: startKey } : {}),
-        }),
-      );
-      timings.push(...((out.Items ?? []) as ScheduleTiming[]));
-      startKey = out.LastEvaluatedKey;
-    } while (startKey);
-    return timings;
+  private timingsIn(partition: string): Promise<ScheduleTiming[]> {
+    return readPartitionItems<ScheduleTiming>({
+      doc: this.ctx.doc,
+      tableName: this.ctx.tableName,
+      partition,
+      consistent: true,
+      attributes: TIMING_ATTRIBUTES,
+    });
   }
 
   /**

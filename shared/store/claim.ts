@@ -22,9 +22,10 @@ import {
 import { claimInput, parseInput, type ClaimInput, type Lease, type SlotLease } from './inputs.js';
 import type { Candidate, ClaimState, UnknownClaim } from './claim-state.js';
 import { LaneRound } from './claim-lanes.js';
-import { release } from './lease-writes.js';
+import { fail, release } from './lease-writes.js';
 import { readHeads } from './ready-heads.js';
 import { limitsFor, releaseSlots, SlotGate } from './slots.js';
+import { readPayload } from './task-body.js';
 import { toTask, type TaskItem } from './task-item.js';
 import { readTaskItem } from './task-reads.js';
 import { deadline } from './dynamo.js';
@@ -78,6 +79,8 @@ type Attempt =
   | { outcome: 'won'; claimed: Claimed }
   | { outcome: 'lost' }
   | { outcome: 'late' }
+  /** Won, but its payload is gone: the task was failed (PAYLOAD_MISSING), not run. */
+  | { outcome: 'dropped' }
   | { outcome: 'limited' }
   | { outcome: 'error'; error: unknown };
 
@@ -458,11 +461,39 @@ async function claimOne(
       // Not a race with another claimer: it must not make this worker act contended.
       return { outcome: 'late' };
     }
-    return { outcome: 'won', claimed };
+    return await withPayload(ctx, claimed, written.item);
   } catch (error) {
     return { outcome: 'error', error };
   }
 }
+
+/**
+ * A won claim with its payload: read from the payload's own item when it did not fit in the task item
+ * (task-body.ts), once per claim. A read that fails gives the task back (attempt not spent); a payload
+ * that is gone (past `maxWaitDays`, or an enqueue that died between its two writes) fails the task
+ * for good, since it can never run as it was asked.
+ */
+async function withPayload(ctx: StoreContext, claimed: Claimed, item: TaskItem): Promise<Attempt> {
+  if (item.payloadBytes === undefined) return { outcome: 'won', claimed };
+  let payload: string | undefined;
+  try {
+    payload = await readPayload(ctx, item, deadline(ctx.config.requestDeadlineMs));
+  } catch (error) {
+    await release(ctx, { lease: claimed.lease }).catch(() => undefined);
+    return { outcome: 'error', error };
+  }
+  if (payload === undefined) {
+    await fail(ctx, { lease: claimed.lease, error: payloadMissing(ctx, item), retryable: false }).catch(
+      () => undefined,
+    );
+    return { outcome: 'dropped' };
+  }
+  return { outcome: 'won', claimed: { ...claimed, task: toTask(item, { ...item, payload }) } };
+}
+
+const payloadMissing = (ctx: StoreContext, item: TaskItem) =>
+  `PAYLOAD_MISSING: the payload of task ${item.id} is gone: a task keeps its payload ${ctx.config.maxWaitDays} days ` +
+  `(LEASEHOLD_MAX_WAIT_DAYS) after its due time plus its retention, or its enqueue failed between its two writes. Enqueue it again.`;
 
 /**
  * Reverts a claim that may have applied (our write id is on the item), attempt given back: a ready head
@@ -495,7 +526,8 @@ async function undoClaim(
 
 function claimedFrom(item: TaskItem, slots: SlotLease[]): Claimed {
   return {
-    task: toTask(item),
+    // With what the item holds inline; a payload kept apart is read next (withPayload).
+    task: toTask(item, item),
     lease: {
       taskId: item.id,
       type: item.type,

@@ -1,4 +1,7 @@
-/** Enqueue: one conditional put. An idempotency key makes the id deterministic, so a retry meets its own first write. */
+/**
+ * Enqueue: one conditional put (two when the payload has its own item, written first). An idempotency
+ * key makes the id deterministic, so a retry meets its own first write.
+ */
 import { IdempotencyConflictError, LeaseholdError } from '../errors.js';
 import { idempotentTaskId, requestFingerprint } from '../ids.js';
 import { shardForId, taskKey } from '../table-layout.js';
@@ -6,6 +9,8 @@ import type { Task } from '../task-model.js';
 import { writeTargetOf, type StoreContext } from './context.js';
 import { conditionalPut } from './conditional-write.js';
 import { enqueueInput, parseInput, type EnqueueInput } from './inputs.js';
+import { bodyExpiry, fitsInline, payloadSortKey } from './body-layout.js';
+import { putBody } from './task-body.js';
 import { toTask, type TaskItem } from './task-item.js';
 import { applyTransition, conditionOf, enqueued } from './transitions.js';
 
@@ -36,7 +41,10 @@ export async function enqueue(ctx: StoreContext, rawInput: EnqueueInput): Promis
     id,
     type: input.type,
     priority: input.priority,
-    payload: payloadText,
+    // A payload too large for the task item is written first, into its own item (task-body.ts).
+    ...(fitsInline(payloadText)
+      ? { payload: payloadText }
+      : { payloadBytes: Buffer.byteLength(payloadText) }),
     owner: input.owner,
     shard,
     attempts: 0,
@@ -56,18 +64,29 @@ export async function enqueue(ctx: StoreContext, rawInput: EnqueueInput): Promis
   const placed = enqueued(record, now);
   const item = applyTransition(record, placed) as TaskItem;
   const key = taskKey(id);
+  if (item.payloadBytes !== undefined)
+    await putBody(
+      ctx,
+      id,
+      payloadSortKey(item.requestHash),
+      { payload: payloadText },
+      bodyExpiry(Math.max(now, availableAt), ctx.config),
+      'request',
+    );
   const put = await conditionalPut<TaskItem>(writeTargetOf(ctx, 'request'), key, item, conditionOf(placed), {
     needCurrent: true,
   });
-  if (put.applied) return { task: toTask(put.item), created: true };
+  // The task as this request wrote it, or as an earlier request of the same fingerprint (so the same payload) did.
+  const shown = (i: TaskItem) => toTask(i, { ...i, payload: payloadText });
+  if (put.applied) return { task: shown(put.item), created: true };
   const existing = put.current;
   // Refused, yet nothing there: deleted (by TTL) between the put and the read. The caller may retry.
   if (!existing) throw new EnqueueRaceError(id);
   if (!input.idempotencyKey) throw new EnqueueRaceError(id);
-  if (isExpired(existing, now)) return replaceExpired(ctx, key, item, existing, now);
+  if (isExpired(existing, now)) return replaceExpired(ctx, key, item, existing, now, shown);
   if (existing.requestHash !== requestHash)
     throw new IdempotencyConflictError(input.idempotencyKey, toTask(existing));
-  return { task: toTask(existing), created: false };
+  return { task: shown(existing), created: false };
 }
 
 /** A finished task past its retention, which DynamoDB's TTL has not deleted yet (that can take days). */
@@ -85,6 +104,7 @@ async function replaceExpired(
   item: TaskItem,
   existing: TaskItem,
   now: number,
+  shown: (i: TaskItem) => Task,
 ): Promise<EnqueueResult> {
   const fresh = { ...item, leaseToken: Math.max(item.leaseToken, existing.leaseToken) };
   const put = await conditionalPut<TaskItem>(
@@ -94,10 +114,10 @@ async function replaceExpired(
     conditionOf(enqueued(fresh, now, existing)),
     { needCurrent: true },
   );
-  if (put.applied) return { task: toTask(put.item), created: true };
+  if (put.applied) return { task: shown(put.item), created: true };
   // Another enqueue of the same key replaced it first: that one is the task now.
   if (put.current && put.current.requestHash === item.requestHash)
-    return { task: toTask(put.current), created: false };
+    return { task: shown(put.current), created: false };
   throw new EnqueueRaceError(item.id);
 }
 

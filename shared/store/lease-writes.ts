@@ -24,6 +24,8 @@ import {
 } from './inputs.js';
 import type { FailInput } from './inputs.js';
 import { releaseSlots, renewSlots } from './slots.js';
+import { bodyExpiry, outcomeSortKey, storeError, storeResult } from './body-layout.js';
+import { putBody } from './task-body.js';
 import { toTask, type TaskItem } from './task-item.js';
 import {
   asUpdate,
@@ -107,7 +109,11 @@ export async function complete(
 ): Promise<Task> {
   const { lease, result } = parseInput(completeInput, 'complete', rawInput);
   const now = ctx.clock.now();
-  return settle(ctx, lease, completed(lease, now, JSON.stringify(result ?? null), ctx.config));
+  const stored = storeResult(JSON.stringify(result ?? null), lease.token);
+  await writeApart(ctx, lease, stored.apart, now);
+  const task = await settle(ctx, lease, completed(lease, now, stored.fields, ctx.config));
+  // The holder knows the result it wrote, wherever it was kept.
+  return { ...task, result: result ?? null };
 }
 
 /** Records a failed attempt: back to the queue after a backoff while attempts remain, else FAILED. */
@@ -117,10 +123,12 @@ export async function fail(ctx: StoreContext, rawInput: FailInput): Promise<Task
   const now = ctx.clock.now();
   const policy = input.backoff ?? { baseMs: ctx.config.backoffBaseMs, maxMs: ctx.config.backoffMaxMs };
   const outcome = decideFailure(lease, now, input.retryable, policy, ctx.random);
+  const error = storeError(input.error, lease.token);
+  await writeApart(ctx, lease, error.apart, now);
   const t =
     outcome.status === TaskStatus.FAILED
-      ? failedFinal(lease, now, input.error, ctx.config, input.progress)
-      : failedRetry(lease, now, outcome.availableAt, input.error, input.progress);
+      ? failedFinal(lease, now, error.fields, ctx.config, input.progress)
+      : failedRetry(lease, now, outcome.availableAt, error.fields, input.progress);
   return settleOrFinishCancel(ctx, lease, t);
 }
 
@@ -139,6 +147,20 @@ export async function finishCancel(ctx: StoreContext, rawInput: { lease: Lease }
   const { lease } = parseInput(leaseOnlyInput, 'finishCancel', rawInput);
   const now = ctx.clock.now();
   return settle(ctx, lease, cancelledRunning(lease, now, ctx.config));
+}
+
+/**
+ * A result or error too large for the task item, into the OUTCOME item of this lease's token, before
+ * the outcome write that names it (body-layout.ts): readers never see a token whose item is missing.
+ */
+async function writeApart(
+  ctx: StoreContext,
+  lease: Lease,
+  apart: { result: string } | { error: string } | undefined,
+  now: number,
+): Promise<void> {
+  if (apart === undefined) return;
+  await putBody(ctx, lease.taskId, outcomeSortKey(lease.token), apart, bodyExpiry(now, ctx.config), 'lease');
 }
 
 async function settle(ctx: StoreContext, lease: Lease, t: Transition): Promise<Task> {

@@ -9,12 +9,11 @@
  * read with one Query a round. Which partition holds a slot follows from its index alone, so a lease
  * names its slot by scope and index as before.
  */
-import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { readPartitionItems } from './partition-items.js';
 import { KEY, limitPartition, slotPartitionCount, slotPartitionOf, slotSortKey } from '../table-layout.js';
 import { recoveryCutoff, leaseIsFree } from '../lease-rules.js';
 import { writeTargetOf, type StoreContext } from './context.js';
 import { slotStillFree } from './conditions.js';
-import { deadline } from './dynamo.js';
 import type { SlotLease } from './inputs.js';
 import { acquireIfFree, releaseIfHolder, renewIfHolder, undoAcquire, type LeaseItem } from './lease-item.js';
 import { WriteOutcomeUnknownError } from './conditional-write.js';
@@ -140,26 +139,18 @@ export class SlotGate {
   /** Every slot item of one partition of a limit, into `found`. */
   private async readPartition(scope: string, partition: number, found: Map<number, SlotItem>): Promise<void> {
     // Every page: a slot on an unread page would look never taken and could never be taken again.
-    let startKey: Record<string, unknown> | undefined;
-    do {
-      const out = await this.ctx.doc.send(
-        new QueryCommand({
-          TableName: this.ctx.tableName,
-          KeyConditionExpression: '#pk = :pk',
-          ExpressionAttributeNames: { '#pk': KEY.partition },
-          ExpressionAttributeValues: { ':pk': limitPartition(scope, partition) },
-          ConsistentRead: true,
-          ...(startKey ? { ExclusiveStartKey: startKey } : {}),
-        }),
-        deadline(this.ctx.config.requestDeadlineMs),
-      );
-      for (const s of (out.Items ?? []) as SlotItem[]) {
-        const index = Number(s.sk.slice('SLOT#'.length));
-        // Only the slots this partition holds: a slot is taken and renewed at slotKey's place, nowhere else.
-        if (slotPartitionOf(index) === partition) found.set(index, s);
-      }
-      startKey = out.LastEvaluatedKey;
-    } while (startKey);
+    const items = await readPartitionItems<SlotItem>({
+      doc: this.ctx.doc,
+      tableName: this.ctx.tableName,
+      partition: limitPartition(scope, partition),
+      consistent: true,
+      deadlineMs: this.ctx.config.requestDeadlineMs,
+    });
+    for (const s of items) {
+      const index = Number(s.sk.slice('SLOT#'.length));
+      // Only the slots this partition holds: a slot is taken and renewed at slotKey's place, nowhere else.
+      if (slotPartitionOf(index) === partition) found.set(index, s);
+    }
   }
 }
 

@@ -11,8 +11,15 @@ import { TTL_ATTRIBUTE } from '../table-layout.js';
 export interface TaskItem extends Omit<Task, 'payload' | 'result'> {
   pk: string;
   sk: string;
-  payload: string;
+  /** The payload's JSON text when it fits in the task item (task-body.ts); else `payloadBytes` tells its size. */
+  payload?: string;
+  /** Set when the payload has its own item (PAYLOAD, task-body.ts): its size in bytes. */
+  payloadBytes?: number;
+  /** The result's JSON text when it fits; else `resultToken` names its OUTCOME item. */
   result?: string;
+  resultToken?: number;
+  /** When the error text did not fit: `error` holds its start, OUTCOME#`errorToken` the whole text. */
+  errorToken?: number;
   shard: number;
   requestHash?: string;
   /** Id of the last write made to the item: a read-back compares it to tell our own applied write from someone else's. */
@@ -32,13 +39,21 @@ export interface TaskItem extends Omit<Task, 'payload' | 'result'> {
 const optional = <K extends keyof Task>(key: K, value: Task[K] | undefined): Partial<Task> =>
   value === undefined ? {} : { [key]: value };
 
-export function toTask(item: TaskItem): Task {
+/**
+ * The Task a caller sees. `body` brings the payload, result and whole error, as read with the task
+ * (task-body.ts: inline in the item or in items of their own). Without it the task is shown as a list
+ * shows it: no payload or result, and the start of a long error.
+ */
+export function toTask(
+  item: TaskItem,
+  body: { payload?: string; result?: string; error?: string } = { error: item.error },
+): Task {
   return {
     id: item.id,
     type: item.type,
     status: item.status,
     priority: item.priority,
-    payload: JSON.parse(item.payload) as unknown,
+    ...optional('payload', body.payload === undefined ? undefined : (JSON.parse(body.payload) as unknown)),
     owner: item.owner,
     attempts: item.attempts,
     maxAttempts: item.maxAttempts,
@@ -46,6 +61,7 @@ export function toTask(item: TaskItem): Task {
     updatedAt: item.updatedAt,
     availableAt: item.availableAt,
     leaseToken: item.leaseToken,
+    ...optional('payloadBytes', item.payloadBytes),
     ...optional('timeoutMs', item.timeoutMs),
     ...optional('idempotencyKey', item.idempotencyKey),
     ...optional('startedAt', item.startedAt),
@@ -54,8 +70,8 @@ export function toTask(item: TaskItem): Task {
     ...optional('leaseUntil', item.leaseUntil),
     ...optional('progress', item.progress),
     ...optional('progressNote', item.progressNote),
-    ...optional('result', item.result === undefined ? undefined : (JSON.parse(item.result) as unknown)),
-    ...optional('error', item.error),
+    ...optional('result', body.result === undefined ? undefined : (JSON.parse(body.result) as unknown)),
+    ...optional('error', body.error),
   };
 }
 

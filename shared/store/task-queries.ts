@@ -6,16 +6,17 @@ import type { StoreContext } from './context.js';
 import { listInput, parseInput, taskRefInput, type ListInput } from './inputs.js';
 import { decodeCursor, keyString, MAX_PARTITION_KEY_BYTES, type OwnerIndexKey } from './list-cursor.js';
 import { readOwnerIndexPage } from './list-page.js';
-import { readTaskItem } from './task-reads.js';
+import { readTaskWithBody } from './task-body.js';
 import { taskOwnerPartitions } from '../table-layout.js';
 import { toTask, type TaskItem } from './task-item.js';
 
 /** Reads a task; with `owner`, another owner's task is reported as not found (no existence leak). */
 export async function getTask(ctx: StoreContext, rawInput: { id: string; owner?: string }): Promise<Task> {
   const { id, owner } = parseInput(taskRefInput, 'getTask', rawInput);
-  const item = await readTaskItem(ctx, id);
-  if (!item || (owner !== undefined && item.owner !== owner)) throw new TaskNotFoundError(id);
-  return toTask(item);
+  // The task item and the items holding its payload and long result or error, in one Query.
+  const read = await readTaskWithBody(ctx, id);
+  if (!read || (owner !== undefined && read.item.owner !== owner)) throw new TaskNotFoundError(id);
+  return toTask(read.item, read);
 }
 
 /** Re-exported for those that import it from here (test/api-list-size.test.ts). */

@@ -50,6 +50,7 @@ import {
 } from './conditions.js';
 import type { Lease, ProgressReport } from './inputs.js';
 import { finishedFields, type TaskItem } from './task-item.js';
+import { storeError, type StoredError, type StoredResult } from './body-layout.js';
 import { Expression, type ConditionPart } from './update-expression.js';
 
 /** One edge: what the write does to the item, and what must hold for it to apply. */
@@ -196,18 +197,21 @@ export function renewed(
   };
 }
 
-/** Success, recorded by the holder (also while a cancel is pending: the work is done). `result` is the stored JSON text. */
+/**
+ * Success, recorded by the holder (also while a cancel is pending: the work is done). `result`: the
+ * JSON text inline, or the token of the OUTCOME item holding it (body-layout.ts storeResult).
+ */
 export function completed(
   lease: LeaseRef,
   now: number,
-  result: string,
+  result: StoredResult['fields'],
   config: Pick<LeaseholdConfig, 'retentionDays'>,
 ): Transition {
   return {
     assign: {
       ...LEASE_LEFT,
       status: TaskStatus.SUCCESS,
-      result,
+      ...result,
       updatedAt: now,
       ...finishedFields(now, config),
     },
@@ -220,14 +224,14 @@ export function failedRetry(
   lease: LeaseRef,
   now: number,
   availableAt: number,
-  error: string,
+  error: StoredError['fields'],
   progress?: ProgressReport,
 ): Transition {
   return {
     assign: {
       ...LEASE_LEFT,
       ...progressFields(progress),
-      error,
+      ...error,
       updatedAt: now,
       status: TaskStatus.QUEUED,
       availableAt,
@@ -241,7 +245,7 @@ export function failedRetry(
 export function failedFinal(
   lease: LeaseRef,
   now: number,
-  error: string,
+  error: StoredError['fields'],
   config: Pick<LeaseholdConfig, 'retentionDays'>,
   progress?: ProgressReport,
 ): Transition {
@@ -249,7 +253,7 @@ export function failedFinal(
     assign: {
       ...LEASE_LEFT,
       ...progressFields(progress),
-      error,
+      ...error,
       updatedAt: now,
       status: TaskStatus.FAILED,
       ...finishedFields(now, config),
@@ -318,7 +322,10 @@ export function recoveredRequeue(task: ObservedLease, now: number): Transition {
       ...LEASE_LEFT,
       updatedAt: now,
       status: TaskStatus.QUEUED,
-      error: `lease expired (holder ${task.leaseOwner ?? 'unknown'}) on attempt ${task.attempts} of ${task.maxAttempts}`,
+      // Recovery writes no body item: a holder id long enough to overflow the inline size is cut.
+      ...storeError(
+        `lease expired on attempt ${task.attempts} of ${task.maxAttempts} (holder ${task.leaseOwner ?? 'unknown'})`,
+      ).fields,
       ...readyKeys(task, task.availableAt),
     },
     require: [observed(task)],
@@ -338,7 +345,7 @@ export function recoveredFail(
       updatedAt: now,
       ...finishedFields(now, config),
       status: TaskStatus.FAILED,
-      error,
+      ...storeError(error).fields,
     },
     require: [observed(task)],
   };
@@ -383,7 +390,9 @@ export function retried(task: Place & Pick<TaskItem, 'status'>, now: number): Tr
       finishedAt: undefined,
       [TTL_ATTRIBUTE]: undefined,
       result: undefined,
+      resultToken: undefined,
       error: undefined,
+      errorToken: undefined,
       progress: undefined,
       progressNote: undefined,
     },

@@ -365,7 +365,7 @@ async function finalTasks(store: TaskStore): Promise<FinalTask[]> {
       new ScanCommand({ TableName: store.ctx.tableName, ConsistentRead: true, ExclusiveStartKey: startKey }),
     );
     for (const i of out.Items ?? [])
-      if (String(i.pk).startsWith('TASK#')) items.push(i as unknown as FinalTask);
+      if (String(i.pk).startsWith('TASK#') && i.sk === 'TASK') items.push(i as unknown as FinalTask);
     startKey = out.LastEvaluatedKey;
   } while (startKey);
   return items;

@@ -3,6 +3,7 @@
  * its condition (it only asks that the task be RUNNING), so a holder that outlived its lease writes
  * over the task's new holder. Test-only: production code has no switch for it.
  */
+import { storeResult } from '../../shared/store/body-layout.js';
 import { LeaseLostError } from '../../shared/errors.js';
 import { conditionalUpdate } from '../../shared/store/conditional-write.js';
 import { hasStatus } from '../../shared/store/conditions.js';
@@ -25,7 +26,12 @@ export function completingWithoutToken(store: TaskStore): LeaseStore {
     finishCancel: (input) => store.finishCancel(input),
     promote: (input) => store.promote(input),
     complete: async ({ lease, result }) => {
-      const edge = completed(lease, ctx.clock.now(), JSON.stringify(result ?? null), ctx.config);
+      const edge = completed(
+        lease,
+        ctx.clock.now(),
+        storeResult(JSON.stringify(result ?? null), lease.token).fields,
+        ctx.config,
+      );
       // The bug: the fence (the edge's last condition part) replaced by a status check.
       const written = await conditionalUpdate<TaskItem>(
         writeTargetOf(ctx),
