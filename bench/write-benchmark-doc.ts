@@ -137,7 +137,7 @@ function requestsPerTask(find: Find): string | undefined {
           `- Read units: ${num(readUnits.value)} ${readUnits.unit} per task (target ${targetText(readUnits)}: ${metText(readUnits)}), as dynalite reports consumed capacity for the eventually consistent index queries.`,
         ]
       : []),
-    '- Write units come from the item before and after each step and the index layout (`bench/write-cost.ts`), because dynalite leaves index writes out.',
+    '- Write units come from the item before and after each step and the index layout (`shared/store/write-units.ts`), because dynalite leaves index writes out.',
     `- Write units per step: ${stepText}. Total ${num(units.value)} ${units.unit} (target ${targetText(units)}: ${metText(units)}).`,
     "- A renewal costs 1 write unit, except when it moves the task's sweep-index key (2 index writes more).",
     '- The key is filed at `leaseUntil + (lease - heartbeat - skew)`, so most renewals leave it alone.',

@@ -15,7 +15,13 @@ import { Worker } from '../shared/worker/worker.js';
 import { FleetSeats } from '../shared/fleet/fleet-seats.js';
 import { FleetScaler } from '../shared/fleet/fleet-scaler.js';
 import { runFleetInvocation } from '../shared/fleet/fleet-invocation.js';
-import { LambdaWorkerInvoker, type WorkerInvoker } from '../shared/fleet/worker-invoker.js';
+import {
+  LambdaWorkerInvoker,
+  SCHEDULED_TICK_SOURCE,
+  type WorkerInvoker,
+} from '../shared/fleet/worker-invoker.js';
+import { planIdleTick } from '../shared/fleet/idle-tick.js';
+import { readQueueSummary } from '../shared/store/queue-summary.js';
 import { Timekeeper } from '../shared/fleet/timekeeper.js';
 import { workerStartEvent } from '../shared/fleet/worker-start-event.js';
 import { writeTargetOf } from '../shared/store/context.js';
@@ -40,6 +46,9 @@ const invoker: WorkerInvoker = functionName
   ? new LambdaWorkerInvoker(functionName, undefined, (message, detail) => logger.warn(message, detail))
   : { start: () => Promise.resolve(false) };
 const scaler = new FleetScaler({ seats, invoker, clock: app.clock, logger });
+
+/** The scheduled tick comes every minute (infra/schedules.ts). */
+const SCHEDULED_TICK_INTERVAL_MS = 60_000;
 
 /** A burst is the tasks due within this second of its instant (what the timekeeper counted as one). */
 const BURST_WINDOW_MS = 1_000;
@@ -80,6 +89,16 @@ export const handler = async (
           await app.store.dueDelayed({ before: at + BURST_WINDOW_MS, limit: BURST_READ_LIMIT }),
           { steal: at <= app.clock.now() },
         ),
+      // The scheduled tick (the floor) first asks the queue summary whether there is anything to do.
+      ...(start.source === SCHEDULED_TICK_SOURCE
+        ? {
+            idleCheck: async () =>
+              planIdleTick(await readQueueSummary(app.store.ctx), app.clock.now(), {
+                recoveryIntervalMs: app.config.recoveryIntervalMs,
+                tickIntervalMs: SCHEDULED_TICK_INTERVAL_MS,
+              }),
+          }
+        : {}),
       timekeeper: () =>
         new Timekeeper({
           store: app.store,

@@ -3,6 +3,7 @@
  * group of their own, each with an explicit retry policy, a maximum event age, and an encrypted,
  * TLS-only dead-letter queue for invocations that still fail.
  */
+import { SCHEDULED_TICK_SOURCE } from '../shared/fleet/worker-invoker.js';
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import {
@@ -48,7 +49,7 @@ export class LeaseholdSchedules extends Construct {
       description: 'Starts a Leasehold worker invocation',
       scheduleGroup: this.group,
       schedule: ScheduleExpression.rate(Duration.minutes(1)),
-      target: target(props.worker, 'leasehold.worker', 2),
+      target: target(props.worker, SCHEDULED_TICK_SOURCE, 2),
     });
     // Scheduler's finest rate is one minute.
     const recoveryMinutes = Math.max(1, Math.round(props.recoveryIntervalMs / 60_000));

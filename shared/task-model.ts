@@ -1,4 +1,5 @@
 /** Statuses exactly as the API shows them. */
+import type { TaskCost } from './store/task-cost.js';
 export const TaskStatus = {
   QUEUED: 'QUEUED',
   RUNNING: 'RUNNING',
@@ -52,4 +53,6 @@ export interface Task {
   progressNote?: string;
   result?: unknown;
   error?: string;
+  /** What it cost so far: DynamoDB requests and units, handler milliseconds (shared/store/task-cost.ts). */
+  cost?: TaskCost;
 }

@@ -54,9 +54,18 @@ describe('POST /tasks', () => {
       maxAttempts: 3,
     });
     expect(res.body.task.createdAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    // The enqueue's own write, by rule: one request, the task item (1 unit), its ready and owner entries.
+    expect(res.body.task.cost).toEqual({
+      requests: 1,
+      readUnits: 0,
+      writeUnits: 1,
+      indexWriteUnits: 2,
+      handlerMs: 0,
+    });
     expect(Object.keys(res.body.task).sort()).toEqual([
       'attempts',
       'availableAt',
+      'cost',
       'createdAt',
       'id',
       'maxAttempts',

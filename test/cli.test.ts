@@ -84,6 +84,16 @@ describe('the leasehold CLI against the HTTP API', () => {
     expect((await cli('retry', id, '--owner', 'cli-user')).out.trim()).toBe(`${id} QUEUED`);
     const stats = await cli('stats', '--owner', 'cli-user', '--json');
     expect(JSON.parse(stats.out)).toMatchObject({ total: 1, byStatus: { QUEUED: 1 } });
+    // Its cost so far: the enqueue, the cancel and the retry, one write each (the task item is under 1 KB).
+    expect(JSON.parse(stats.out).costByType['demo.sleep']).toMatchObject({
+      tasks: 1,
+      requests: 3,
+      writeUnits: 3,
+    });
+    expect((await cli('stats', '--owner', 'cli-user')).out).toMatch(/^demo\.sleep +1 +3 +0 +3 /m);
+    expect((await cli('get', id, '--owner', 'cli-user')).out).toMatch(
+      /^cost +3 requests, 0 read units, 3 write units/m,
+    );
   });
 
   it('shows API errors with their message and field, and exits 1; usage errors exit 2', async () => {
@@ -141,6 +151,7 @@ describe('the leasehold CLI against the HTTP API', () => {
     expect(progressBar(1, 4)).toBe('[####] 100%');
     expect(computeStats([], now)).toEqual({
       byType: {},
+      costByType: {},
       byStatus: {},
       runningLeases: 0,
       oldestQueuedAgeMs: undefined,

@@ -1,6 +1,6 @@
 import { DeleteCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { itemSizeBytes } from '../bench/write-cost.js';
+import { itemSizeBytes } from '../shared/store/write-units.js';
 import { IdempotencyConflictError, LeaseLostError } from '../shared/errors.js';
 import {
   bodyExpiry,

@@ -3,13 +3,13 @@
  * clock: on arbitrary task states and on random walks from enqueue, every edge a state allows
  * - is accepted by its own condition on that state (a small evaluator of the condition expression);
  * - leaves the item satisfying the index invariant written at the top of transitions.ts;
- * - costs the write units it always cost (bench/write-cost.ts, index writes included);
+ * - costs the write units it always cost (shared/store/write-units.ts, index writes included);
  * and of the edges that take a task out of its lease, the first to apply refuses all the others.
  */
 import { storeError, storeResult } from '../shared/store/body-layout.js';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { writeCost, transitionCost, type WriteCost } from '../bench/write-cost.js';
+import { writeCost, transitionCost, type WriteCost } from '../shared/store/write-units.js';
 import { defineConfig } from '../shared/config.js';
 import {
   decideFailure,

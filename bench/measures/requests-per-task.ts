@@ -8,7 +8,7 @@ import { defineConfig } from '../../shared/config.js';
 import { createDynamoClient, documentClientFor } from '../../shared/store/dynamo.js';
 import { TaskStore } from '../../shared/store/task-store.js';
 import { taskKey } from '../../shared/table-layout.js';
-import { writeCost } from '../write-cost.js';
+import { writeCost } from '../../shared/store/write-units.js';
 import { ManualClock } from '../../test/support/manual-clock.js';
 import {
   QUERY_OPERATIONS,

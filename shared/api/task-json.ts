@@ -23,6 +23,7 @@ export function taskJson(task: Task): Record<string, unknown> {
     progress: task.progress,
     result: task.result,
     error: task.error,
+    cost: task.cost,
   };
   for (const key of Object.keys(out)) if (out[key] === undefined) delete out[key];
   return out;

@@ -1,4 +1,5 @@
 /** A small client of the HTTP API for the CLI: JSON in and out, problem+json turned into ApiError. */
+import type { TaskCost } from '../store/task-cost.js';
 import { OWNER_HEADER } from '../api/caller.js';
 import type { RequestSigner } from './sigv4.js';
 
@@ -34,6 +35,8 @@ export interface TaskJson {
   progress?: number;
   result?: unknown;
   error?: string;
+  payloadBytes?: number;
+  cost?: TaskCost;
 }
 
 export class ApiClient {

@@ -1,5 +1,27 @@
 /** Human-readable output for the CLI: task details, task tables, stats and the watch screen. */
 import type { TaskJson } from './api-client.js';
+import { addCost, type TaskCost } from '../store/task-cost.js';
+
+/**
+ * us-east-1 list prices: DynamoDB on-demand read and write request units, Lambda on ARM per GB-second
+ * at the worker's default memory (256 MB). What `leasehold stats` prices a type's tasks at.
+ */
+const PRICES = {
+  readUnit: 0.125 / 1e6,
+  writeUnit: 0.625 / 1e6,
+  lambdaGbSecond: 0.0000133334,
+  lambdaGb: 0.25,
+};
+
+const priceOf = (c: TaskCost) =>
+  c.readUnits * PRICES.readUnit +
+  (c.writeUnits + c.indexWriteUnits) * PRICES.writeUnit +
+  (c.handlerMs / 1000) * PRICES.lambdaGb * PRICES.lambdaGbSecond;
+
+/** One line: requests, units and handler time, and the price. */
+export function costText(c: TaskCost): string {
+  return `${c.requests} requests, ${c.readUnits} read units, ${c.writeUnits} write units + ${c.indexWriteUnits} index writes, handlers ${(c.handlerMs / 1000).toFixed(3)} s: $${priceOf(c).toFixed(8)}`;
+}
 
 export function taskDetails(task: TaskJson): string {
   const rows: [string, unknown][] = [
@@ -17,6 +39,7 @@ export function taskDetails(task: TaskJson): string {
     ['payload', task.payload === undefined ? undefined : JSON.stringify(task.payload)],
     ['result', task.result === undefined ? undefined : JSON.stringify(task.result)],
     ['error', task.error],
+    ['cost', task.cost === undefined ? undefined : costText(task.cost)],
   ];
   return rows
     .filter(([, v]) => v !== undefined)
@@ -51,6 +74,8 @@ export function taskTable(tasks: TaskJson[]): string {
 
 export interface Stats {
   byType: Record<string, Record<string, number>>;
+  /** What the tasks of each type cost, summed (their `cost`), and its price at on-demand rates. */
+  costByType: Record<string, TaskCost & { tasks: number; usd: number }>;
   byStatus: Record<string, number>;
   runningLeases: number;
   oldestQueuedAgeMs: number | undefined;
@@ -59,6 +84,7 @@ export interface Stats {
 
 export function computeStats(tasks: TaskJson[], now: number): Stats {
   const byType: Stats['byType'] = {};
+  const costByType: Stats['costByType'] = {};
   const byStatus: Stats['byStatus'] = {};
   let oldestDue: number | undefined;
   let runningLeases = 0;
@@ -66,12 +92,17 @@ export function computeStats(tasks: TaskJson[], now: number): Stats {
     byType[t.type] ??= {};
     byType[t.type]![t.status] = (byType[t.type]![t.status] ?? 0) + 1;
     byStatus[t.status] = (byStatus[t.status] ?? 0) + 1;
+    if (t.cost) {
+      const sum = addCost(costByType[t.type], t.cost);
+      costByType[t.type] = { ...sum, tasks: (costByType[t.type]?.tasks ?? 0) + 1, usd: priceOf(sum) };
+    }
     if (t.leaseUntil && Date.parse(t.leaseUntil) > now) runningLeases++;
     const due = Date.parse(t.availableAt);
     if (t.status === 'QUEUED' && due <= now) oldestDue = Math.min(oldestDue ?? due, due);
   }
   return {
     byType,
+    costByType,
     byStatus,
     runningLeases,
     oldestQueuedAgeMs: oldestDue === undefined ? undefined : now - oldestDue,
@@ -87,8 +118,29 @@ export function statsText(stats: Stats): string {
     ['TYPE', ...STATUSES],
     types.map((type) => [type, ...STATUSES.map((s) => String(stats.byType[type]![s] ?? 0))]),
   );
+  const costs = table(
+    ['TYPE', 'TASKS', 'REQUESTS', 'READ UNITS', 'WRITE UNITS', 'INDEX WRITES', 'HANDLER S', 'USD'],
+    Object.keys(stats.costByType)
+      .sort()
+      .map((type) => {
+        const c = stats.costByType[type]!;
+        return [
+          type,
+          String(c.tasks),
+          String(c.requests),
+          String(c.readUnits),
+          String(c.writeUnits),
+          String(c.indexWriteUnits),
+          (c.handlerMs / 1000).toFixed(1),
+          c.usd.toFixed(6),
+        ];
+      }),
+  );
   return [
     counts,
+    '',
+    costs,
+    `(DynamoDB on demand at $${PRICES.readUnit * 1e6} per million read and $${PRICES.writeUnit * 1e6} per million write units, handler time at ${PRICES.lambdaGb} GB; us-east-1)`,
     '',
     `tasks ${stats.total}, running leases ${stats.runningLeases}, oldest queued ${stats.oldestQueuedAgeMs === undefined ? '-' : `${(stats.oldestQueuedAgeMs / 1000).toFixed(1)} s`}`,
   ].join('\n');

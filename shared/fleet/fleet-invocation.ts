@@ -13,6 +13,7 @@ import { seatUntil, TIMEKEEPER_SEAT } from './fleet-rules.js';
 import type { FleetSeats, SeatLease } from './fleet-seats.js';
 import type { FleetScaler } from './fleet-scaler.js';
 import type { StartHints, WorkerInvoker } from './worker-invoker.js';
+import type { IdleTickPlan } from './idle-tick.js';
 
 /** The timekeeper duty of seat 0's holder (shared/fleet/timekeeper.ts). */
 export interface TimekeeperDuty extends RunDuty {
@@ -31,6 +32,12 @@ export interface FleetInvocationDeps {
   offerBurst?: (at: number) => Promise<void>;
   /** A fresh timekeeper for an invocation that holds seat 0. */
   timekeeper: () => TimekeeperDuty;
+  /**
+   * For the scheduled tick: whether there is anything to do (idle-tick.ts, from the queue summary). A
+   * tick with nothing to do returns at once, before it takes a seat: one read a minute when idle,
+   * whatever the number of types and shards. Absent, or failing: the tick runs as any invocation.
+   */
+  idleCheck?: () => Promise<IdleTickPlan>;
   clock: Clock;
   logger: Pick<Logger, 'warn' | 'info'>;
   clockSkewMs: number;
@@ -38,7 +45,10 @@ export interface FleetInvocationDeps {
 
 export type InvocationSummary =
   | (RunSummary & { seat: number; timekeeper: boolean; handedOver: boolean })
-  | { seat: undefined; stoppedBecause: 'fleet-full' | 'seat-unavailable' | 'timekeeper-running' };
+  | {
+      seat: undefined;
+      stoppedBecause: 'fleet-full' | 'seat-unavailable' | 'timekeeper-running' | 'nothing-to-do';
+    };
 
 export async function runFleetInvocation(
   deps: FleetInvocationDeps,
@@ -47,6 +57,15 @@ export async function runFleetInvocation(
   hints: StartHints = {},
 ): Promise<InvocationSummary> {
   const { seats, clock, logger } = deps;
+  if (deps.idleCheck) {
+    const plan = await deps.idleCheck().catch((error: unknown) => {
+      logger.warn('reading the queue summary failed; the tick runs as usual', {
+        error: describeError(error),
+      });
+      return undefined;
+    });
+    if (plan && !plan.run) return { seat: undefined, stoppedBecause: 'nothing-to-do' };
+  }
   let seat: SeatLease | undefined;
   try {
     const until = seatUntil(clock.now(), remainingTimeMs(), deps.clockSkewMs);

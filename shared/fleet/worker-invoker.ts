@@ -7,7 +7,9 @@
 import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
 import type { SeatReservation } from './fleet-seats.js';
 
-/** Why an invocation was started (its event's `source`; the scheduled tick's is `leasehold.worker`). */
+/** The scheduled tick's event source (infra/schedules.ts): the floor, started every minute whether or not there is work. */
+export const SCHEDULED_TICK_SOURCE = 'leasehold.worker';
+/** Why an invocation was started (its event's `source`; the scheduled tick's is SCHEDULED_TICK_SOURCE). */
 export type InvocationSource = 'leasehold.kick' | 'leasehold.scale' | 'leasehold.due';
 
 /** Where the task that caused a kick waits: the started invocation reads that partition first. */

@@ -1,4 +1,5 @@
 /** Cancel requests from users: QUEUED ends CANCELLED at once; RUNNING becomes CANCEL_REQUESTED for its holder to act on. */
+import { recordingCost } from './recorded-cost.js';
 import { TaskNotFoundError, TaskStateConflictError } from '../errors.js';
 import { taskKey } from '../table-layout.js';
 import { isTerminal, TaskStatus, type Task } from '../task-model.js';
@@ -31,7 +32,7 @@ export async function requestCancel(
     const written = await conditionalUpdate<TaskItem>(
       writeTargetOf(ctx, 'request'),
       taskKey(id),
-      asUpdate(t),
+      asUpdate(recordingCost(t, item, undefined)),
       { needCurrent: true },
     );
     if (written.applied) return toTask(written.item);

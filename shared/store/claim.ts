@@ -26,6 +26,8 @@ import { fail, release } from './lease-writes.js';
 import { readHeads } from './ready-heads.js';
 import { limitsFor, releaseSlots, SlotGate } from './slots.js';
 import { readPayload } from './task-body.js';
+import { CostCount, countCost } from './cost-meter.js';
+import { addCost, shareOf, type TaskCost } from './task-cost.js';
 import { toTask, type TaskItem } from './task-item.js';
 import { readTaskItem } from './task-reads.js';
 import { deadline } from './dynamo.js';
@@ -77,18 +79,41 @@ const LATER_WAVE = 8;
 
 type Attempt =
   | { outcome: 'won'; claimed: Claimed }
-  | { outcome: 'lost' }
+  /** `cost`: what the lost write cost (DynamoDB bills a refused write), charged to the round's wins. */
+  | { outcome: 'lost'; cost?: Partial<TaskCost> }
   | { outcome: 'late' }
   /** Won, but its payload is gone: the task was failed (PAYLOAD_MISSING), not run. */
   | { outcome: 'dropped' }
   | { outcome: 'limited' }
   | { outcome: 'error'; error: unknown };
 
-/** Claims up to `input.max` due tasks; `state` is the claiming worker's memory between its rounds. */
+/**
+ * Claims up to `input.max` due tasks; `state` is the claiming worker's memory between its rounds. The
+ * round's lost races are charged to the tasks it won, in equal shares (task-cost.ts).
+ */
 export async function claim(
   ctx: StoreContext,
   rawInput: ClaimInput,
   state: ClaimState,
+): Promise<ClaimResult> {
+  const raceCost: Partial<TaskCost>[] = [];
+  const result = await claimRound(ctx, rawInput, state, raceCost);
+  if (result.claimed.length === 0 || raceCost.length === 0) return result;
+  const share = shareOf(addCost(...raceCost), result.claimed.length);
+  return {
+    ...result,
+    claimed: result.claimed.map((c) => ({
+      ...c,
+      lease: { ...c.lease, unrecorded: addCost(c.lease.unrecorded, share) },
+    })),
+  };
+}
+
+async function claimRound(
+  ctx: StoreContext,
+  rawInput: ClaimInput,
+  state: ClaimState,
+  raceCost: Partial<TaskCost>[],
 ): Promise<ClaimResult> {
   const input = parseInput(claimInput, 'claim', rawInput);
   const gate = new SlotGate(ctx, input.workerId);
@@ -149,8 +174,10 @@ export async function claim(
   const tally = (attempts: Attempt[], types: (string | undefined)[]) => {
     for (const [j, attempt] of attempts.entries()) {
       if (attempt.outcome === 'won') result.claimed.push(attempt.claimed);
-      else if (attempt.outcome === 'lost') result.lostRaces++;
-      else if (attempt.outcome === 'limited' && types[j] !== undefined) limitedTypes.add(types[j]);
+      else if (attempt.outcome === 'lost') {
+        result.lostRaces++;
+        if (attempt.cost) raceCost.push(attempt.cost);
+      } else if (attempt.outcome === 'limited' && types[j] !== undefined) limitedTypes.add(types[j]);
       else if (attempt.outcome === 'error') errors.push(attempt.error);
     }
   };
@@ -407,7 +434,10 @@ function dueClaim(
   };
 }
 
-/** One claim: its slots, its conditional write, and every way it can end (never throws). */
+/**
+ * One claim: its slots, its conditional write, the payload's read, and every way it can end (never
+ * throws). What its requests cost goes with the lease (`unrecorded`) to the next write of the task.
+ */
 async function claimOne(
   ctx: StoreContext,
   write: ClaimWrite,
@@ -415,6 +445,33 @@ async function claimOne(
   gate: SlotGate,
   onUnknown: OnUnknownClaim,
 ): Promise<Attempt> {
+  const count = new CostCount();
+  const attempt = await countCost(count, () => claimWrite(ctx, write, leaseUntil, gate, onUnknown));
+  if (attempt.outcome === 'lost') return { outcome: 'lost', cost: count.snapshot() };
+  if (attempt.outcome !== 'taken') return attempt;
+  ctx.heldItems.set(attempt.item);
+  const claimed: Claimed = {
+    ...attempt.claimed,
+    // A claim moves the task's index entry: out of the ready index (or a delay partition) into the lease sweep.
+    lease: {
+      ...attempt.claimed.lease,
+      unrecorded: addCost(count.snapshot(), { indexWriteUnits: CLAIM_INDEX_WRITES }),
+    },
+  };
+  return withPayload(ctx, claimed, attempt.item);
+}
+
+/** A claim's index writes: its entry leaves one partition (ready, or delay sweep) for the lease sweep. */
+const CLAIM_INDEX_WRITES = 2;
+
+/** The claim itself: slots, then the conditional write. */
+async function claimWrite(
+  ctx: StoreContext,
+  write: ClaimWrite,
+  leaseUntil: number,
+  gate: SlotGate,
+  onUnknown: OnUnknownClaim,
+): Promise<Exclude<Attempt, { outcome: 'won' }> | { outcome: 'taken'; claimed: Claimed; item: TaskItem }> {
   let slots: SlotLease[] = [];
   try {
     if (write.slotsOf !== undefined) {
@@ -461,7 +518,7 @@ async function claimOne(
       // Not a race with another claimer: it must not make this worker act contended.
       return { outcome: 'late' };
     }
-    return await withPayload(ctx, claimed, written.item);
+    return { outcome: 'taken', claimed, item: written.item };
   } catch (error) {
     return { outcome: 'error', error };
   }
@@ -476,19 +533,20 @@ async function claimOne(
 async function withPayload(ctx: StoreContext, claimed: Claimed, item: TaskItem): Promise<Attempt> {
   if (item.payloadBytes === undefined) return { outcome: 'won', claimed };
   let payload: string | undefined;
+  const count = new CostCount();
+  let lease = claimed.lease;
   try {
-    payload = await readPayload(ctx, item, deadline(ctx.config.requestDeadlineMs));
+    payload = await countCost(count, () => readPayload(ctx, item, deadline(ctx.config.requestDeadlineMs)));
+    lease = { ...lease, unrecorded: addCost(lease.unrecorded, count.snapshot()) };
   } catch (error) {
-    await release(ctx, { lease: claimed.lease }).catch(() => undefined);
+    await release(ctx, { lease }).catch(() => undefined);
     return { outcome: 'error', error };
   }
   if (payload === undefined) {
-    await fail(ctx, { lease: claimed.lease, error: payloadMissing(ctx, item), retryable: false }).catch(
-      () => undefined,
-    );
+    await fail(ctx, { lease, error: payloadMissing(ctx, item), retryable: false }).catch(() => undefined);
     return { outcome: 'dropped' };
   }
-  return { outcome: 'won', claimed: { ...claimed, task: toTask(item, { ...item, payload }) } };
+  return { outcome: 'won', claimed: { lease, task: toTask(item, { ...item, payload }) } };
 }
 
 const payloadMissing = (ctx: StoreContext, item: TaskItem) =>

@@ -4,6 +4,7 @@ import type { ProtocolConfig, TableConfig, WorkerSettings } from '../config.js';
 import type { LeaseEvents } from '../events.js';
 import type { IdGenerator, RandomSource } from '../ids.js';
 import type { WriteTarget } from './conditional-write.js';
+import type { HeldItems } from './held-items.js';
 
 /** The settings the store reads: where the table is, the protocol, and the claim strategy's two knobs. */
 export type StoreConfig = TableConfig &
@@ -25,6 +26,8 @@ export interface StoreContext {
   typeLimits: Record<string, number>;
   /** Lifecycle steps (claim intent, recovery fixes, readied tasks) for whoever subscribes. */
   events: LeaseEvents;
+  /** The task items of the leases this store's callers hold, as last written (held-items.ts). */
+  heldItems: HeldItems;
 }
 
 /**

@@ -11,6 +11,8 @@ import { conditionalPut } from './conditional-write.js';
 import { enqueueInput, parseInput, type EnqueueInput } from './inputs.js';
 import { bodyExpiry, fitsInline, payloadSortKey } from './body-layout.js';
 import { putBody } from './task-body.js';
+import { CostCount, countCost } from './cost-meter.js';
+import { withPutCost } from './recorded-cost.js';
 import { toTask, type TaskItem } from './task-item.js';
 import { applyTransition, conditionOf, enqueued } from './transitions.js';
 
@@ -62,17 +64,23 @@ export async function enqueue(ctx: StoreContext, rawInput: EnqueueInput): Promis
   };
   // Status, owner keys, and the ready index when due or the delay sweep until promoted.
   const placed = enqueued(record, now);
-  const item = applyTransition(record, placed) as TaskItem;
-  const key = taskKey(id);
-  if (item.payloadBytes !== undefined)
-    await putBody(
-      ctx,
-      id,
-      payloadSortKey(item.requestHash),
-      { payload: payloadText },
-      bodyExpiry(Math.max(now, availableAt), ctx.config),
-      'request',
+  const payloadItem =
+    record.payloadBytes === undefined
+      ? undefined
+      : {
+          key: payloadSortKey(record.requestHash),
+          fields: { payload: payloadText },
+          expiresAt: bodyExpiry(Math.max(now, availableAt), ctx.config),
+        };
+  // The task's cost starts with its enqueue: the payload item's write as DynamoDB reports it, and the
+  // put by rule (it cannot report itself before it is sent).
+  const payloadWrite = new CostCount();
+  if (payloadItem)
+    await countCost(payloadWrite, () =>
+      putBody(ctx, id, payloadItem.key, payloadItem.fields, payloadItem.expiresAt, 'request'),
     );
+  const item = withPutCost(applyTransition(record, placed) as TaskItem, payloadWrite.snapshot());
+  const key = taskKey(id);
   const put = await conditionalPut<TaskItem>(writeTargetOf(ctx, 'request'), key, item, conditionOf(placed), {
     needCurrent: true,
   });

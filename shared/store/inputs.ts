@@ -193,6 +193,18 @@ const slotLease = z
   })
   .strict();
 
+const unitCount = z.number().min(0).max(1e9);
+/** A cost as a lease carries it (task-cost.ts). */
+export const taskCostSchema = z
+  .object({
+    requests: unitCount,
+    readUnits: unitCount,
+    writeUnits: unitCount,
+    indexWriteUnits: unitCount,
+    handlerMs: unitCount,
+  })
+  .strict();
+
 export const leaseSchema = z
   .object({
     taskId: taskIdSchema,
@@ -209,6 +221,11 @@ export const leaseSchema = z
     attempts: z.number().int().min(1),
     maxAttempts: z.number().int().min(1),
     slots: z.array(slotLease),
+    /**
+     * What this attempt cost since its last write to the task item (task-cost.ts): the next lease-path
+     * write adds it to the task's recorded cost. Absent: nothing yet.
+     */
+    unrecorded: taskCostSchema.partial().optional(),
   })
   .strict();
 export type Lease = z.infer<typeof leaseSchema>;

@@ -26,6 +26,9 @@ import type { FailInput } from './inputs.js';
 import { releaseSlots, renewSlots } from './slots.js';
 import { bodyExpiry, outcomeSortKey, storeError, storeResult } from './body-layout.js';
 import { putBody } from './task-body.js';
+import { CostCount, countCost } from './cost-meter.js';
+import { addCost } from './task-cost.js';
+import { leaseIndexItem, recordingCost } from './recorded-cost.js';
 import { toTask, type TaskItem } from './task-item.js';
 import {
   asUpdate,
@@ -70,23 +73,35 @@ export async function renewLeases(ctx: StoreContext, rawInput: RenewInput): Prom
   const leaseUntil = leaseExpiry(now, ctx.config);
   return Promise.all(
     input.leases.map(async (lease): Promise<RenewOutcome> => {
+      // What the renewal costs travels with the lease to the outcome write, which records it: a
+      // renewal cannot ADD to the task's cost, since a resend after a lost answer would apply twice.
+      const count = new CostCount();
       try {
         // Slots first: a task lease must never outlive the slot that admits it.
-        if (lease.slots.length > 0 && !(await renewSlots(ctx, lease.owner, lease.slots, leaseUntil))) {
-          return { taskId: lease.taskId, outcome: 'lost', current: undefined };
-        }
-        const sweepAt = sweepKeyAfterRenewal(lease.sweepAt, leaseUntil, ctx.config);
-        const item = await writeUnderLease(
-          ctx,
-          lease,
-          renewed(lease, leaseUntil, sweepAt, input.progress?.[lease.taskId]),
-          RENEWAL,
+        const slotsHeld = await countCost(
+          count,
+          async () => lease.slots.length === 0 || renewSlots(ctx, lease.owner, lease.slots, leaseUntil),
         );
+        if (!slotsHeld) return { taskId: lease.taskId, outcome: 'lost', current: undefined };
+        const sweepAt = sweepKeyAfterRenewal(lease.sweepAt, leaseUntil, ctx.config);
+        const item = await countCost(count, () =>
+          writeUnderLease(
+            ctx,
+            lease,
+            renewed(lease, leaseUntil, sweepAt, input.progress?.[lease.taskId]),
+            RENEWAL,
+          ),
+        );
+        ctx.heldItems.set(item);
         const next: Lease = {
           ...lease,
           leaseUntil,
           sweepAt: sweepAt ?? lease.sweepAt,
           slots: lease.slots.map((s) => ({ ...s, leaseUntil })),
+          // A moved sweep key is two index writes (the old entry deleted, the new one put).
+          unrecorded: addCost(lease.unrecorded, count.snapshot(), {
+            indexWriteUnits: sweepAt === undefined ? 0 : 2,
+          }),
         };
         return {
           taskId: lease.taskId,
@@ -110,8 +125,8 @@ export async function complete(
   const { lease, result } = parseInput(completeInput, 'complete', rawInput);
   const now = ctx.clock.now();
   const stored = storeResult(JSON.stringify(result ?? null), lease.token);
-  await writeApart(ctx, lease, stored.apart, now);
-  const task = await settle(ctx, lease, completed(lease, now, stored.fields, ctx.config));
+  const apart = await writeApart(ctx, lease, stored.apart, now);
+  const task = await settle(ctx, apart, completed(lease, now, stored.fields, ctx.config));
   // The holder knows the result it wrote, wherever it was kept.
   return { ...task, result: result ?? null };
 }
@@ -124,12 +139,12 @@ export async function fail(ctx: StoreContext, rawInput: FailInput): Promise<Task
   const policy = input.backoff ?? { baseMs: ctx.config.backoffBaseMs, maxMs: ctx.config.backoffMaxMs };
   const outcome = decideFailure(lease, now, input.retryable, policy, ctx.random);
   const error = storeError(input.error, lease.token);
-  await writeApart(ctx, lease, error.apart, now);
+  const apart = await writeApart(ctx, lease, error.apart, now);
   const t =
     outcome.status === TaskStatus.FAILED
       ? failedFinal(lease, now, error.fields, ctx.config, input.progress)
       : failedRetry(lease, now, outcome.availableAt, error.fields, input.progress);
-  return settleOrFinishCancel(ctx, lease, t);
+  return settleOrFinishCancel(ctx, apart, t);
 }
 
 /** Gives the task back without spending an attempt (a worker shutting down), at its old place in the queue. */
@@ -152,19 +167,31 @@ export async function finishCancel(ctx: StoreContext, rawInput: { lease: Lease }
 /**
  * A result or error too large for the task item, into the OUTCOME item of this lease's token, before
  * the outcome write that names it (body-layout.ts): readers never see a token whose item is missing.
+ * Returns the lease with that write's cost added, for the outcome write to record.
  */
 async function writeApart(
   ctx: StoreContext,
   lease: Lease,
   apart: { result: string } | { error: string } | undefined,
   now: number,
-): Promise<void> {
-  if (apart === undefined) return;
-  await putBody(ctx, lease.taskId, outcomeSortKey(lease.token), apart, bodyExpiry(now, ctx.config), 'lease');
+): Promise<Lease> {
+  if (apart === undefined) return lease;
+  const count = new CostCount();
+  await countCost(count, () =>
+    putBody(ctx, lease.taskId, outcomeSortKey(lease.token), apart, bodyExpiry(now, ctx.config), 'lease'),
+  );
+  return { ...lease, unrecorded: addCost(lease.unrecorded, count.snapshot()) };
 }
 
+/**
+ * The outcome write of an attempt: it records on the task what the attempt cost (its claim, renewals,
+ * handler time and result item, carried by the lease) and itself, priced from the item the last write
+ * under this lease returned (recorded-cost.ts).
+ */
 async function settle(ctx: StoreContext, lease: Lease, t: Transition): Promise<Task> {
-  const item = await writeUnderLease(ctx, lease, t, { resends: 2 });
+  const held = ctx.heldItems.take(lease.taskId, lease.token);
+  const recorded = recordingCost(t, held ?? leaseIndexItem(lease), lease.unrecorded, held !== undefined);
+  const item = await writeUnderLease(ctx, lease, recorded, { resends: 2 });
   // The outcome is written; a slot that cannot be given back now runs out with its lease instead.
   await releaseSlots(ctx, lease.owner, lease.slots).catch(() => undefined);
   return toTask(item);

@@ -4,9 +4,11 @@
  * it observed, so two sweeps racing over the same tasks fix each one once. The same sweep promotes
  * delayed tasks that became due into the ready index.
  */
+import { recordingCost } from './recorded-cost.js';
 import { decideRecovery, sweepQueryBound } from '../lease-rules.js';
 import {
   delaySweepPartition,
+  INDEX,
   KEY,
   leaseSweepPartition,
   SHARD_COUNT,
@@ -22,6 +24,7 @@ import { parseInput, taskRefInput } from './inputs.js';
 import type { TaskItem } from './task-item.js';
 import {
   asUpdate,
+  DUE_READY,
   promoted,
   recoveredCancel,
   recoveredFail,
@@ -182,7 +185,9 @@ async function fixExpired(ctx: StoreContext, item: TaskItem, now: number): Promi
         : [recoveredFail(item, now, decision.error, ctx.config), 'failed'];
   ctx.events.emit('recover:intent', { taskId: item.id });
   // A fix whose answer was lost, then refused on the resend, is still reported as the fix it was.
-  if (!(await conditionalUpdate(writeTargetOf(ctx, 'request'), taskKey(item.id), asUpdate(t))).applied)
+  // The fix records its own cost on the task (the item it read back prices it: recorded-cost.ts).
+  const recorded = recordingCost(t, item, undefined);
+  if (!(await conditionalUpdate(writeTargetOf(ctx, 'request'), taskKey(item.id), asUpdate(recorded))).applied)
     return 'skipped';
   ctx.events.emit('recover:fix', {
     taskId: item.id,
@@ -208,13 +213,22 @@ export async function promoteTask(ctx: StoreContext, rawInput: { id: string }): 
   return promote(ctx, taskKey(id).pk, delaySweepPartition(shardForId(id)), ctx.clock.now());
 }
 
+/** What a delayed task has in the indexes, as far as pricing its promotion goes (its entry moves from the sweep to the ready index). */
+const DELAYED_INDEX_KEYS = {
+  [INDEX.sweep.partition]: 'DELAY',
+  [INDEX.sweep.sort]: 0,
+  [DUE_READY.partition]: 'ready',
+  [DUE_READY.sort]: 'head',
+};
+
 /** Moves a due delayed task into the ready index, copying its precomputed ready keys inside DynamoDB (no read). */
 async function promote(ctx: StoreContext, pk: string, partition: string, now: number): Promise<boolean> {
   return (
     await conditionalUpdate(
       writeTargetOf(ctx, 'request'),
       { [KEY.partition]: pk, [KEY.sort]: 'TASK' },
-      asUpdate(promoted(partition, now)),
+      // Without a read, priced from the index keys it moves (an item under 1 KB: 1 unit).
+      asUpdate(recordingCost(promoted(partition, now), DELAYED_INDEX_KEYS, undefined, false)),
     )
   ).applied;
 }

@@ -1,4 +1,5 @@
 /** The API's retry: a FAILED or CANCELLED task goes back to the queue with a fresh attempt budget. */
+import { recordingCost } from './recorded-cost.js';
 import { TaskNotFoundError, TaskStateConflictError } from '../errors.js';
 import { taskKey } from '../table-layout.js';
 import { TaskStatus, type Task } from '../task-model.js';
@@ -25,7 +26,7 @@ export async function retryTask(ctx: StoreContext, rawInput: { id: string; owner
   const written = await conditionalUpdate<TaskItem>(
     writeTargetOf(ctx, 'request'),
     taskKey(id),
-    asUpdate(retried(item, ctx.clock.now())),
+    asUpdate(recordingCost(retried(item, ctx.clock.now()), item, undefined)),
     { needCurrent: true },
   );
   if (written.applied) return toTask(written.item);

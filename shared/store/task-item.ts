@@ -3,6 +3,7 @@ import type { Task } from '../task-model.js';
 import type { LeaseholdConfig } from '../config.js';
 import { retentionExpiry } from '../lease-rules.js';
 import { TTL_ATTRIBUTE } from '../table-layout.js';
+import { COST_ATTRIBUTES, costOfItem } from './task-cost.js';
 
 /**
  * Attributes of a task item: the Task fields, with JSON values (payload, result) stored as text so any
@@ -72,6 +73,10 @@ export function toTask(
     ...optional('progressNote', item.progressNote),
     ...optional('result', body.result === undefined ? undefined : (JSON.parse(body.result) as unknown)),
     ...optional('error', body.error),
+    ...optional(
+      'cost',
+      COST_ATTRIBUTES.requests in item ? costOfItem(item as unknown as Record<string, unknown>) : undefined,
+    ),
   };
 }
 

@@ -22,6 +22,8 @@ import { promoteTask, recoverExpired, type RecoveryReport } from './recovery.js'
 import { retryTask } from './retry.js';
 import { getTask, listTasks, type TaskPage } from './task-queries.js';
 import { queueDepth, type QueueDepth } from './queue-depth.js';
+import { attachCostMeter } from './cost-meter.js';
+import { HeldItems } from './held-items.js';
 
 export interface TaskStoreOptions {
   doc: DynamoDBDocumentClient;
@@ -48,7 +50,10 @@ export class TaskStore implements LeaseStore, TaskReads, TaskCommands, Sweeper, 
       random: options.random ?? mathRandom,
       events: options.events ?? new LeaseEvents(),
       typeLimits: { ...options.definitionLimits, ...options.config.typeConcurrency },
+      heldItems: new HeldItems(),
     };
+    // Every request the store sends for a task is counted into that task's cost (cost-meter.ts).
+    attachCostMeter(options.doc);
   }
 
   get events(): LeaseEvents {

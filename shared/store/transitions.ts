@@ -423,7 +423,7 @@ export function conditionOf(t: Transition): Expression {
 /**
  * The item after the edge, computed in memory as DynamoDB applies an update: every operand is read
  * from the item before it; a missing counter starts at 0. Conditions are not evaluated. Enqueue builds
- * its new item with it; tests and cost estimates (bench/write-cost.ts) use it to follow a task.
+ * its new item with it; tests and cost estimates (write-units.ts) use it to follow a task.
  */
 export function applyTransition<T extends object>(item: T, t: Transition): T {
   const before = item as Record<string, unknown>;

@@ -16,6 +16,8 @@ import {
 import type { FinishedStatus, LeaseEvents, OutcomeWriteKind } from '../events.js';
 import type { Claimed } from '../store/claim.js';
 import type { LeaseStore } from '../store/ports.js';
+import type { Lease } from '../store/inputs.js';
+import { addCost } from '../store/task-cost.js';
 import { TaskStatus, type Task } from '../task-model.js';
 import type { TaskContext, TaskDefinition } from '../tasks/define.js';
 import type { KeptLease, LeaseKeeper } from './lease-keeper.js';
@@ -198,8 +200,10 @@ export class Execution {
       });
     const progress = this.kept.progress;
     events.emit('write:sent', step);
+    // The handler's time joins what this attempt cost, recorded on the task by the outcome write.
+    const handlerMs = this.deps.clock.now() - started;
     try {
-      const after = await this.send(outcome, lease, progress);
+      const after = await this.send(outcome, withHandlerTime(lease, handlerMs), progress);
       answered('ok', after.status);
       const status = finishedStatus(outcome.write, after.status);
       finished(status, outcome.write === 'fail' ? outcome.error : undefined);
@@ -274,4 +278,8 @@ function finishedStatus(write: OutcomeWriteKind, status: string): FinishedStatus
   if (status === TaskStatus.SUCCESS || status === TaskStatus.FAILED || status === TaskStatus.CANCELLED)
     return status;
   return 'RELEASED';
+}
+
+function withHandlerTime(lease: Lease, handlerMs: number): Lease {
+  return { ...lease, unrecorded: addCost(lease.unrecorded, { handlerMs }) };
 }

@@ -6,8 +6,8 @@
  * key appears costs one write; whose key disappears, one; whose key changes, two (delete and put);
  * whose key stays but a projected attribute changes, one; otherwise nothing.
  */
-import { applyTransition, type Transition } from '../shared/store/transitions.js';
-import { INDEX, KEY } from '../shared/table-layout.js';
+import { applyTransition, type Transition } from './transitions.js';
+import { INDEX, KEY } from '../table-layout.js';
 
 type Item = Record<string, unknown>;
 

@@ -1,0 +1,116 @@
+/**
+ * The scheduled tick's idle check: from the queue summary recovery writes, a tick with nothing to do
+ * returns at once (one read, whatever the number of types and shards); a tick with work, or without a
+ * summary it can trust, runs as before.
+ */
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { runFleetInvocation } from '../shared/fleet/fleet-invocation.js';
+import { FleetSeats } from '../shared/fleet/fleet-seats.js';
+import { planIdleTick } from '../shared/fleet/idle-tick.js';
+import { writeTargetOf } from '../shared/store/context.js';
+import { readQueueSummary, writeQueueSummary, type QueueSummary } from '../shared/store/queue-summary.js';
+import type { RunSummary } from '../shared/worker/worker.js';
+import { seededRandom } from './support/fleet-fakes.js';
+import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
+import { createTestStore } from './support/test-store.js';
+
+let server: TestDynamo;
+beforeAll(async () => {
+  server = await startTestDynamo();
+});
+afterAll(() => server.close());
+
+const NOW = 1_800_000_000_000;
+const RULES = { recoveryIntervalMs: 60_000, tickIntervalMs: 60_000 };
+const quiet: QueueSummary = { writtenAt: NOW - 30_000, readyTypes: [], leased: 0 };
+
+describe('planIdleTick (pure, fixed clock)', () => {
+  it('returns at once only on a fresh summary that shows no ready work and nothing due before the next tick', () => {
+    expect(planIdleTick(quiet, NOW, RULES)).toEqual({ run: false, because: 'nothing-to-do' });
+    // Tasks running elsewhere are their workers' business.
+    expect(planIdleTick({ ...quiet, leased: 40 }, NOW, RULES).run).toBe(false);
+    expect(planIdleTick({ ...quiet, nextDueAt: NOW + 60_001 }, NOW, RULES).run).toBe(false);
+  });
+
+  it('runs when there is work, when a delayed task falls due before the next tick, or when the summary cannot be trusted', () => {
+    expect(planIdleTick(undefined, NOW, RULES)).toEqual({ run: true, because: 'no-summary' });
+    expect(planIdleTick({ ...quiet, writtenAt: NOW - 180_001 }, NOW, RULES)).toEqual({
+      run: true,
+      because: 'stale-summary',
+    });
+    expect(planIdleTick({ ...quiet, writtenAt: NOW - 180_000 }, NOW, RULES).run).toBe(false);
+    expect(planIdleTick({ ...quiet, readyTypes: ['email.send'] }, NOW, RULES)).toEqual({
+      run: true,
+      because: 'ready-work',
+    });
+    expect(planIdleTick({ ...quiet, nextDueAt: NOW + 60_000 }, NOW, RULES)).toEqual({
+      run: true,
+      because: 'due-soon',
+    });
+    // Already due and not promoted (a timekeeper missed it): this tick keeps time.
+    expect(planIdleTick({ ...quiet, nextDueAt: NOW - 5_000 }, NOW, RULES).because).toBe('due-soon');
+  });
+});
+
+const ran: RunSummary = {
+  claimed: 0,
+  lostRaces: 0,
+  heartbeatRounds: 0,
+  maxEventLoopLagMs: 0,
+  stoppedBecause: 'idle',
+  timersArmed: 0,
+  retriesWaiting: 0,
+};
+
+/** One scheduled tick through runFleetInvocation on the emulator: real seats, the summary read from the table. */
+async function tickWorld() {
+  const t = await createTestStore(server.endpoint);
+  const seats = new FleetSeats({
+    target: writeTargetOf(t.store.ctx),
+    clock: t.clock,
+    random: seededRandom(3),
+    cap: 4,
+  });
+  const run = vi.fn(async () => ran);
+  const tick = () =>
+    runFleetInvocation(
+      {
+        worker: { run },
+        seats,
+        scaler: { settled: async () => undefined },
+        invoker: { start: async () => true },
+        timekeeper: () => ({
+          start: vi.fn(),
+          stop: async () => undefined,
+          dueWithin: () => false,
+          nextDueAt: undefined,
+        }),
+        clock: t.clock,
+        logger: { warn: vi.fn(), info: vi.fn() },
+        clockSkewMs: 5_000,
+        idleCheck: async () => planIdleTick(await readQueueSummary(t.store.ctx), t.clock.now(), RULES),
+      },
+      'env-1/req-1',
+      () => 60_000,
+    );
+  return { t, run, tick };
+}
+
+describe('the scheduled tick on the emulator', () => {
+  it('with nothing to do: one GetItem, no seat taken, the worker never runs', async () => {
+    const { t, run, tick } = await tickWorld();
+    await writeQueueSummary(t.store.ctx, { writtenAt: t.clock.now(), readyTypes: [], leased: 0 });
+    t.meter.reset();
+    expect(await tick()).toEqual({ seat: undefined, stoppedBecause: 'nothing-to-do' });
+    expect(Object.fromEntries(t.meter.sent)).toEqual({ GetItem: 1 });
+    expect(run).not.toHaveBeenCalled();
+  });
+
+  it('with ready work in the summary, or with no summary at all, it takes a seat and runs', async () => {
+    const { t, run, tick } = await tickWorld();
+    expect(await tick()).toMatchObject({ seat: 0 });
+    await writeQueueSummary(t.store.ctx, { writtenAt: t.clock.now(), readyTypes: ['x'], leased: 0 });
+    expect(await tick()).toMatchObject({ seat: 0 });
+    expect(run).toHaveBeenCalledTimes(2);
+  });
+});

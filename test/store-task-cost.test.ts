@@ -1,0 +1,145 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ClaimState } from '../shared/store/claim-state.js';
+import type { Lease } from '../shared/store/inputs.js';
+import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
+import { createTestStore, type TestStore } from './support/test-store.js';
+import { QUERY_OPERATIONS, READ_OPERATIONS, WRITE_OPERATIONS } from './support/request-meter.js';
+
+let server: TestDynamo;
+beforeAll(async () => {
+  server = await startTestDynamo();
+});
+afterAll(() => server.close());
+
+const TYPE = 'report.build';
+const OWNER = 'arn:aws:iam::123456789012:role/reports';
+
+/**
+ * What the test's own meter (SDK middleware on the test's client, counting each request and the
+ * capacity dynalite reports) counted, less the claim rounds' ready-index queries: those are the
+ * polling's cost, which no task records (task-cost.ts).
+ */
+function counted(s: TestStore) {
+  const units = (ops: string[]) => ops.reduce((sum, op) => sum + (s.meter.capacity.get(op) ?? 0), 0);
+  return {
+    requests: s.meter.count(...WRITE_OPERATIONS, ...READ_OPERATIONS),
+    readUnits: units(READ_OPERATIONS),
+    writeUnits: units(WRITE_OPERATIONS),
+  };
+}
+
+const renew = async (s: TestStore, lease: Lease) => {
+  s.clock.advance(s.config.heartbeatIntervalMs);
+  const [renewal] = await s.store.renew({ leases: [lease] });
+  if (renewal?.outcome !== 'renewed') throw new Error(`renewal: ${renewal?.outcome}`);
+  return renewal.lease;
+};
+
+describe('every task records what it cost', () => {
+  it('a task’s cost equals what the request meter counted for it: enqueue, claim, payload read, renewals, result item, outcome', async () => {
+    const s = await createTestStore(server.endpoint);
+    s.meter.reset();
+    const { task } = await s.store.enqueue({
+      type: TYPE,
+      owner: OWNER,
+      payload: { rows: 'r'.repeat(3_000) },
+    });
+    const { claimed } = await s.store.claim({ workerId: 'w1', types: [TYPE], max: 1 });
+    let lease = claimed[0]!.lease;
+    expect(claimed[0]!.task.payload).toEqual({ rows: 'r'.repeat(3_000) });
+    for (let i = 0; i < 3; i++) lease = await renew(s, lease);
+    // The worker adds its handler's time to the lease before the outcome write (execution.ts).
+    lease = { ...lease, unrecorded: { ...lease.unrecorded, handlerMs: 31_250 } };
+    await s.store.complete({ lease, result: { url: `s3://bucket/${'k'.repeat(500)}` } });
+    const meter = counted(s);
+    expect(s.meter.count(...QUERY_OPERATIONS)).toBeGreaterThan(0);
+
+    const { cost } = await s.store.get({ id: task.id });
+    expect(cost).toEqual({
+      requests: meter.requests,
+      readUnits: meter.readUnits,
+      writeUnits: meter.writeUnits,
+      // Index writes (dynalite reports none): enqueue puts the ready and owner entries (2), the claim
+      // moves the ready entry to the lease sweep (2), the three renewals leave the sweep key (with the
+      // defaults one in five moves it), the outcome removes the sweep entry (1).
+      indexWriteUnits: 5,
+      handlerMs: 31_250,
+    });
+    // Payload item + task put; claim; payload read; 3 renewals; result item + outcome.
+    expect(cost!.requests).toBe(2 + 1 + 1 + 3 + 2);
+  });
+
+  it('a retried task sums every attempt with its promotion and recovery’s fix; a holder that died takes its unrecorded claim with it', async () => {
+    const s = await createTestStore(
+      server.endpoint,
+      { backoffBaseMs: 1_000, backoffMaxMs: 1_000 },
+      { random: () => 0 },
+    );
+    s.meter.reset();
+    const { task } = await s.store.enqueue({ type: TYPE, owner: OWNER, payload: 1, maxAttempts: 3 });
+    const first = (await s.store.claim({ workerId: 'w1', types: [TYPE], max: 1 })).claimed[0]!.lease;
+    await s.store.fail({ lease: first, error: `exploded: ${'e'.repeat(400)}` });
+    s.clock.advance(1_000);
+    expect(await s.store.promote({ id: task.id })).toBe(true);
+    // The second holder dies: recovery requeues the task.
+    await s.store.claim({ workerId: 'w2', types: [TYPE], max: 1 });
+    s.clock.advance(s.config.leaseTimeoutMs + s.config.clockSkewMs + 1_000);
+    s.meter.reset();
+    await s.store.recover();
+    // Recovery's sweep reads are its own polling; its fix is the task's.
+    const recoveryFix = s.meter.count('UpdateItem');
+    const recoveryWriteUnits = s.meter.capacity.get('UpdateItem') ?? 0;
+    expect(recoveryFix).toBe(1);
+    const third = (await s.store.claim({ workerId: 'w3', types: [TYPE], max: 1 })).claimed[0]!.lease;
+    await s.store.complete({ lease: third, result: 'ok' });
+    const { cost, attempts, status } = await s.store.get({ id: task.id });
+    expect({ attempts, status }).toEqual({ attempts: 3, status: 'SUCCESS' });
+    // The dead holder's claim was never recorded (its lease carried it, and it died): every other
+    // request for the task was. Counted from the start: enqueue, claim, error item, fail, promote,
+    // [lost claim], recovery's fix, claim, complete.
+    expect(cost!.requests).toBe(1 + 1 + 1 + 1 + 1 + 1 + 1 + 1);
+    expect(recoveryWriteUnits).toBe(1);
+  });
+
+  it('lost races are charged to the tasks their claimer won in the same round', async () => {
+    const s = await createTestStore(server.endpoint);
+    const peer = s.peer();
+    const tasks = 60;
+    await Promise.all(
+      // One priority above the default: every task in the type's one lane, where both workers read the same heads.
+      Array.from({ length: tasks }, (_, n) =>
+        s.store.enqueue({ type: TYPE, owner: OWNER, payload: n, priority: 5 }),
+      ),
+    );
+    s.meter.reset();
+    const memories = [new ClaimState(), new ClaimState()];
+    let lost = 0;
+    let done = 0;
+    for (let round = 0; done < tasks && round < 100; round++) {
+      const rounds = await Promise.all(
+        [s.store, peer].map((store, i) =>
+          store.claim({ workerId: `w${i}`, types: [TYPE], max: 8 }, memories[i]),
+        ),
+      );
+      for (const r of rounds) {
+        lost += r.lostRaces;
+        await Promise.all(r.claimed.map((c) => s.store.complete({ lease: c.lease })));
+        done += r.claimed.length;
+      }
+    }
+    expect(done).toBe(tasks);
+    // Two workers on one partition: some of their claim writes met the other's.
+    expect(lost).toBeGreaterThan(0);
+    const listed = [];
+    for (let cursor: string | undefined, first = true; first || cursor; first = false) {
+      const page = await s.store.list({ owner: OWNER, limit: 100, ...(cursor ? { cursor } : {}) });
+      listed.push(...page.tasks);
+      cursor = page.nextCursor;
+    }
+    const charged = listed.reduce((sum, t) => sum + t.cost!.writeUnits, 0);
+    // Each task: put 1, claim 1, complete 1; on top, the refused claim writes of rounds that won something.
+    expect(charged).toBeGreaterThanOrEqual(3 * tasks);
+    expect(charged).toBeLessThanOrEqual(3 * tasks + lost + 0.01);
+    expect(charged).toBeGreaterThan(3 * tasks);
+  });
+});
