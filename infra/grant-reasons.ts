@@ -24,7 +24,7 @@ export const GRANTS_WITHOUT_ROUTINE_USE: Record<string, string> = {
   'WorkerRole:lambda:InvokeFunction':
     'a worker whose claim rounds fill every slot starts another invocation (scale with the backlog): used only under a backlog',
   'WorkerRole:dynamodb:GetItem':
-    "reading a payload larger than 128 bytes, kept in its own item (shared/store/body-layout.ts), when its task is claimed; the consistent read-back after a write whose answer was lost, and reading a dead holder's task when taking over its concurrency slot (the chaos harness exercises these); test/store-task-body.test.ts covers the payload read",
+    "the scheduled tick's read of the queue summary (shared/store/queue-summary.ts; a sim run shorter than a recovery interval may not reach it), a payload larger than 128 bytes read when its task is claimed (test/store-task-body.test.ts), the consistent read-back after a write whose answer was lost, and reading a dead holder's task when taking over its concurrency slot (the chaos harness exercises these)",
 };
 
 /** Whether a grant of `action` to the role named `roleName` has a reason written here. */

@@ -5,6 +5,7 @@
  * (`ClaimResult.recovered` existed for the chaos history); now a step is emitted once.
  */
 
+import type { TaskCost } from './store/task-cost.js';
 export type OutcomeWriteKind = 'complete' | 'fail' | 'finish-cancel' | 'release';
 export type RecoveryAction = 'requeued' | 'failed' | 'cancelled';
 /** Where an attempt left its task: a final status, back in the queue for another attempt, or given back unspent. */
@@ -57,6 +58,9 @@ export interface LeaseEventMap {
     by: 'worker' | 'recovery';
     error?: string;
     durationMs?: number;
+    /** The task's owner and everything it cost so far, as its outcome write recorded them (by the worker). */
+    owner?: string;
+    cost?: TaskCost;
   };
 }
 

@@ -80,7 +80,19 @@ describe('the Lambda functions', () => {
       status: 'SUCCESS',
       progress: expect.any(Number),
     });
-    const emf = JSON.parse(emitted.at(-1)!) as Record<string, unknown>;
+    const documents = emitted.map((line) => JSON.parse(line) as Record<string, unknown>);
+    const emf = documents.findLast((d) => 'Claims' in d)!;
+    // Each finished task's cost, summed per type (a dimension) with its owner as a property.
+    const costs = documents.filter((d) => 'TaskWriteUnits' in d);
+    expect(costs.map((d) => d.TaskType).sort()).toEqual(['demo.echo', 'demo.fail', 'demo.sleep']);
+    for (const d of costs) {
+      expect(d).toMatchObject({ service: 'leasehold-worker', owner: expect.any(String) });
+      expect(
+        (d._aws as { CloudWatchMetrics: { Dimensions: string[][] }[] }).CloudWatchMetrics[0]!.Dimensions,
+      ).toEqual([['service', 'TaskType']]);
+    }
+    const sleeperCost = costs.find((d) => d.TaskType === 'demo.sleep')!;
+    expect(sleeperCost.TaskHandlerMs).toBeGreaterThanOrEqual(450);
     expect(emf).toMatchObject({
       service: 'leasehold-worker',
       Claims: expect.anything(),

@@ -11,6 +11,9 @@ import { writeTargetOf } from '../shared/store/context.js';
 import { readQueueSummary, writeQueueSummary, type QueueSummary } from '../shared/store/queue-summary.js';
 import type { RunSummary } from '../shared/worker/worker.js';
 import { seededRandom } from './support/fleet-fakes.js';
+import { RecordingMetrics } from '../shared/metrics.js';
+import { runRecoverySweep } from '../shared/recovery/recovery-sweep.js';
+import { silentLogger } from './support/worker-world.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { createTestStore } from './support/test-store.js';
 
@@ -112,5 +115,29 @@ describe('the scheduled tick on the emulator', () => {
     await writeQueueSummary(t.store.ctx, { writtenAt: t.clock.now(), readyTypes: ['x'], leased: 0 });
     expect(await tick()).toMatchObject({ seat: 0 });
     expect(run).toHaveBeenCalledTimes(2);
+  });
+
+  it('recovery writes the summary the tick reads: with 1, 3 or 10 idle types the tick is one read; a task enqueued without a kick makes the next tick run', async () => {
+    for (const n of [1, 3, 10]) {
+      const { t, run, tick } = await tickWorld();
+      const types = Array.from({ length: n }, (_, i) => `type-${i}`);
+      const sweep = () =>
+        runRecoverySweep(
+          t.store,
+          { clock: t.clock, metrics: new RecordingMetrics(), logger: silentLogger() },
+          types,
+        );
+      await sweep();
+      t.meter.reset();
+      expect(await tick()).toEqual({ seat: undefined, stoppedBecause: 'nothing-to-do' });
+      expect([...t.meter.sent.values()].reduce((a, b) => a + b, 0)).toBe(1);
+      // Work that arrived without a kick (a lost Invoke, say): the next sweep shows it, the next tick runs.
+      await t.store.enqueue({ type: `type-${n - 1}`, owner: 'o' });
+      t.clock.advance(60_000);
+      await sweep();
+      expect(await readQueueSummary(t.store.ctx)).toMatchObject({ readyTypes: [`type-${n - 1}`] });
+      expect(await tick()).toMatchObject({ seat: 0 });
+      expect(run).toHaveBeenCalledTimes(1);
+    }
   });
 });

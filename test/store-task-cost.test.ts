@@ -1,4 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as z from 'zod';
+import { defineTask } from '../shared/tasks/define.js';
+import { addCost } from '../shared/store/task-cost.js';
+import { createWorkerWorld } from './support/worker-world.js';
 import { ClaimState } from '../shared/store/claim-state.js';
 import type { Lease } from '../shared/store/inputs.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
@@ -20,7 +24,7 @@ const OWNER = 'arn:aws:iam::123456789012:role/reports';
  * polling's cost, which no task records (task-cost.ts).
  */
 function counted(s: TestStore) {
-  const units = (ops: string[]) => ops.reduce((sum, op) => sum + (s.meter.capacity.get(op) ?? 0), 0);
+  const units = (ops: string[]) => ops.reduce((sum, op) => sum + (s.meter.tableCapacity.get(op) ?? 0), 0);
   return {
     requests: s.meter.count(...WRITE_OPERATIONS, ...READ_OPERATIONS),
     readUnits: units(READ_OPERATIONS),
@@ -88,7 +92,7 @@ describe('every task records what it cost', () => {
     await s.store.recover();
     // Recovery's sweep reads are its own polling; its fix is the task's.
     const recoveryFix = s.meter.count('UpdateItem');
-    const recoveryWriteUnits = s.meter.capacity.get('UpdateItem') ?? 0;
+    const recoveryWriteUnits = s.meter.tableCapacity.get('UpdateItem') ?? 0;
     expect(recoveryFix).toBe(1);
     const third = (await s.store.claim({ workerId: 'w3', types: [TYPE], max: 1 })).claimed[0]!.lease;
     await s.store.complete({ lease: third, result: 'ok' });
@@ -141,5 +145,39 @@ describe('every task records what it cost', () => {
     expect(charged).toBeGreaterThanOrEqual(3 * tasks);
     expect(charged).toBeLessThanOrEqual(3 * tasks + lost + 0.01);
     expect(charged).toBeGreaterThan(3 * tasks);
+  });
+});
+
+describe('through the worker runtime', () => {
+  it('the handler’s time is in the task’s cost, and a finished task’s cost is summed by type and owner in the metrics', async () => {
+    const w = await createWorkerWorld(server.endpoint, [
+      defineTask({
+        name: 'cost.sleep',
+        schema: z.object({ ms: z.number() }),
+        handler: async ({ ms }) => {
+          await new Promise((r) => setTimeout(r, ms));
+          return { slept: ms };
+        },
+      }),
+    ]);
+    const ids = [];
+    for (const owner of ['alice', 'alice', 'bob'])
+      ids.push((await w.store.enqueue({ type: 'cost.sleep', owner, payload: { ms: 120 } })).task.id);
+    const worker = w.worker('w1');
+    const end = Date.now() + 20_000;
+    await worker.run({ remainingTimeMs: () => end - Date.now(), idleStopMs: 500 });
+    const tasks = await Promise.all(ids.map((id) => w.store.get({ id })));
+    for (const t of tasks) {
+      expect(t.status).toBe('SUCCESS');
+      expect(t.cost!.handlerMs).toBeGreaterThanOrEqual(120);
+      // Enqueue, claim, complete: one write of the task item each (more if a send met its deadline and was resent).
+      expect(t.cost!.requests).toBeGreaterThanOrEqual(3);
+      expect(t.cost!.writeUnits).toBeGreaterThanOrEqual(3);
+      expect(t.cost!.indexWriteUnits).toBe(5);
+    }
+    const byOwner = worker.recorded.costs.get('cost.sleep')!;
+    expect([...byOwner.keys()].sort()).toEqual(['alice', 'bob']);
+    expect(byOwner.get('alice')).toEqual(addCost(tasks[0]!.cost, tasks[1]!.cost));
+    expect(byOwner.get('bob')).toEqual(addCost(tasks[2]!.cost));
   });
 });

@@ -1,7 +1,9 @@
-/** The benchmark's measures, in the order docs/benchmark.md numbers them (1-8). */
+/** The benchmark's measures, in the order docs/benchmark.md numbers them (1-10). */
 import type { BenchContext, Measure } from '../measure.js';
 import { claimContention } from './contention.js';
 import { coldStart } from './cold-start.js';
+import { depthGauge } from './depth-gauge.js';
+import { idleMinute } from './idle.js';
 import { enqueueToStart } from './latency.js';
 import { lockThroughput } from './locks.js';
 import { memoryUse } from './memory.js';
@@ -18,4 +20,6 @@ export const MEASURES: { name: string; run: (ctx: BenchContext) => Promise<Measu
   { name: 'locks', run: lockThroughput },
   { name: 'cold-start', run: coldStart },
   { name: 'memory', run: memoryUse },
+  { name: 'depth-gauge', run: depthGauge },
+  { name: 'idle', run: idleMinute },
 ];

@@ -4,8 +4,9 @@ import type { RecoveryReport } from '../store/recovery.js';
 import type { Sweeper } from '../store/ports.js';
 import type { Clock } from '../clock.js';
 import type { LeaseholdMetrics } from '../metrics.js';
+import { describeError } from '../errors.js';
 
-/** `types`: the task types whose queue depth is published as a gauge (none: no gauges). */
+/** `types`: the task types whose queue depth is published as gauges, in all and per type (none: no gauges). */
 export async function runRecoverySweep(
   store: Sweeper,
   deps: { clock: Clock; metrics: LeaseholdMetrics; logger: Logger },
@@ -16,14 +17,36 @@ export async function runRecoverySweep(
     const report = await store.recover();
     if (types.length > 0) {
       const depth = await store.depth(types);
+      // 0 when nothing waits, so the alarm on it sees a value every sweep (missing data would hide a stall).
+      const ageOf = (dueAt: number | undefined) =>
+        dueAt === undefined ? 0 : Math.max(0, clock.now() - dueAt);
       metrics.gauge('QueueDepth', depth.ready + depth.delayed);
       metrics.gauge('ReadyTasks', depth.ready);
       metrics.gauge('RunningTasks', depth.leased);
-      // 0 when nothing waits, so the alarm on it sees a value every sweep (missing data would hide a stall).
-      metrics.gauge(
-        'OldestDueAgeMs',
-        depth.oldestDueAt === undefined ? 0 : Math.max(0, clock.now() - depth.oldestDueAt),
-      );
+      metrics.gauge('OldestDueAgeMs', ageOf(depth.oldestDueAt));
+      for (const [type, typed] of Object.entries(depth.byType)) {
+        metrics.typeGauge(type, 'ReadyTasks', typed.ready);
+        metrics.typeGauge(type, 'OldestDueAgeMs', ageOf(typed.oldestDueAt));
+      }
+      // What the worker's next scheduled tick reads to learn whether it has anything to do (one item).
+      await store
+        .writeSummary({
+          writtenAt: clock.now(),
+          readyTypes: Object.keys(depth.byType).filter((t) => depth.byType[t]!.ready > 0),
+          leased: depth.leased,
+          ...(depth.nextDueAt === undefined ? {} : { nextDueAt: depth.nextDueAt }),
+        })
+        .catch((error: unknown) =>
+          logger.warn('writing the queue summary failed; the worker ticks poll until the next one', {
+            error: describeError(error),
+          }),
+        );
+      // Past a few hundred tasks per partition the gauges are estimates (store/queue-depth.ts says how close).
+      if (!depth.exact)
+        logger.info('queue depth estimated', {
+          basis: depth.basis,
+          estimatedTypes: Object.keys(depth.byType).filter((t) => depth.byType[t]!.basis !== 'counted'),
+        });
     }
     metrics.count('RecoveredRequeued', report.requeued);
     metrics.count('RecoveredFailed', report.failed);

@@ -20,6 +20,7 @@ import type {
 export type { FailInput };
 import type { RenewOutcome } from './lease-writes.js';
 import type { QueueDepth } from './queue-depth.js';
+import type { QueueSummary } from './queue-summary.js';
 import type { RecoveryReport } from './recovery.js';
 import type { DueTask } from './delayed-reads.js';
 import type { TaskPage } from './task-queries.js';
@@ -53,10 +54,11 @@ export interface TaskCommands {
   retry(input: { id: string; owner?: string }): Promise<Task>;
 }
 
-/** What the recovery function runs: a bounded sweep, and the queue's gauges. */
+/** What the recovery function runs: a bounded sweep, the queue's gauges, and the summary the worker's tick reads. */
 export interface Sweeper {
   recover(): Promise<RecoveryReport>;
   depth(types: string[]): Promise<QueueDepth>;
+  writeSummary(summary: QueueSummary): Promise<void>;
 }
 
 /** What the fleet's timekeeper does: find delayed tasks falling due soon, and promote each when it does. */

@@ -23,6 +23,7 @@ import { retryTask } from './retry.js';
 import { getTask, listTasks, type TaskPage } from './task-queries.js';
 import { queueDepth, type QueueDepth } from './queue-depth.js';
 import { attachCostMeter } from './cost-meter.js';
+import { writeQueueSummary, type QueueSummary } from './queue-summary.js';
 import { HeldItems } from './held-items.js';
 
 export interface TaskStoreOptions {
@@ -127,6 +128,11 @@ export class TaskStore implements LeaseStore, TaskReads, TaskCommands, Sweeper, 
   /** Due tasks waiting for the given types, and tasks under a lease (gauges for the dashboard). */
   depth(types: string[]): Promise<QueueDepth> {
     return queueDepth(this.ctx, types);
+  }
+
+  /** Whether there is work, in one item: written after each gauge, read by the worker's scheduled tick. */
+  writeSummary(summary: QueueSummary): Promise<void> {
+    return writeQueueSummary(this.ctx, summary);
   }
 
   /** One bounded recovery sweep: expired leases fixed, due delayed tasks promoted. */

@@ -189,13 +189,15 @@ export class Execution {
     const step = { taskId: this.task.id, token: lease.token, write: outcome.write };
     const answered = (result: 'ok' | 'refused' | 'error', status?: string) =>
       events.emit('write:answered', { ...step, outcome: result, ...(status ? { status } : {}) });
-    const finished = (status: FinishedStatus, error?: string) =>
+    const finished = (status: FinishedStatus, after: Task, error?: string) =>
       events.emit('task:finished', {
         taskId: this.task.id,
         type: this.task.type,
         status,
         by: 'worker',
         durationMs: this.deps.clock.now() - started,
+        owner: after.owner,
+        ...(after.cost ? { cost: after.cost } : {}),
         ...(error ? { error } : {}),
       });
     const progress = this.kept.progress;
@@ -206,7 +208,7 @@ export class Execution {
       const after = await this.send(outcome, withHandlerTime(lease, handlerMs), progress);
       answered('ok', after.status);
       const status = finishedStatus(outcome.write, after.status);
-      finished(status, outcome.write === 'fail' ? outcome.error : undefined);
+      finished(status, after, outcome.write === 'fail' ? outcome.error : undefined);
       if (status === 'RETRYING') this.deps.onRetryScheduled(after);
       if (outcome.write === 'fail')
         this.logger.warn('task attempt failed', { error: outcome.error, status: after.status });

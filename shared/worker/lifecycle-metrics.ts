@@ -15,6 +15,8 @@ const FINISHED_COUNTERS: Record<string, CounterName> = {
   RELEASED: 'TasksReleased',
 };
 
+const TERMINAL = new Set(['SUCCESS', 'FAILED', 'CANCELLED']);
+
 export interface LifecycleMetricsOptions {
   flushIntervalMs?: number;
   /** Monotonic milliseconds (performance.now in production). */
@@ -43,11 +45,13 @@ export function countLifecycle(
     events.on('write:answered', ({ outcome }) => {
       if (outcome === 'refused') metrics.count('LateCompletionsRejected');
     }),
-    events.on('task:finished', ({ status, by, durationMs }) => {
+    events.on('task:finished', ({ status, by, durationMs, type, owner, cost }) => {
       // Recovery's own function counts its fixes; a claimer that recovered a stranded task does not.
       if (by !== 'worker') return;
       metrics.count(FINISHED_COUNTERS[status]!);
       if (durationMs !== undefined) metrics.timing('TaskDuration', durationMs);
+      // Once per task, when it ends: its cost covers every attempt, so a retried attempt adds nothing yet.
+      if (cost && owner !== undefined && TERMINAL.has(status)) metrics.taskCost(type, owner, cost);
     }),
     events.on('task:promoted', () => metrics.count('DelayedPromoted')),
     events.on('heartbeat', ({ lagMs }) => {

@@ -5,16 +5,26 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 
+interface Consumed {
+  CapacityUnits?: number;
+  Table?: { CapacityUnits?: number };
+}
+
 export class RequestMeter {
   readonly sent = new Map<string, number>();
   readonly capacity = new Map<string, number>();
+  /**
+   * The table's own units (index units aside): what a task's `cost` counts as read and write units.
+   * DynamoDB and DynamoDB Local report index units apart; dynalite reports none, so there both agree.
+   */
+  readonly tableCapacity = new Map<string, number>();
 
   attach(client: DynamoDBClient | DynamoDBDocumentClient): void {
     client.middlewareStack.add(
       (next, context) => async (args) => {
         const op = String(context.commandName ?? '').replace(/Command$/, '');
         const input = args.input as { ReturnConsumedCapacity?: string };
-        if (CAPACITY_OPERATIONS.has(op)) input.ReturnConsumedCapacity ??= 'TOTAL';
+        if (CAPACITY_OPERATIONS.has(op)) input.ReturnConsumedCapacity ??= 'INDEXES';
         return next(args);
       },
       { step: 'initialize', name: 'leaseholdAskForCapacity', priority: 'high' },
@@ -24,12 +34,16 @@ export class RequestMeter {
         const op = String(context.commandName ?? 'unknown').replace(/Command$/, '');
         this.sent.set(op, (this.sent.get(op) ?? 0) + 1);
         const out = await next(args);
-        const consumed = (
-          out.output as
-            { ConsumedCapacity?: { CapacityUnits?: number } | { CapacityUnits?: number }[] } | undefined
-        )?.ConsumedCapacity;
-        const units = [consumed ?? []].flat().reduce((sum, c) => sum + (c.CapacityUnits ?? 0), 0);
+        const consumed = [
+          (out.output as { ConsumedCapacity?: Consumed | Consumed[] } | undefined)?.ConsumedCapacity ?? [],
+        ].flat();
+        const units = consumed.reduce((sum, c) => sum + (c.CapacityUnits ?? 0), 0);
+        const tableUnits = consumed.reduce(
+          (sum, c) => sum + (c.Table?.CapacityUnits ?? c.CapacityUnits ?? 0),
+          0,
+        );
         this.capacity.set(op, (this.capacity.get(op) ?? 0) + units);
+        this.tableCapacity.set(op, (this.tableCapacity.get(op) ?? 0) + tableUnits);
         return out;
       },
       { step: 'deserialize', name: 'leaseholdRequestMeter', priority: 'high' },
@@ -43,6 +57,7 @@ export class RequestMeter {
   reset(): void {
     this.sent.clear();
     this.capacity.clear();
+    this.tableCapacity.clear();
   }
 }
 
