@@ -350,29 +350,25 @@ function memory(find: Find, report: BenchReport): string | undefined {
 }
 
 function payloadSizes(_find: Find, report: BenchReport): string | undefined {
-  const rows = report.measures.filter((m) => m.group.startsWith('1.') && / KB payload$/.test(m.name));
-  if (rows.length === 0) return undefined;
-  return [
+  return figureList(
+    report,
+    (m) => m.group.startsWith('1.') && / KB payload$/.test(m.name),
     '### 1b. Payload size',
-    '',
-    '- A payload over 128 bytes is written once into an item of its own and read once at claim; the task item, which claims, renewals and outcomes write, stays under 1 KB.',
-    '- Units come from the sampled lifecycle above (task item only, index writes aside for claim + complete and renewals):',
-    '',
-    ...rows.map(
-      (m) =>
-        `  - ${m.name}: ${num(m.value)} ${m.unit}${m.target ? ` (target ${targetText(m)}: ${metText(m)})` : ''}`,
-    ),
-  ].join('\n');
+    [
+      '- A payload over 128 bytes is written once into an item of its own and read once at claim; the task item, which claims, renewals and outcomes write, stays under 1 KB.',
+      '- From the sampled lifecycle above: the task item alone (index writes aside) for claim + complete and for renewals; enqueue with its index entries and the payload item.',
+    ],
+  );
 }
 
 function depthGauge(_find: Find, report: BenchReport): string | undefined {
-  return figureList(report, '9.', '### 9. Depth gauge', [
+  return figureList(report, (m) => m.group.startsWith('9.'), '### 9. Depth gauge', [
     "- The recovery sweep's queue gauge (per type ready count and oldest due age, leased and delayed totals) reads head pages and one bounded sample per group of partitions, never the whole backlog (`shared/store/queue-depth.ts`).",
   ]);
 }
 
 function idleMinute(_find: Find, report: BenchReport): string | undefined {
-  return figureList(report, '10.', '### 10. Idle minute', [
+  return figureList(report, (m) => m.group.startsWith('10.'), '### 10. Idle minute', [
     "- Nothing queued; the worker's scheduled tick and the recovery sweep run once each, as every minute on AWS.",
     '- The tick reads the queue summary the sweep wrote and returns; before the summary it took a seat and polled every ready partition of every type for its 2 s idle window (measured in the same run).',
   ]);
@@ -381,11 +377,11 @@ function idleMinute(_find: Find, report: BenchReport): string | undefined {
 /** A measure's figures as a list under its heading and what it measures; left out when absent. */
 function figureList(
   report: BenchReport,
-  group: string,
+  shown: (m: Measure) => boolean,
   heading: string,
   intro: string[],
 ): string | undefined {
-  const rows = report.measures.filter((m) => m.group.startsWith(group));
+  const rows = report.measures.filter(shown);
   if (rows.length === 0) return undefined;
   return [
     heading,
