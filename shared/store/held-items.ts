@@ -24,10 +24,6 @@ export class HeldItems {
     this.items.delete(key);
     return item;
   }
-
-  get(taskId: string, token: number): TaskItem | undefined {
-    return this.items.get(keyOf(taskId, token));
-  }
 }
 
 const keyOf = (taskId: string, token: number) => `${taskId}#${token}`;

@@ -49,10 +49,6 @@ export function shareOf(cost: Partial<TaskCost>, n: number): Partial<TaskCost> {
   return Object.fromEntries(Object.entries(cost).map(([k, v]) => [k, (v ?? 0) / n]));
 }
 
-/** DynamoDB's write units for an item write: 1 per KB of the larger of the item before and after. */
-export const writeUnitsFor = (beforeBytes: number, afterBytes: number) =>
-  Math.max(1, Math.ceil(Math.max(beforeBytes, afterBytes) / 1024));
-
 /**
  * The task item's attributes for its cost: top-level numbers, so any write can ADD to them without
  * reading the item (a promotion by key, a cancel, recovery). Short names: the task item is what the
