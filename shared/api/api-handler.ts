@@ -5,13 +5,8 @@
  */
 import type { APIGatewayProxyEventV2WithIAMAuthorizer } from 'aws-lambda';
 import type { Logger } from '@aws-lambda-powertools/logger';
-import {
-  ProvisionedThroughputExceededException,
-  RequestLimitExceeded,
-  ThrottlingException,
-} from '@aws-sdk/client-dynamodb';
 import type * as z from 'zod';
-import { describeError, LeaseholdError, ValidationError } from '../errors.js';
+import { ValidationError } from '../errors.js';
 import type { TaskCommands, TaskReads } from '../store/ports.js';
 import type { TaskSubmitter } from '../tasks/task-submitter.js';
 import type { LeaseholdConfig } from '../config.js';
@@ -20,8 +15,9 @@ import { json, problem, type ApiResponse } from './http.js';
 import { enqueueBody, firesQuery, listQuery, MAX_BODY_BYTES, schedulesQuery } from './request-schemas.js';
 import { fireJson, scheduleJson } from '../schedules/schedule-model.js';
 import type { ScheduleService } from '../schedules/schedule-service.js';
-import { ScheduleSyncError } from '../schedules/schedule-errors.js';
 import { taskJson } from './task-json.js';
+import { errorResponse } from './error-response.js';
+import { openApiDocument } from './openapi.js';
 
 /** What the API uses: reads and commands on tasks, the checked enqueue, and schedules. */
 export interface ApiDeps {
@@ -53,6 +49,12 @@ interface RequestContext {
 
 const routes: Route[] = [
   { method: 'GET', path: '/health', pattern: /^\/health$/, handle: async () => json(200, { status: 'ok' }) },
+  {
+    method: 'GET',
+    path: '/openapi.json',
+    pattern: /^\/openapi\.json$/,
+    handle: async () => json(200, openApiDocument(API_ROUTES)),
+  },
   { method: 'POST', path: '/tasks', pattern: /^\/tasks$/, handle: (ctx) => createTask(ctx) },
   { method: 'GET', path: '/tasks', pattern: /^\/tasks$/, handle: (ctx) => listTasks(ctx) },
   {
@@ -127,7 +129,9 @@ export async function handleApiEvent(event: ApiEvent, deps: ApiDeps): Promise<Ap
         headers: { allow },
       });
     }
-    if (path === '/health') return await route.handle({ event, owner: '', deps }, []);
+    // Neither names an owner's data: in AWS IAM still guards them (every route has the authorizer).
+    if (path === '/health' || path === '/openapi.json')
+      return await route.handle({ event, owner: '', deps }, []);
     const owner = callerOwner(event);
     if (!owner)
       return problem(
@@ -288,42 +292,4 @@ function parse<S extends z.ZodType>(schema: S, value: unknown, where: 'body' | '
       message: i.message,
     })),
   );
-}
-
-/**
- * The answer to a failed request. A LeaseholdError answers with its own status, code, detail, problem
- * members and retry delay; DynamoDB throttling is a 503 to retry; anything else is a 500, logged.
- */
-function errorResponse(error: unknown, logger: Logger): ApiResponse {
-  if (error instanceof LeaseholdError) {
-    if (error.status >= 500 && error.retryAfterSeconds === undefined)
-      logger.error('request failed on our side', { code: error.code, error: describeError(error) });
-    return leaseholdProblem(error);
-  }
-  if (
-    error instanceof ProvisionedThroughputExceededException ||
-    error instanceof ThrottlingException ||
-    error instanceof RequestLimitExceeded
-  ) {
-    return problem(503, 'THROTTLED', 'The task table is throttling requests; retry after a short wait.', {
-      headers: { 'retry-after': '1' },
-    });
-  }
-  logger.error('unexpected error in the API', { error: describeError(error) });
-  return problem(500, 'INTERNAL_ERROR', 'Something went wrong on our side; the request may be retried.');
-}
-
-function leaseholdProblem(error: LeaseholdError): ApiResponse {
-  const { status, retryAfterSeconds } = error;
-  return problem(status, error.code, httpDetail(error), {
-    ...error.problemDetails(),
-    ...(retryAfterSeconds === undefined ? {} : { headers: { 'retry-after': String(retryAfterSeconds) } }),
-  });
-}
-
-/** The schedule service says what to do again in its own terms; over HTTP that is the same PUT, or the DELETE, sent again. */
-function httpDetail(error: LeaseholdError): string {
-  if (error instanceof ScheduleSyncError)
-    return `${error.situation} ${error.action === 'save' ? 'Send the same PUT again to retry.' : 'Send the DELETE again to finish.'}`;
-  return error.callerDetail();
 }

@@ -17,6 +17,15 @@ export function callerOwner(
   const iam = event.requestContext?.authorizer?.iam;
   const arn = iam?.userArn;
   if (!arn) return iam?.accountId && iam.userId ? `${iam.accountId}:${iam.userId}` : undefined;
+  return ownerOfArn(arn);
+}
+
+/**
+ * The owner for a principal's ARN (as API Gateway's IAM authorizer or STS GetCallerIdentity gives it):
+ * an assumed-role session becomes its role, anything else is itself. The direct client
+ * (client/direct-client.ts) uses it too, so a task it enqueues is the caller's through the API as well.
+ */
+export function ownerOfArn(arn: string): string {
   const assumed = /^arn:(aws[\w-]*):sts::(\d+):assumed-role\/([^/]+)\/.+$/.exec(arn);
   return assumed ? `arn:${assumed[1]}:iam::${assumed[2]}:role/${assumed[3]}` : arn;
 }

@@ -5,6 +5,8 @@ import { TaskStatus } from '../task-model.js';
 import { payloadShape } from '../store/inputs.js';
 
 export const MAX_BODY_BYTES = 256 * 1024;
+/** The most tasks one POST /tasks/batch takes (the whole body still at most MAX_BODY_BYTES). */
+export const MAX_BATCH_TASKS = 100;
 
 export const enqueueBody = z
   .object({
@@ -37,6 +39,19 @@ export const enqueueBody = z
     message: 'give delaySeconds or runAt, not both',
     path: ['runAt'],
   });
+
+/**
+ * POST /tasks/batch: the envelope only. Each task is checked on its own with `enqueueBody`, so one bad
+ * task is answered with its own problem and the others are still enqueued.
+ */
+export const batchBody = z
+  .object({
+    tasks: z
+      .array(z.unknown(), { error: 'is required: an array of tasks, each as the body of POST /tasks' })
+      .min(1, 'must hold at least one task')
+      .max(MAX_BATCH_TASKS, `must hold at most ${MAX_BATCH_TASKS} tasks; send more in further batches`),
+  })
+  .strict();
 
 export const listQuery = z
   .object({

@@ -43,10 +43,14 @@ export interface TaskLogger {
   error(message: string, extra?: Record<string, unknown>): void;
 }
 
-export interface TaskDefinition<S extends z.ZodType = z.ZodType> {
+/**
+ * A task type. `S` is the payload's schema; `R` what the handler returns (stored as JSON, the task's
+ * `result`): the typed client (leasehold/client) takes both from the definition.
+ */
+export interface TaskDefinition<S extends z.ZodType = z.ZodType, R = unknown> {
   name: string;
   schema: S;
-  handler: (payload: z.output<S>, context: TaskContext) => unknown;
+  handler: (payload: z.output<S>, context: TaskContext) => R | Promise<R>;
   maxAttempts?: number;
   /** Abort the handler and count a failed attempt after this long (default: LEASEHOLD_MAX_EXECUTION_MS). */
   timeoutMs?: number;
@@ -57,7 +61,9 @@ export interface TaskDefinition<S extends z.ZodType = z.ZodType> {
 }
 
 /** Declares a task type; the payload type of the handler follows from the schema. */
-export function defineTask<S extends z.ZodType>(definition: TaskDefinition<S>): TaskDefinition<S> {
+export function defineTask<S extends z.ZodType, R = unknown>(
+  definition: TaskDefinition<S, R>,
+): TaskDefinition<S, R> {
   return definition;
 }
 

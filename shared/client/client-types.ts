@@ -1,0 +1,155 @@
+/**
+ * The client's API, shared by the HTTP client (`createClient`, http-client.ts) and the direct client
+ * (`createDirectClient`, direct-client.ts): the same calls, types and errors whichever way a task goes in.
+ * Types only: the payload and result types come from a task definition (`defineTask`), so a wrong
+ * payload is a compile error; a type given by name takes any payload (the API still checks it).
+ */
+import type * as z from 'zod';
+import type { TaskDefinition } from '../tasks/define.js';
+import type { FireJson, ScheduleJson, TaskJson } from '../api/response-schemas.js';
+import type { TaskStatus } from '../task-model.js';
+
+declare const taskTypes: unique symbol;
+
+/**
+ * A task id that remembers its task's payload and result types (a string at run time): `waitFor` and
+ * `get` on an id from `enqueue(definition, ...)` answer with typed `payload` and `result`.
+ */
+export type TaskId<P = unknown, R = unknown> = string & {
+  readonly [taskTypes]?: { payload: P; result: R };
+};
+
+/** A task as the API shows it (times in ISO-8601), with its payload and result typed. */
+export type ClientTask<P = unknown, R = unknown> = Omit<TaskJson, 'id' | 'payload' | 'result'> & {
+  id: TaskId<P, R>;
+  payload?: P;
+  result?: R;
+};
+
+/** A finished task (SUCCESS, FAILED or CANCELLED): what `waitFor` resolves with. */
+export type FinishedTask<P = unknown, R = unknown> = ClientTask<P, R> & {
+  status: Extract<TaskStatus, 'SUCCESS' | 'FAILED' | 'CANCELLED'>;
+};
+
+/** The payload a definition's schema accepts (its input: defaults may be left out). */
+export type PayloadOf<D> = D extends TaskDefinition<infer S, unknown> ? z.input<S> : never;
+/** What a definition's handler resolves to: the task's `result`. */
+export type ResultOf<D> = D extends TaskDefinition<z.ZodType, infer R> ? Awaited<R> : never;
+
+export interface EnqueueOptions {
+  /** Higher runs first (-1000..1000). */
+  priority?: number;
+  /** Milliseconds to wait before the task is due (over HTTP rounded up to whole seconds). Not with `runAt`. */
+  delay?: number;
+  /** When the task is due. Not with `delay`. */
+  runAt?: Date | string;
+  /**
+   * Enqueues with this key return the first task instead of a second one (per caller). Without one the
+   * HTTP client makes one per call, so resending after a lost answer cannot enqueue twice.
+   */
+  idempotencyKey?: string;
+  maxAttempts?: number;
+  /** Milliseconds a run may take, at most the type's timeout (over HTTP rounded up to whole seconds). */
+  timeout?: number;
+}
+
+export interface EnqueueResult<P = unknown, R = unknown> {
+  task: ClientTask<P, R>;
+  /** False when the idempotency key matched an earlier enqueue, whose task this is. */
+  created: boolean;
+}
+
+/** One task of `enqueueMany`: build it with `taskOf(definition, payload)` to have the payload checked. */
+export interface BatchTask {
+  type: string;
+  payload?: unknown;
+  options?: EnqueueOptions;
+}
+
+/** What `enqueueMany` answered for one task, `index` its position in the input. */
+export type BatchOutcome =
+  | { index: number; outcome: 'created' | 'existing'; task: ClientTask }
+  | { index: number; outcome: 'failed'; error: Error };
+
+export interface EnqueueManyOptions {
+  /** Called after each batch is answered, with that batch's outcomes and the running totals. */
+  onBatch?: (outcomes: BatchOutcome[], totals: BatchTotals) => void;
+  /** Keep every outcome in the result (default true); false for inputs of any size (totals only). */
+  keepOutcomes?: boolean;
+  /** Batches in flight at once (default 2). */
+  concurrency?: number;
+  signal?: AbortSignal;
+}
+
+export interface BatchTotals {
+  created: number;
+  existing: number;
+  failed: number;
+}
+
+export interface EnqueueManyResult extends BatchTotals {
+  /** In input order (empty with `keepOutcomes: false`). */
+  outcomes: BatchOutcome[];
+}
+
+export interface ListFilter {
+  status?: TaskStatus;
+  type?: string;
+  /** Tasks per page fetched (1..100, default 100); the iterator fetches pages as it goes. */
+  pageSize?: number;
+}
+
+export interface WaitOptions {
+  signal?: AbortSignal;
+  /** Milliseconds to wait in all before rejecting with WaitTimeoutError (default: no limit). */
+  timeout?: number;
+  /** Milliseconds between reads at first; it grows to 5 s (default 250). */
+  interval?: number;
+}
+
+export interface ScheduleInput {
+  /** rate(5 minutes), cron(0 9 * * ? *) or at(2026-12-24T18:00:00). */
+  expression: string;
+  /** IANA time zone of the expression (default UTC). */
+  timezone?: string;
+  task: { type: string; payload?: unknown; priority?: number; maxAttempts?: number };
+  enabled?: boolean;
+}
+
+export interface ScheduleClient {
+  /** Creates or replaces the schedule `name`. */
+  put(name: string, schedule: ScheduleInput): Promise<{ schedule: ScheduleJson; created: boolean }>;
+  get(name: string): Promise<ScheduleJson>;
+  /** Every schedule of the caller, fetching pages as it goes. */
+  list(options?: { pageSize?: number }): AsyncIterable<ScheduleJson>;
+  delete(name: string): Promise<void>;
+  /** Its recent fires, newest first, and the ticks it missed. */
+  fires(name: string, options?: { limit?: number }): Promise<{ fires: FireJson[]; missed: string[] }>;
+}
+
+/** Task calls, the same over HTTP and direct. */
+export interface TaskClient {
+  enqueue<S extends z.ZodType, R>(
+    definition: TaskDefinition<S, R>,
+    payload: z.input<S>,
+    options?: EnqueueOptions,
+  ): Promise<EnqueueResult<z.output<S>, Awaited<R>>>;
+  enqueue(type: string, payload?: unknown, options?: EnqueueOptions): Promise<EnqueueResult>;
+  /** Enqueues tasks in batches of up to 100 (an iterable or async iterable of any length). */
+  enqueueMany(
+    tasks: Iterable<BatchTask> | AsyncIterable<BatchTask>,
+    options?: EnqueueManyOptions,
+  ): Promise<EnqueueManyResult>;
+  get<P, R>(id: TaskId<P, R>): Promise<ClientTask<P, R>>;
+  /** Every task of the caller matching the filter, newest first, fetching pages as it goes. */
+  list(filter?: ListFilter): AsyncIterable<ClientTask>;
+  cancel<P, R>(id: TaskId<P, R>): Promise<ClientTask<P, R>>;
+  /** Runs a FAILED or CANCELLED task again (redrive). */
+  retry<P, R>(id: TaskId<P, R>): Promise<ClientTask<P, R>>;
+  /** Resolves with the task once it is SUCCESS, FAILED or CANCELLED. */
+  waitFor<P, R>(id: TaskId<P, R>, options?: WaitOptions): Promise<FinishedTask<P, R>>;
+}
+
+export interface LeaseholdClient extends TaskClient {
+  schedules: ScheduleClient;
+}
