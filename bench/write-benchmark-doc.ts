@@ -8,7 +8,7 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Measure } from './measure.js';
+import { round, type Measure } from './measure.js';
 
 export interface BenchReport {
   date: string;
@@ -68,6 +68,7 @@ export function renderBenchmarkDoc(report: BenchReport): string {
     payloadSizes,
     depthGauge,
     idleMinute,
+    batchEnqueue,
   ]
     .map((section) => section(find, report))
     .filter((text): text is string => text !== undefined);
@@ -372,6 +373,42 @@ function idleMinute(_find: Find, report: BenchReport): string | undefined {
     "- Nothing queued; the worker's scheduled tick and the recovery sweep run once each, as every minute on AWS.",
     '- The tick reads the queue summary the sweep wrote and returns; before the summary it took a seat and polled every ready partition of every type for its 2 s idle window (measured in the same run).',
   ]);
+}
+
+function batchEnqueue(find: Find, report: BenchReport): string | undefined {
+  const prefix = 'enqueue tasks/s, ';
+  const rates = report.measures.filter((m) => m.group.startsWith('11.') && m.name.startsWith(prefix));
+  const ratio = report.measures.find((m) => m.group.startsWith('11.') && m.target && m.unit === 'ratio');
+  if (rates.length === 0 || !ratio) return undefined;
+  const parallel = report.measures.find((m) => m.group.startsWith('11.') && !m.target && m.unit === 'ratio');
+  const perTask = (kind: string, mode: string) => {
+    const m = find(`${kind} requests per task, ${mode}`);
+    return m ? num(m.value) : '';
+  };
+  return [
+    '### 11. Batch enqueue',
+    '',
+    `- ${num(Number(rates[0]!.parameters.tasks))} tasks are enqueued over HTTP through the local stack's API server (the Lambda's handler) on dynalite, each with an idempotency key: one per \`POST /tasks\`, then in batches of up to 100 per \`POST /tasks/batch\`.`,
+    `- Each way of sending has a table and an API server of its own; the ways take turns, a share of the tasks each, over ${num(Number(rates[0]!.parameters.rounds))} rounds, so a busy spell of the machine falls on all of them.`,
+    "- HTTP requests are counted by the client; DynamoDB requests with SDK middleware on the API's own client.",
+    '',
+    '| how | tasks/s | HTTP requests per task | DynamoDB requests per task |',
+    '|---|---|---|---|',
+    ...rates.map((m) => {
+      const mode = m.name.slice(prefix.length);
+      return `| ${mode} | ${num(m.value)} | ${perTask('HTTP', mode)} | ${perTask('DynamoDB', mode)} |`;
+    }),
+    '',
+    `- Batches, one request in flight, against one task per request, one in flight: ${num(ratio.value)} times the tasks per second (target ${targetText(ratio)}: ${metText(ratio)}).`,
+    ...(parallel
+      ? [
+          `- With requests in parallel (batches 2 in flight, single tasks 8 in flight): ${num(parallel.value)} times.`,
+        ]
+      : []),
+    `- A batch saves the HTTP round trip and the handler pass per task, and writes ${num(Number(ratio.parameters.batchConcurrency))} of its tasks at a time. It does not save DynamoDB writes: each task is still its own conditional put, so a task is whole or absent and answered on its own.`,
+    `- What limits it here: one task per request waits for two round trips in a row (HTTP, then DynamoDB), ${num(round(1000 / Number(ratio.parameters.singleTasksPerS), 2))} ms a task. A batch keeps the API process busy instead: its CPU time per task is mostly the SDK's work per put (serialising, signing, the HTTP request to dynalite), on ${num(report.machine.cores)} cores shared with dynalite. So the ratio is about the round-trip time over that CPU time, and shifts with the machine's load.`,
+    '- Against a deployed API each request also crosses API Gateway and invokes the Lambda (tens of milliseconds); a batch pays that once per 100 tasks.',
+  ].join('\n');
 }
 
 /** A measure's figures as a list under its heading and what it measures; left out when absent. */

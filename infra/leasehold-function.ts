@@ -6,13 +6,14 @@
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import { Effect, PolicyDocument, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Architecture, Runtime } from 'aws-cdk-lib/aws-lambda';
-import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { NodejsFunction, OutputFormat, type ICommandHooks } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { fileURLToPath } from 'node:url';
 import { LAMBDA_BUNDLING } from './lambda-bundling.js';
 import { dirname, join } from 'node:path';
 import type { TaskTable } from './task-table.js';
+import { OPENAPI_ASSET } from '../shared/api/openapi-file.js';
 
 const projectRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -42,6 +43,25 @@ export interface LeaseholdFunctionProps {
  * GRANTS_WITHOUT_ROUTINE_USE (infra/grant-reasons.ts).
  */
 export const TABLE_KEY_ACTIONS = ['kms:Decrypt', 'kms:DescribeKey', 'kms:Encrypt', 'kms:GenerateDataKey'];
+
+/**
+ * Files a function reads at run time, copied next to its bundle (project path → name in the task
+ * root). The API serves the generated OpenAPI document from its file (shared/api/openapi-file.ts)
+ * rather than bundling the generator.
+ */
+const ASSET_FILES: Partial<Record<LeaseholdFunctionProps['entry'], Record<string, string>>> = {
+  api: { 'docs/openapi.json': OPENAPI_ASSET },
+};
+
+/** Bundling hooks that copy `files` into the asset after esbuild (local bundling: the host's shell). */
+function copyingFiles(files: Record<string, string>): ICommandHooks {
+  return {
+    beforeBundling: () => [],
+    beforeInstall: () => [],
+    afterBundling: (inputDir, outputDir) =>
+      Object.entries(files).map(([from, to]) => `cp "${join(inputDir, from)}" "${join(outputDir, to)}"`),
+  };
+}
 
 export class LeaseholdFunction extends Construct {
   readonly fn: NodejsFunction;
@@ -105,7 +125,12 @@ export class LeaseholdFunction extends Construct {
         : { reservedConcurrentExecutions: props.reservedConcurrentExecutions }),
       projectRoot,
       depsLockFilePath: join(projectRoot, 'package-lock.json'),
-      bundling: { ...LAMBDA_BUNDLING, format: OutputFormat.CJS, mainFields: [...LAMBDA_BUNDLING.mainFields] },
+      bundling: {
+        ...LAMBDA_BUNDLING,
+        format: OutputFormat.CJS,
+        mainFields: [...LAMBDA_BUNDLING.mainFields],
+        ...(ASSET_FILES[props.entry] ? { commandHooks: copyingFiles(ASSET_FILES[props.entry]!) } : {}),
+      },
     });
   }
 }

@@ -180,6 +180,11 @@ export class LeaseholdStack extends Stack {
       description: 'Base URL of the HTTP API (sign requests with SigV4, service execute-api)',
     });
     new CfnOutput(this, 'TableName', { value: this.taskTable.table.tableName });
+    new CfnOutput(this, 'TableKeyArn', {
+      value: this.taskTable.key.keyArn,
+      description:
+        "The task table's KMS key: direct clients (leasehold/client/direct) need kms:Decrypt on it",
+    });
     new CfnOutput(this, 'DashboardUrl', {
       value: `https://${Aws.REGION}.console.aws.amazon.com/cloudwatch/home?region=${Aws.REGION}#dashboards:name=${this.monitoring.dashboard.dashboardName}`,
     });

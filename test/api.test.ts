@@ -5,6 +5,11 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { BOB, apiEvent, type EventSpec } from './support/api-events.js';
+import { API_ROUTES, handleApiEvent, type ApiDeps } from '../shared/api/api-handler.js';
+import { openApiFile } from '../shared/api/openapi-file.js';
+import { silentLogger } from './support/worker-world.js';
+import { openApiDocument } from '../shared/api/openapi.js';
+import { OpenApiConformance, exchangeOf } from './support/openapi-conformance.js';
 
 let server: TestDynamo;
 let handler: (typeof import('../functions/api.js'))['handler'];
@@ -29,9 +34,15 @@ beforeAll(async () => {
 });
 afterAll(() => server.close());
 
+/** Every exchange below is checked against the OpenAPI document: a mismatch fails the test that made it. */
+const conformance = new OpenApiConformance(openApiDocument(API_ROUTES));
 const call = async (spec: EventSpec) => {
-  const res = await handler(apiEvent(spec));
-  return { status: res.statusCode, headers: res.headers, body: JSON.parse(res.body) as Record<string, any> };
+  const event = apiEvent(spec);
+  const res = await handler(event);
+  conformance.assertConforms(exchangeOf(event, res));
+  // A 204 has no body.
+  const body = (res.body === '' ? undefined : JSON.parse(res.body)) as Record<string, any>;
+  return { status: res.statusCode, headers: res.headers, body };
 };
 const itemCount = async () =>
   (await doc.send(new ScanCommand({ TableName: table, Select: 'COUNT', ConsistentRead: true }))).Count ?? 0;
@@ -202,7 +213,7 @@ describe('POST /tasks', () => {
       401,
       'NO_CALLER_IDENTITY',
     ],
-  ])('refuses %s with %i, says what to fix, writes nothing', async (_name, spec, status, mention) => {
+  ])('refuses %s: a problem that says what to fix, nothing written', async (_name, spec, status, mention) => {
     const before = await itemCount();
     const res = await call(spec);
     expect(res.status).toBe(status);
@@ -307,6 +318,49 @@ describe('reading, listing, cancelling, retrying', () => {
   });
 });
 
+describe('schedules', () => {
+  it('PUT creates (201) then replaces (200); GET, list, fires; DELETE is 204, then 404', async () => {
+    const body = { expression: 'rate(1 hour)', task: { type: 'demo.echo', payload: { n: 1 } } };
+    const created = await call({ method: 'PUT', path: '/schedules/hourly', body });
+    expect([created.status, created.body.schedule.sync.state]).toEqual([201, 'LOCAL']);
+    const replaced = await call({
+      method: 'PUT',
+      path: '/schedules/hourly',
+      body: { ...body, enabled: false },
+    });
+    expect([replaced.status, replaced.body.schedule.enabled]).toEqual([200, false]);
+    expect((await call({ method: 'GET', path: '/schedules/hourly' })).body.schedule.name).toBe('hourly');
+    const page = await call({ method: 'GET', path: '/schedules', query: { limit: '10' } });
+    expect(page.body.schedules.map((s: { name: string }) => s.name)).toEqual(['hourly']);
+    const fires = await call({ method: 'GET', path: '/schedules/hourly/fires', query: { limit: '5' } });
+    expect([fires.status, fires.body.fires]).toEqual([200, []]);
+    expect(
+      (await call({ method: 'PUT', path: '/schedules/x', body: { expression: 'rate(0 hours)' } })).status,
+    ).toBe(400);
+    expect((await call({ method: 'DELETE', path: '/schedules/hourly' })).status).toBe(204);
+    expect((await call({ method: 'GET', path: '/schedules/hourly' })).status).toBe(404);
+  });
+});
+
+describe('GET /openapi.json', () => {
+  it('answers the generated document from its file, as the Lambda serves it (equal to what the schemas give)', async () => {
+    const res = await call({ method: 'GET', path: '/openapi.json', caller: null });
+    expect([res.status, res.headers['content-type']]).toEqual([200, 'application/json']);
+    expect(res.body).toEqual(openApiDocument(API_ROUTES));
+  });
+
+  it('an unreadable file is a 500 that names it, logged; the rest of the API answers', async () => {
+    const deps = { logger: silentLogger(), openApi: openApiFile('/nonexistent/openapi.json') };
+    const res = await handleApiEvent(
+      apiEvent({ method: 'GET', path: '/openapi.json', caller: null }),
+      deps as unknown as ApiDeps,
+    );
+    expect(res.statusCode).toBe(500);
+    expect(JSON.parse(res.body)).toMatchObject({ code: 'OPENAPI_FILE_UNREADABLE' });
+    expect(JSON.parse(res.body).detail).not.toContain('/nonexistent');
+  });
+});
+
 describe('fuzz', () => {
   it(
     '500 random requests: never a 5xx, and a refused request never writes',
@@ -385,4 +439,11 @@ describe('fuzz', () => {
       expect(refused).toBeGreaterThan(100);
     },
   );
+});
+
+describe('OpenAPI conformance', () => {
+  it('the exchanges above went to every documented operation but the batch one (test/api-batch.test.ts)', () => {
+    const elsewhere = ['enqueueBatch'];
+    expect(conformance.operationIds().filter((id) => !conformance.seen.has(id))).toEqual(elsewhere);
+  });
 });

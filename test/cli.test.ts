@@ -1,8 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Writable } from 'node:stream';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { main } from '../shared/cli/main.js';
 import { computeStats, progressBar, watchScreen } from '../shared/cli/format.js';
-import { regionOfApiUrl, sigv4Signer } from '../shared/cli/sigv4.js';
+import { regionOfApiUrl, sigv4Signer } from '../shared/client/sigv4.js';
+import { fileProgressReporter, progressLine } from '../shared/cli/file-progress.js';
+import { readLine } from '../shared/cli/enqueue-file.js';
 import { serveApi, type LocalApiServer } from '../shared/local/http-bridge.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { createWorkerWorld, silentLogger } from './support/worker-world.js';
@@ -10,15 +15,18 @@ import { demoTasks } from '../tasks/demo.js';
 
 let server: TestDynamo;
 let api: LocalApiServer;
+let dir: string;
 
 beforeAll(async () => {
   server = await startTestDynamo();
   const w = await createWorkerWorld(server.endpoint, demoTasks);
   api = await serveApi({ ...w, logger: silentLogger() }, 0);
+  dir = await mkdtemp(join(tmpdir(), 'leasehold-cli-'));
 });
 afterAll(async () => {
   await api.close();
   await server.close();
+  await rm(dir, { recursive: true, force: true });
 });
 
 /** Runs the CLI and returns its exit code, standard output and standard error. */
@@ -31,6 +39,8 @@ async function cli(...args: string[]): Promise<{ code: number; out: string; err:
       [...args, ...(args.includes('--url') ? [] : ['--url', api.url])],
       {},
       stdout as unknown as typeof process.stdout,
+      // The client's retries, with waits short enough for a test (an unreachable API is tried 5 times).
+      { retry: { baseMs: 1, maxMs: 5 } },
     );
     return { code, out, err: err.mock.calls.map(([c]) => String(c)).join('') };
   } finally {
@@ -76,6 +86,7 @@ describe('the leasehold CLI against the HTTP API', () => {
 
     const listed = await cli('list', '--owner', 'cli-user', '--json');
     expect(JSON.parse(listed.out).tasks.map((t: { id: string }) => t.id)).toEqual([id]);
+    expect(JSON.parse((await cli('get', id, '--owner', 'cli-user', '--json')).out).task.id).toBe(id);
     expect((await cli('list', '--owner', 'cli-user')).out.split('\n')[0]).toMatch(
       /^ID +TYPE +STATUS +ATTEMPTS +CREATED +PROGRESS$/,
     );
@@ -109,8 +120,91 @@ describe('the leasehold CLI against the HTTP API', () => {
     expect((await cli('enqueue', 'demo.echo', '{not json')).code).toBe(2);
     expect((await cli('frobnicate')).code).toBe(2);
     expect((await cli('list', '--bogus')).code).toBe(2);
+    expect((await cli('list', '--url', 'not a url')).code).toBe(2);
     const down = await cli('list', '--url', 'http://127.0.0.1:9');
     expect([down.code, down.err]).toEqual([1, expect.stringContaining('cannot reach the Leasehold API')]);
+  });
+
+  it('enqueue --file streams a JSONL file: a summary with each failed line, exit 1 if any failed', async () => {
+    const file = join(dir, 'tasks.jsonl');
+    await writeFile(
+      file,
+      [
+        '{"type":"demo.echo","payload":{"n":1}}',
+        '{"type":"demo.sleep","payload":{"ms":10},"priority":3,"delaySeconds":60}',
+        '',
+        '{not json',
+        '{"type":"demo.sleep","payload":{"ms":"soon"}}',
+        '{"type":"demo.echo","payload":"k","idempotencyKey":"file-k"}',
+        '{"type":5}',
+      ].join('\n') + '\n',
+    );
+    const first = await cli('enqueue', '--file', file, '--owner', 'file-user');
+    expect(first.code).toBe(1);
+    const lines = first.out.trim().split('\n');
+    expect(lines[0]).toBe('created 3, existing 0, failed 3');
+    expect(lines.slice(1)).toEqual([
+      expect.stringMatching(/^ {2}line 4: LINE_NOT_JSON: not JSON/),
+      expect.stringMatching(/^ {2}line 5: VALIDATION_FAILED: .*payload\.ms: /),
+      expect.stringMatching(/^ {2}line 7: LINE_INVALID: not a task: type: /),
+    ]);
+
+    // Again: the lines with no key are new tasks; the one with a key is the task it made before.
+    const again = await cli('enqueue', '--file', file, '--owner', 'file-user', '--json');
+    expect(again.code).toBe(1);
+    expect(JSON.parse(again.out)).toMatchObject({
+      created: 2,
+      existing: 1,
+      failed: 3,
+      failures: [{ line: 4 }, { line: 5, code: 'VALIDATION_FAILED' }, { line: 7, code: 'LINE_INVALID' }],
+    });
+    const listed = JSON.parse((await cli('list', '--owner', 'file-user', '--json')).out).tasks;
+    expect(listed).toHaveLength(5);
+    expect(listed.find((t: { priority: number }) => t.priority === 3)).toMatchObject({ type: 'demo.sleep' });
+
+    const good = join(dir, 'good.jsonl');
+    await writeFile(good, '{"type":"demo.echo"}\r\n{"type":"demo.echo","payload":2}');
+    expect(await cli('enqueue', '--file', good, '--owner', 'file-user-2')).toMatchObject({
+      code: 0,
+      out: 'created 2, existing 0, failed 0\n',
+    });
+    expect((await cli('enqueue', 'demo.echo', '--file', good)).code).toBe(2);
+    expect((await cli('enqueue', '--file', join(dir, 'missing.jsonl'))).code).toBe(2);
+  });
+
+  it('reads a line as the body of POST /tasks, in the client terms, and draws the file progress', () => {
+    expect(
+      readLine('{"type":"demo.echo","delaySeconds":2,"timeoutSeconds":30,"runAt":"x","maxAttempts":1}'),
+    ).toEqual({
+      task: { type: 'demo.echo', options: { delay: 2_000, timeout: 30_000, runAt: 'x', maxAttempts: 1 } },
+    });
+    expect(readLine('{"type":"demo.echo","delay":5}')).toMatchObject({ code: 'LINE_INVALID' });
+    expect(readLine('[1')).toMatchObject({ code: 'LINE_NOT_JSON' });
+
+    const progress = (batches: number) => ({
+      doneBytes: 50,
+      totalBytes: 200,
+      totals: { created: 90, existing: 5, failed: 5 },
+      batches,
+    });
+    expect(progressLine(progress(1))).toBe(
+      '[#####...............]  25% 100 tasks: created 90, existing 5, failed 5',
+    );
+    const written: string[] = [];
+    const plain = fileProgressReporter({
+      isTTY: false,
+      write: (t: string) => (written.push(t), true),
+    } as never);
+    for (let b = 1; b <= 20; b++) plain.update(progress(b));
+    plain.finish();
+    // A log gets a line every 10 batches, not one per batch.
+    expect(written).toHaveLength(2);
+    const drawn: string[] = [];
+    const tty = fileProgressReporter({ isTTY: true, write: (t: string) => (drawn.push(t), true) } as never);
+    tty.update(progress(1));
+    tty.update(progress(2));
+    tty.finish();
+    expect(drawn.map((d) => d.slice(0, 5))).toEqual(['\r\x1b[2K', '\r\x1b[2K', '\n']);
   });
 
   it('watch draws counts and running tasks with a progress bar and the lease time left', async () => {

@@ -401,7 +401,18 @@ describe('observability', () => {
     const logs = resources('AWS::Logs::LogGroup');
     expect(logs).toHaveLength(5);
     expect(logs.every(([, l]) => l.Properties.RetentionInDays === 30)).toBe(true);
-    expect(Object.keys(json.Outputs).sort()).toEqual(['ApiUrl', 'DashboardUrl', 'TableName']);
+    expect(Object.keys(json.Outputs).sort()).toEqual(['ApiUrl', 'DashboardUrl', 'TableKeyArn', 'TableName']);
+  });
+
+  it("the API's asset carries the generated OpenAPI document it serves (copied by its bundling)", () => {
+    const api = resources('AWS::Lambda::Function').find(([, f]) =>
+      String(f.Properties.Description).startsWith('Leasehold HTTP API'),
+    );
+    const key = (api![1].Properties.Code as { S3Key: string }).S3Key;
+    const dir = join(outDir, `asset.${key.replace(/\.zip$/, '')}`);
+    expect(JSON.parse(readFileSync(join(dir, 'openapi.json'), 'utf8'))).toEqual(
+      JSON.parse(readFileSync('docs/openapi.json', 'utf8')),
+    );
   });
 });
 

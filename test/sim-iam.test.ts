@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { evaluate, trusts, wildcardMatch, type PolicyDocument } from '../sim/iam/policy-evaluator.js';
 import { verifySigV4, type Credentials } from '../sim/iam/sigv4-verifier.js';
-import { sigv4Signer } from '../shared/cli/sigv4.js';
+import { sigv4Signer } from '../shared/client/sigv4.js';
 
 const table = 'arn:aws:dynamodb:us-east-1:123456789012:table/T';
 const policy: PolicyDocument = {

@@ -1,8 +1,9 @@
-/** The benchmark's measures, in the order docs/benchmark.md numbers them (1-10). */
+/** The benchmark's measures, in the order docs/benchmark.md numbers them (1-11). */
 import type { BenchContext, Measure } from '../measure.js';
 import { claimContention } from './contention.js';
 import { coldStart } from './cold-start.js';
 import { depthGauge } from './depth-gauge.js';
+import { batchEnqueue } from './enqueue-batch.js';
 import { idleMinute } from './idle.js';
 import { enqueueToStart } from './latency.js';
 import { lockThroughput } from './locks.js';
@@ -22,4 +23,5 @@ export const MEASURES: { name: string; run: (ctx: BenchContext) => Promise<Measu
   { name: 'memory', run: memoryUse },
   { name: 'depth-gauge', run: depthGauge },
   { name: 'idle', run: idleMinute },
+  { name: 'enqueue-batch', run: batchEnqueue },
 ];

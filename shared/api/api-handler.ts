@@ -5,19 +5,19 @@
  */
 import type { APIGatewayProxyEventV2WithIAMAuthorizer } from 'aws-lambda';
 import type { Logger } from '@aws-lambda-powertools/logger';
-import type * as z from 'zod';
-import { ValidationError } from '../errors.js';
 import type { TaskCommands, TaskReads } from '../store/ports.js';
 import type { TaskSubmitter } from '../tasks/task-submitter.js';
 import type { LeaseholdConfig } from '../config.js';
 import { callerOwner } from './caller.js';
 import { json, problem, type ApiResponse } from './http.js';
-import { enqueueBody, firesQuery, listQuery, MAX_BODY_BYTES, schedulesQuery } from './request-schemas.js';
+import { batchBody, firesQuery, listQuery, MAX_BODY_BYTES, schedulesQuery } from './request-schemas.js';
 import { fireJson, scheduleJson } from '../schedules/schedule-model.js';
 import type { ScheduleService } from '../schedules/schedule-service.js';
 import { taskJson } from './task-json.js';
 import { errorResponse } from './error-response.js';
-import { openApiDocument } from './openapi.js';
+import { enqueueRequest } from './enqueue-request.js';
+import { enqueueBatch } from './batch-enqueue.js';
+import { parseRequest } from './parse-request.js';
 
 /** What the API uses: reads and commands on tasks, the checked enqueue, and schedules. */
 export interface ApiDeps {
@@ -26,6 +26,11 @@ export interface ApiDeps {
   schedules: ScheduleService;
   config: Pick<LeaseholdConfig, 'maxExecutionMs'>;
   logger: Logger;
+  /**
+   * The OpenAPI document GET /openapi.json answers: the Lambda reads the generated file (openapi-file.ts),
+   * the local stack generates it (openapi.ts). Without it the route answers 404.
+   */
+  openApi?: () => unknown;
 }
 
 export type ApiEvent = Pick<
@@ -53,9 +58,18 @@ const routes: Route[] = [
     method: 'GET',
     path: '/openapi.json',
     pattern: /^\/openapi\.json$/,
-    handle: async () => json(200, openApiDocument(API_ROUTES)),
+    handle: async (ctx) =>
+      ctx.deps.openApi
+        ? json(200, ctx.deps.openApi())
+        : problem(
+            404,
+            'OPENAPI_NOT_SERVED',
+            'This server does not serve the OpenAPI document; see docs/openapi.json.',
+          ),
   },
   { method: 'POST', path: '/tasks', pattern: /^\/tasks$/, handle: (ctx) => createTask(ctx) },
+  // Only POST: GET /tasks/batch is GET /tasks/{id} of a task id "batch" (not found), as API Gateway routes it too.
+  { method: 'POST', path: '/tasks/batch', pattern: /^\/tasks\/batch$/, handle: (ctx) => createTasks(ctx) },
   { method: 'GET', path: '/tasks', pattern: /^\/tasks$/, handle: (ctx) => listTasks(ctx) },
   {
     method: 'GET',
@@ -169,26 +183,7 @@ function safeDecode(segment: string): string {
 async function createTask(ctx: RequestContext): Promise<ApiResponse> {
   const body = readJsonBody(ctx.event);
   if ('response' in body) return body.response;
-  const input = parse(enqueueBody, body.value, 'body');
-  if (input.timeoutSeconds !== undefined && input.timeoutSeconds * 1000 > ctx.deps.config.maxExecutionMs) {
-    throw new ValidationError('enqueue', [
-      {
-        path: 'timeoutSeconds',
-        message: `must be at most ${Math.floor(ctx.deps.config.maxExecutionMs / 1000)} (the maximum execution time)`,
-      },
-    ]);
-  }
-  const result = await ctx.deps.submitter.enqueue({
-    type: input.type,
-    owner: ctx.owner,
-    ...(input.payload === undefined ? {} : { payload: input.payload }),
-    ...(input.priority === undefined ? {} : { priority: input.priority }),
-    ...(input.delaySeconds === undefined ? {} : { delayMs: input.delaySeconds * 1000 }),
-    ...(input.runAt === undefined ? {} : { availableAt: Date.parse(input.runAt) }),
-    ...(input.maxAttempts === undefined ? {} : { maxAttempts: input.maxAttempts }),
-    ...(input.timeoutSeconds === undefined ? {} : { timeoutMs: input.timeoutSeconds * 1000 }),
-    ...(input.idempotencyKey === undefined ? {} : { idempotencyKey: input.idempotencyKey }),
-  });
+  const result = await ctx.deps.submitter.enqueue(enqueueRequest(body.value, ctx.owner, ctx.deps.config));
   return json(
     result.created ? 201 : 200,
     { task: taskJson(result.task) },
@@ -196,8 +191,16 @@ async function createTask(ctx: RequestContext): Promise<ApiResponse> {
   );
 }
 
+/** A bad envelope is the usual 4xx with nothing written; once it is read, the answer is 200 with one result per task. */
+async function createTasks(ctx: RequestContext): Promise<ApiResponse> {
+  const body = readJsonBody(ctx.event);
+  if ('response' in body) return body.response;
+  const { tasks } = parseRequest(batchBody, body.value, 'body');
+  return json(200, await enqueueBatch(tasks, ctx.owner, ctx.deps));
+}
+
 async function listTasks(ctx: RequestContext): Promise<ApiResponse> {
-  const query = parse(listQuery, ctx.event.queryStringParameters ?? {}, 'query');
+  const query = parseRequest(listQuery, ctx.event.queryStringParameters ?? {}, 'query');
   const page = await ctx.deps.store.list({
     owner: ctx.owner,
     ...(query.status ? { status: query.status } : {}),
@@ -227,7 +230,7 @@ async function getSchedule(ctx: RequestContext, name: string): Promise<ApiRespon
 }
 
 async function listSchedules(ctx: RequestContext): Promise<ApiResponse> {
-  const query = parse(schedulesQuery, ctx.event.queryStringParameters ?? {}, 'query');
+  const query = parseRequest(schedulesQuery, ctx.event.queryStringParameters ?? {}, 'query');
   const page = await ctx.deps.schedules.list(ctx.owner, query);
   return json(200, {
     schedules: page.schedules.map((s) => scheduleJson(s, ctx.deps.schedules.nextFire(s))),
@@ -241,7 +244,7 @@ async function deleteSchedule(ctx: RequestContext, name: string): Promise<ApiRes
 }
 
 async function listFires(ctx: RequestContext, name: string): Promise<ApiResponse> {
-  const { limit } = parse(firesQuery, ctx.event.queryStringParameters ?? {}, 'query');
+  const { limit } = parseRequest(firesQuery, ctx.event.queryStringParameters ?? {}, 'query');
   const { fires, missed } = await ctx.deps.schedules.fires(name, ctx.owner, limit);
   return json(200, { fires: fires.map(fireJson), missed: missed.map((t) => new Date(t).toISOString()) });
 }
@@ -280,16 +283,4 @@ function readJsonBody(event: ApiEvent): { value: unknown } | { response: ApiResp
 function headerOf(event: ApiEvent, name: string): string | undefined {
   const headers = event.headers ?? {};
   return headers[name] ?? Object.entries(headers).find(([k]) => k.toLowerCase() === name)?.[1];
-}
-
-function parse<S extends z.ZodType>(schema: S, value: unknown, where: 'body' | 'query'): z.output<S> {
-  const result = schema.safeParse(value);
-  if (result.success) return result.data;
-  throw new ValidationError(
-    where === 'body' ? 'request body' : 'query string',
-    result.error.issues.map((i) => ({
-      path: i.path.length ? i.path.map(String).join('.') : where,
-      message: i.message,
-    })),
-  );
 }

@@ -1,5 +1,5 @@
 /** Human-readable output for the CLI: task details, task tables, stats and the watch screen. */
-import type { TaskJson } from './api-client.js';
+import type { TaskJson } from '../api/response-schemas.js';
 import { addCost, type TaskCost } from '../store/task-cost.js';
 
 /**

@@ -1,18 +1,29 @@
 /**
  * `leasehold`: runs the local stack (`serve`), a standalone dynalite (`dynamodb`), and talks to the
- * HTTP API (`enqueue`, `get`, `list`, `cancel`, `retry`, `stats`, `watch`). Output is for people;
- * `--json` prints the API's JSON for scripts. API errors print their message and exit non-zero.
+ * HTTP API (`enqueue`, `get`, `list`, `cancel`, `retry`, `stats`, `watch`) through the client
+ * (leasehold/client: signing, retries, typed errors). Output is for people; `--json` prints JSON for
+ * scripts. API errors print their message and exit non-zero.
  */
 import { parseArgs } from 'node:util';
 import { resolve } from 'node:path';
-import { mkdir } from 'node:fs/promises';
+import { access, mkdir } from 'node:fs/promises';
 import { ConfigError } from '../errors.js';
 // The local stack and dynalite load only for `serve` and `dynamodb`: the commands that call a
 // deployed API do not load the embedded database.
 import type { Roles } from '../local/stack.js';
-import { ApiClient, ApiError, UnreachableError, type TaskJson } from './api-client.js';
-import { regionOfApiUrl, sigv4Signer } from './sigv4.js';
-import { simSigner } from './sim-callers.js';
+import type { ClientOptions } from '../client/http-client.js';
+import type { LeaseholdClient } from '../client/client-types.js';
+import {
+  ApiProblemError,
+  ClientOptionsError,
+  UnexpectedAnswerError,
+  UnreachableError,
+  WaitTimeoutError,
+} from '../client/errors.js';
+import type { TaskStatus } from '../task-model.js';
+import { cliClient } from './cli-client.js';
+import { enqueueFile, fileSummaryText } from './enqueue-file.js';
+import { fileProgressReporter } from './file-progress.js';
 import { computeStats, statsText, taskDetails, taskTable, watchScreen } from './format.js';
 
 const USAGE = `Usage: leasehold <command> [options]
@@ -21,8 +32,14 @@ const USAGE = `Usage: leasehold <command> [options]
   dynamodb [--port N] [--data-dir DIR]     run a standalone dynalite that several stacks can share
   sim [--data-dir DIR] [-c leasehold:<setting>=V]  run what \`cdk deploy\` creates, locally (see the README)
   enqueue <type> [payload-json] [--priority N] [--delay SECONDS] [--key KEY] [--max-attempts N]
+  enqueue --file FILE.jsonl [--concurrency N]
+                                           one task per line, each line the JSON body of POST /tasks:
+                                           {"type":"demo.echo","payload":{"n":1},"priority":5,
+                                            "delaySeconds":60,"idempotencyKey":"order-17"}; streamed in
+                                           batches of 100 (N in flight, default 2), progress on stderr,
+                                           then the counts and each failed line; exits 1 if any failed
   get <id>
-  list [--status STATUS] [--type TYPE] [--limit N]
+  list [--status STATUS] [--type TYPE] [--limit N]   newest first, N tasks (default 100) across pages
   cancel <id>
   retry <id>
   stats                                    counts by type and status, running leases, oldest queued age
@@ -34,7 +51,15 @@ Options for the API commands:
                   signed with your AWS credentials (environment, profile, SSO or role); the
                   sim's API URL is signed with the keys of a sim caller (--as NAME, default admin)
   --owner OWNER   sent as X-Leasehold-Owner (local stack only; default "local")
-  --json          print JSON for scripts`;
+  --json          print JSON for scripts
+  Throttled (429, 503) and lost answers are sent again with backoff; an enqueue carries an
+  idempotency key (yours with --key, or one made per call), so a resend cannot enqueue it twice.`;
+
+/** What `list` shows without --limit, and the most one page of the API holds. */
+const DEFAULT_LIST_LIMIT = 100;
+const MAX_PAGE_SIZE = 100;
+/** The tasks `stats` and `watch` read at most (newest first). */
+const MAX_SCANNED_TASKS = 5_000;
 
 const options = {
   api: { type: 'boolean' },
@@ -50,6 +75,8 @@ const options = {
   delay: { type: 'string' },
   key: { type: 'string' },
   'max-attempts': { type: 'string' },
+  file: { type: 'string' },
+  concurrency: { type: 'string' },
   status: { type: 'string' },
   type: { type: 'string' },
   limit: { type: 'string' },
@@ -66,6 +93,8 @@ export async function main(
   argv: string[],
   env: Record<string, string | undefined>,
   out = process.stdout,
+  /** Tests' injections into the API commands' client (fetch, retry delays); none in use. */
+  clientOverrides: Partial<ClientOptions> = {},
 ): Promise<number> {
   const print = (text: string) => out.write(`${text}\n`);
   // The sim is development tooling with options of its own: loaded only when asked for.
@@ -90,16 +119,22 @@ export async function main(
       case 'dynamodb':
         return await dynamodb(flags, env, print);
       default:
-        return await apiCommand(command, args, flags, env, print);
+        return await apiCommand(command, args, flags, env, print, clientOverrides);
     }
   } catch (error) {
-    if (error instanceof ApiError) {
+    if (error instanceof ApiProblemError) {
       process.stderr.write(
-        `error ${error.status}: ${error.message}\n${(error.problem.errors ?? []).map((e) => `  ${e.field}: ${e.message}\n`).join('')}`,
+        `error ${error.status}: ${error.message}\n${error.errors.map((e) => `  ${e.field}: ${e.message}\n`).join('')}`,
       );
       return 1;
     }
-    if (error instanceof UnreachableError || error instanceof ConfigError) {
+    if (
+      error instanceof UnreachableError ||
+      error instanceof UnexpectedAnswerError ||
+      error instanceof ClientOptionsError ||
+      error instanceof WaitTimeoutError ||
+      error instanceof ConfigError
+    ) {
       process.stderr.write(`${error.message}\n`);
       return 1;
     }
@@ -167,21 +202,40 @@ async function apiCommand(
   flags: Flags,
   env: Record<string, string | undefined>,
   print: (t: string) => void,
+  clientOverrides: Partial<ClientOptions>,
 ): Promise<number> {
-  const baseUrl = flags.url ?? `http://127.0.0.1:${env.LEASEHOLD_PORT || '3000'}`;
-  // The deployed API takes the caller from IAM: requests to it are signed with your AWS credentials.
-  const region = regionOfApiUrl(new URL(baseUrl));
-  const client = new ApiClient(
-    baseUrl,
-    flags.owner,
-    region ? sigv4Signer(region) : simSigner(baseUrl, env, flags.as),
-  );
+  const url = flags.url ?? `http://127.0.0.1:${env.LEASEHOLD_PORT || '3000'}`;
+  if (!URL.canParse(url))
+    throw new UsageError(`--url must be a URL such as http://127.0.0.1:3000 (got ${url})`);
+  const { client, local } = cliClient(url, flags, env, clientOverrides);
+  try {
+    return await runApiCommand(client, url, command, args, flags, print);
+  } catch (error) {
+    if (error instanceof UnreachableError && local)
+      throw new UnreachableError(`${error.message}; is \`npm start\` running?`, { cause: error });
+    throw error;
+  }
+}
+
+async function runApiCommand(
+  client: LeaseholdClient,
+  url: string,
+  command: string,
+  args: string[],
+  flags: Flags,
+  print: (t: string) => void,
+): Promise<number> {
   const show = (value: unknown, human: () => string) =>
     print(flags.json ? JSON.stringify(value, null, 2) : human());
   switch (command) {
     case 'enqueue': {
+      if (flags.file !== undefined) {
+        if (args.length > 0)
+          throw new UsageError('enqueue --file takes the tasks from the file: give no type');
+        return await enqueueFromFile(client, flags, show);
+      }
       const [type, payloadText] = args;
-      if (!type) throw new UsageError('enqueue needs a task type');
+      if (!type) throw new UsageError('enqueue needs a task type (or --file FILE.jsonl)');
       let payload: unknown;
       if (payloadText !== undefined) {
         try {
@@ -190,59 +244,54 @@ async function apiCommand(
           throw new UsageError(`the payload must be JSON, e.g. '{"ms": 1000}' (got ${payloadText})`);
         }
       }
-      const body = {
-        type,
-        ...(payload === undefined ? {} : { payload }),
-        ...optionalInt('priority', flags.priority),
-        ...optionalInt('delaySeconds', flags.delay),
-        ...optionalInt('maxAttempts', flags['max-attempts']),
-        ...(flags.key ? { idempotencyKey: flags.key } : {}),
-      };
-      const { status, body: res } = await client.request<{ task: TaskJson }>('POST', '/tasks', body);
+      const delaySeconds = intFlag(flags.delay, 'delay');
+      const { task, created } = await client.enqueue(type, payload, {
+        ...definedOnly({
+          priority: intFlag(flags.priority, 'priority'),
+          delay: delaySeconds === undefined ? undefined : delaySeconds * 1000,
+          maxAttempts: intFlag(flags['max-attempts'], 'max-attempts'),
+          idempotencyKey: flags.key,
+        }),
+      });
       show(
-        res,
+        { task, created },
         () =>
-          `${status === 201 ? 'queued' : 'already queued (same idempotency key)'} ${res.task.id} (${res.task.type}, ${res.task.status})`,
+          `${created ? 'queued' : 'already queued (same idempotency key)'} ${task.id} (${task.type}, ${task.status})`,
       );
       return 0;
     }
     case 'get': {
-      const { body } = await client.request<{ task: TaskJson }>(
-        'GET',
-        `/tasks/${encodeURIComponent(needId(args))}`,
-      );
-      show(body, () => taskDetails(body.task));
+      const task = await client.get(needId(args));
+      show({ task }, () => taskDetails(task));
       return 0;
     }
     case 'list': {
-      const query = new URLSearchParams({
-        ...(flags.status ? { status: flags.status } : {}),
-        ...(flags.type ? { type: flags.type } : {}),
-        ...(flags.limit ? { limit: flags.limit } : {}),
-      });
-      const { body } = await client.request<{ tasks: TaskJson[]; nextCursor?: string }>(
-        'GET',
-        `/tasks${query.size ? `?${query}` : ''}`,
+      const limit = intFlag(flags.limit, 'limit') ?? DEFAULT_LIST_LIMIT;
+      // One more than asked for, to tell whether there are more.
+      const tasks = await firstOf(
+        client.list({
+          ...definedOnly({ status: flags.status as TaskStatus | undefined, type: flags.type }),
+          pageSize: Math.min(limit, MAX_PAGE_SIZE),
+        }),
+        limit + 1,
       );
+      const more = tasks.length > limit;
+      const shown = tasks.slice(0, limit);
       show(
-        body,
-        () =>
-          taskTable(body.tasks) +
-          (body.nextCursor ? '\n(more: narrow with --status/--type or raise --limit)' : ''),
+        { tasks: shown, ...(more ? { more: true } : {}) },
+        () => taskTable(shown) + (more ? '\n(more: narrow with --status/--type or raise --limit)' : ''),
       );
       return 0;
     }
     case 'cancel':
     case 'retry': {
-      const { body } = await client.request<{ task: TaskJson }>(
-        'POST',
-        `/tasks/${encodeURIComponent(needId(args))}/${command}`,
-      );
-      show(body, () => `${body.task.id} ${body.task.status}`);
+      const id = needId(args);
+      const task = command === 'cancel' ? await client.cancel(id) : await client.retry(id);
+      show({ task }, () => `${task.id} ${task.status}`);
       return 0;
     }
     case 'stats': {
-      const stats = computeStats(await client.allTasks(), Date.now());
+      const stats = computeStats(await firstOf(client.list(), MAX_SCANNED_TASKS), Date.now());
       show(stats, () => statsText(stats));
       return 0;
     }
@@ -251,7 +300,7 @@ async function apiCommand(
       const count = intFlag(flags.count, 'count') ?? Number.POSITIVE_INFINITY;
       const tty = process.stdout.isTTY;
       for (let i = 0; i < count; i++) {
-        const screen = watchScreen(await client.allTasks(), Date.now(), client.baseUrl);
+        const screen = watchScreen(await firstOf(client.list(), MAX_SCANNED_TASKS), Date.now(), url);
         print(`${tty ? '\x1b[2J\x1b[H' : i > 0 ? '\n' : ''}${screen}`);
         if (i + 1 < count) await new Promise((r) => setTimeout(r, interval));
       }
@@ -260,6 +309,45 @@ async function apiCommand(
     default:
       throw new UsageError(`unknown command "${command}"`);
   }
+}
+
+async function enqueueFromFile(
+  client: LeaseholdClient,
+  flags: Flags,
+  show: (value: unknown, human: () => string) => void,
+): Promise<number> {
+  const path = flags.file!;
+  try {
+    await access(path);
+  } catch (error) {
+    throw new UsageError(`cannot read ${path} (${(error as Error).message})`);
+  }
+  const progress = fileProgressReporter(process.stderr);
+  const concurrency = intFlag(flags.concurrency, 'concurrency');
+  let summary;
+  try {
+    summary = await enqueueFile(client, path, {
+      onProgress: (p) => progress.update(p),
+      ...(concurrency === undefined ? {} : { concurrency }),
+    });
+  } finally {
+    progress.finish();
+  }
+  show(summary, () => fileSummaryText(summary));
+  return summary.failed > 0 ? 1 : 0;
+}
+
+/** The first `n` items of an async iterable (the client's lists fetch pages only as they are read). */
+async function firstOf<T>(items: AsyncIterable<T>, n: number): Promise<T[]> {
+  const taken: T[] = [];
+  if (n <= 0) return taken;
+  for await (const item of items) if (taken.push(item) >= n) break;
+  return taken;
+}
+
+/** The object without its undefined members. */
+function definedOnly<T extends Record<string, unknown>>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
 function needId(args: string[]): string {
@@ -271,9 +359,4 @@ function intFlag(value: string | undefined, name: string): number | undefined {
   if (value === undefined) return undefined;
   if (!/^-?\d+$/.test(value)) throw new UsageError(`--${name} must be a whole number (got ${value})`);
   return Number(value);
-}
-
-function optionalInt(field: string, value: string | undefined): Record<string, number> {
-  const n = intFlag(value, field);
-  return n === undefined ? {} : { [field]: n };
 }

@@ -1,12 +1,13 @@
 /**
- * The CLI against `leasehold sim`: when --url is the sim's API (as its sim.json says), requests are
- * signed with the keys of one of the sim's local callers, as they would be with your AWS credentials
- * against the deployed API. The sim writes sim.json in its data directory (default .leasehold-sim).
+ * The CLI against `leasehold sim`: when --url is the sim's API (as its sim.json says), the client signs
+ * with the keys of one of the sim's local callers and the sim's region, as it would with your AWS
+ * credentials against the deployed API. The sim writes sim.json in its data directory (default
+ * .leasehold-sim).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as z from 'zod';
-import { sigv4Signer, type RequestSigner } from './sigv4.js';
+import type { Credentials } from '../client/sigv4.js';
 
 const simFile = z.object({
   apiUrl: z.string(),
@@ -21,12 +22,12 @@ const simFile = z.object({
   ),
 });
 
-/** A signer for the sim's API at `baseUrl`, or undefined when no running sim's sim.json names that URL. */
-export function simSigner(
+/** What to sign with for the sim's API at `baseUrl`, or undefined when no running sim's sim.json names that URL. */
+export function simCredentials(
   baseUrl: string,
   env: Record<string, string | undefined>,
   callerName = 'admin',
-): RequestSigner | undefined {
+): { region: string; credentials: Credentials } | undefined {
   const path = env.LEASEHOLD_SIM_FILE ?? join('.leasehold-sim', 'sim.json');
   if (!existsSync(path)) return undefined;
   const sim = simFile.parse(JSON.parse(readFileSync(path, 'utf8')));
@@ -36,9 +37,12 @@ export function simSigner(
     throw new Error(
       `the sim has no caller "${callerName}"; it has ${sim.callers.map((c) => c.name).join(', ')}`,
     );
-  return sigv4Signer(sim.region, {
-    accessKeyId: caller.accessKeyId,
-    secretAccessKey: caller.secretAccessKey,
-    ...(caller.sessionToken ? { sessionToken: caller.sessionToken } : {}),
-  });
+  return {
+    region: sim.region,
+    credentials: {
+      accessKeyId: caller.accessKeyId,
+      secretAccessKey: caller.secretAccessKey,
+      ...(caller.sessionToken ? { sessionToken: caller.sessionToken } : {}),
+    },
+  };
 }

@@ -22,6 +22,7 @@ export type TaskId<P = unknown, R = unknown> = string & {
 /** A task as the API shows it (times in ISO-8601), with its payload and result typed. */
 export type ClientTask<P = unknown, R = unknown> = Omit<TaskJson, 'id' | 'payload' | 'result'> & {
   id: TaskId<P, R>;
+  /** As it was sent (the schema's input): the handler parses it again with its schema. */
   payload?: P;
   result?: R;
 };
@@ -133,7 +134,7 @@ export interface TaskClient {
     definition: TaskDefinition<S, R>,
     payload: z.input<S>,
     options?: EnqueueOptions,
-  ): Promise<EnqueueResult<z.output<S>, Awaited<R>>>;
+  ): Promise<EnqueueResult<z.input<S>, Awaited<R>>>;
   enqueue(type: string, payload?: unknown, options?: EnqueueOptions): Promise<EnqueueResult>;
   /** Enqueues tasks in batches of up to 100 (an iterable or async iterable of any length). */
   enqueueMany(

@@ -90,3 +90,41 @@ export class WaitTimeoutError extends Error {
     super(`Task ${taskId} did not finish within ${timeoutMs} ms.`);
   }
 }
+
+/**
+ * An answer the client cannot read: not what the API documents for the route (another service at the
+ * URL, a proxy's page, a client and an API of different versions). `issues` says what did not fit.
+ */
+export class UnexpectedAnswerError extends Error {
+  override name = 'UnexpectedAnswerError';
+  readonly code = 'UNEXPECTED_ANSWER';
+  constructor(
+    /** The route asked, e.g. `GET /tasks/{id}`. */
+    readonly route: string,
+    readonly status: number,
+    readonly issues: string[],
+  ) {
+    super(`${route} answered ${status} with a body the client cannot read: ${issues.join('; ')}`);
+  }
+}
+
+/** createClient was given options it cannot work with (e.g. credentials and no region to sign for). */
+export class ClientOptionsError extends Error {
+  override name = 'ClientOptionsError';
+  readonly code = 'CLIENT_OPTIONS_INVALID';
+}
+
+/** One request's answer did not come within the client's deadline: it may still have been acted on (retried as a lost answer). */
+export class RequestDeadlineError extends Error {
+  override name = 'RequestDeadlineError';
+  readonly code = 'REQUEST_DEADLINE';
+  constructor(readonly deadlineMs: number) {
+    super(`No answer within ${deadlineMs} ms.`);
+  }
+}
+
+/** STS answered GetCallerIdentity without an ARN: the direct client cannot tell whose tasks to use. */
+export class CallerIdentityError extends Error {
+  override name = 'CallerIdentityError';
+  readonly code = 'CALLER_IDENTITY_UNKNOWN';
+}

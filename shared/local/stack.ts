@@ -23,6 +23,8 @@ import type { LeaseEvents } from '../events.js';
 import type { LeaseStore } from '../store/ports.js';
 import type { TaskStore } from '../store/task-store.js';
 import { serveApi, type LocalApiServer } from './http-bridge.js';
+import { API_ROUTES } from '../api/api-handler.js';
+import { openApiDocument } from '../api/openapi.js';
 import { openWakeChannel } from './wake-channel.js';
 
 /** Recovery sweeps one local stack runs at once (see runSweep). */
@@ -86,7 +88,8 @@ export async function startStack(options: StackOptions): Promise<LocalStack> {
   const metrics = new RecordingMetrics();
 
   let api: LocalApiServer | undefined;
-  if (options.roles.api) api = await serveApi({ ...app, logger }, app.config.port);
+  if (options.roles.api)
+    api = await serveApi({ ...app, logger, openApi: () => openApiDocument(API_ROUTES) }, app.config.port);
 
   // Processes sharing this data directory's table wake each other's idle workers when a task arrives
   // (the in-process worker hears it on the stream directly). A hint only: the next poll is the floor.

@@ -108,3 +108,15 @@ describe('API Gateway answers these itself, never the function', () => {
     expect(functionDenials(await simState())).toEqual([]);
   });
 });
+
+describe('GET /openapi.json in the deployed shape', () => {
+  it('the API Lambda serves the generated document from the file its bundling copied next to it', async () => {
+    const { readFile } = await import('node:fs/promises');
+    const onDisk = JSON.parse(await readFile('docs/openapi.json', 'utf8'));
+    const res = await api('GET', '/openapi.json');
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual(onDisk);
+    // Signed like every route: IAM guards it.
+    expect((await api('GET', '/openapi.json', undefined, null)).status).toBe(403);
+  });
+});

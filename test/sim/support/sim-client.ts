@@ -1,6 +1,6 @@
 /** What the sim scenarios share: signed calls to the sim's API as one of its callers, and its inspection endpoint. */
 import { inject } from 'vitest';
-import { sigv4Signer } from '../../../shared/cli/sigv4.js';
+import { sigv4Signer } from '../../../shared/client/sigv4.js';
 import type { SimInfo } from '../../../sim/sim.js';
 
 export const sim = (): SimInfo => inject('sim');

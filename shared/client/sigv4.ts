@@ -1,17 +1,21 @@
 /**
- * SigV4 signing for calls to the deployed API (IAM authorization): the CLI signs its requests with the
- * caller's AWS credentials (the SDK's default provider chain: environment, profile, SSO, role).
+ * SigV4 signing for calls to the API (IAM authorization, service `execute-api`): with the caller's AWS
+ * credentials (the SDK's default provider chain: environment, profile, SSO, role) or keys given (the
+ * sim's callers). The client signs every attempt afresh: a signature carries its time.
  */
 import { defaultProvider } from '@aws-sdk/credential-provider-node';
 import { Hash } from '@smithy/hash-node';
 import { SignatureV4 } from '@smithy/signature-v4';
 import type { AwsCredentialIdentity, AwsCredentialIdentityProvider } from '@smithy/types';
 
+export type Credentials = AwsCredentialIdentity | AwsCredentialIdentityProvider;
+
 /** The region of an execute-api URL, e.g. https://abc123.execute-api.eu-west-1.amazonaws.com. */
 export function regionOfApiUrl(url: URL): string | undefined {
   return /\.execute-api\.([a-z0-9-]+)\.amazonaws\.com$/.exec(url.hostname)?.[1];
 }
 
+/** The request's headers with the signature's added (host, x-amz-date, authorization, ...). */
 export type RequestSigner = (
   url: URL,
   init: { method: string; headers: Record<string, string>; body?: string },
@@ -19,7 +23,7 @@ export type RequestSigner = (
 
 export function sigv4Signer(
   region: string,
-  credentials: AwsCredentialIdentity | AwsCredentialIdentityProvider = defaultProvider(),
+  credentials: Credentials = defaultProvider(),
   signingDate?: Date,
 ): RequestSigner {
   const signer = new SignatureV4({

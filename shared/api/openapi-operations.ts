@@ -1,0 +1,265 @@
+/**
+ * What each route of the HTTP API takes and answers, in words and by schema name: the part of the
+ * OpenAPI document that zod cannot say. The schemas themselves are the zod ones the API validates with
+ * and builds its answers to; openapi.ts turns both into the document, and refuses a route of the API
+ * that has no entry here (or an entry that is no route).
+ */
+import * as z from 'zod';
+import { taskIdSchema } from '../store/inputs.js';
+import { scheduleBody, scheduleNameSchema } from '../schedules/schedule-model.js';
+import { batchBody, enqueueBody, firesQuery, listQuery, schedulesQuery } from './request-schemas.js';
+import {
+  batchAnswerSchema,
+  batchItemResultSchema,
+  fireJsonSchema,
+  firesAnswerSchema,
+  gatewayMessageSchema,
+  healthAnswerSchema,
+  problemSchema,
+  scheduleAnswerSchema,
+  scheduleJsonSchema,
+  schedulePageSchema,
+  taskAnswerSchema,
+  taskJsonSchema,
+  taskPageSchema,
+} from './response-schemas.js';
+
+/** Request bodies, as the API parses them (JSON Schema of the zod input). */
+export const REQUEST_COMPONENTS = {
+  EnqueueRequest: enqueueBody,
+  BatchRequest: batchBody,
+  ScheduleRequest: scheduleBody,
+} satisfies Record<string, z.ZodType>;
+
+/**
+ * The document's own answer. It is the one schema written here: the document describes itself, and
+ * only its outline is worth checking (the validator test checks the rest against the OpenAPI schema).
+ */
+export const openApiAnswerSchema = z.looseObject({
+  openapi: z.literal('3.1.0'),
+  info: z.looseObject({ title: z.string(), version: z.string() }),
+  paths: z.record(z.string(), z.record(z.string(), z.unknown())),
+  components: z.looseObject({ schemas: z.record(z.string(), z.unknown()) }),
+});
+
+/** Answers, as the API builds them (JSON Schema of the zod output: no member the schema lacks). */
+export const ANSWER_COMPONENTS = {
+  Task: taskJsonSchema,
+  TaskAnswer: taskAnswerSchema,
+  TaskPage: taskPageSchema,
+  BatchItemResult: batchItemResultSchema,
+  BatchAnswer: batchAnswerSchema,
+  Schedule: scheduleJsonSchema,
+  ScheduleAnswer: scheduleAnswerSchema,
+  SchedulePage: schedulePageSchema,
+  Fire: fireJsonSchema,
+  FiresAnswer: firesAnswerSchema,
+  HealthAnswer: healthAnswerSchema,
+  OpenApiDocument: openApiAnswerSchema,
+  Problem: problemSchema,
+  GatewayMessage: gatewayMessageSchema,
+} satisfies Record<string, z.ZodType>;
+
+export type RequestComponent = keyof typeof REQUEST_COMPONENTS;
+export type AnswerComponent = keyof typeof ANSWER_COMPONENTS;
+
+/** Every `{name}` a route path has, with the schema the API checks it against. */
+export const PATH_PARAMETERS: Record<string, { schema: z.ZodType; description: string }> = {
+  id: { schema: taskIdSchema, description: 'The task id, as `task.id` of the answer that created it.' },
+  name: { schema: scheduleNameSchema, description: 'The schedule name, chosen by the caller.' },
+};
+
+export interface SuccessAnswer {
+  status: 200 | 201 | 204;
+  description: string;
+  /** Absent for an answer without a body (204). */
+  schema?: AnswerComponent;
+  /** Headers the answer always carries. */
+  headers?: Record<string, string>;
+}
+
+export interface OperationSpec {
+  operationId: string;
+  summary: string;
+  description?: string;
+  tag: 'tasks' | 'schedules' | 'service';
+  query?: z.ZodObject;
+  body?: RequestComponent;
+  answers: SuccessAnswer[];
+  /** problem+json answers of the function, by status, with what each means here. */
+  problems: Partial<Record<400 | 404 | 409 | 413 | 415 | 503, string>>;
+  /** false: the function answers without looking at the caller (API Gateway still checks the signature). */
+  callerScoped?: false;
+}
+
+const INVALID_BODY = 'Invalid JSON, or fields to fix (INVALID_JSON, VALIDATION_FAILED): `errors` names each.';
+const BAD_ID = 'The id is not a task id (VALIDATION_FAILED).';
+const NO_TASK = 'No such task for this caller (TASK_NOT_FOUND): another caller’s task is not found either.';
+const NO_SCHEDULE = 'No such schedule for this caller (SCHEDULE_NOT_FOUND).';
+const BODY_TOO_LARGE = 'The body is over 256 KB (BODY_TOO_LARGE).';
+const NOT_JSON = 'The body is not sent as JSON (UNSUPPORTED_MEDIA_TYPE).';
+const BAD_QUERY = 'A query parameter to fix (VALIDATION_FAILED), or a cursor that is not this list’s.';
+const NOT_SYNCED =
+  'EventBridge Scheduler did not take the change (SCHEDULE_NOT_SYNCED): send the same request again after `retry-after` seconds.';
+const taskAnswer = (description: string): SuccessAnswer => ({
+  status: 200,
+  description,
+  schema: 'TaskAnswer',
+});
+
+/** One entry per route of the API, keyed `METHOD /path` as API_ROUTES names it. */
+export const OPERATIONS: Record<string, OperationSpec> = {
+  'GET /health': {
+    operationId: 'getHealth',
+    summary: 'Check that the API answers',
+    tag: 'service',
+    answers: [{ status: 200, description: 'The API is up.', schema: 'HealthAnswer' }],
+    problems: {},
+    callerScoped: false,
+  },
+  'GET /openapi.json': {
+    operationId: 'getOpenApiDocument',
+    summary: 'This document',
+    tag: 'service',
+    answers: [
+      { status: 200, description: 'The OpenAPI 3.1 document of the API.', schema: 'OpenApiDocument' },
+    ],
+    problems: {},
+    callerScoped: false,
+  },
+  'POST /tasks': {
+    operationId: 'createTask',
+    summary: 'Enqueue a task',
+    description:
+      'Give `delaySeconds` or `runAt`, not both. The same `idempotencyKey` with the same body answers ' +
+      'the first task again (200); with another body it is a 409.',
+    tag: 'tasks',
+    body: 'EnqueueRequest',
+    answers: [
+      {
+        status: 201,
+        description: 'The task was created.',
+        schema: 'TaskAnswer',
+        headers: { location: 'The task’s URL path, `/tasks/{id}`.' },
+      },
+      taskAnswer('The idempotency key was used before with the same body: the first task.'),
+    ],
+    problems: {
+      400: `${INVALID_BODY} Also an unknown task type, a payload its type refuses, or a timeout over the maximum.`,
+      409: 'The idempotency key was used for a different body (IDEMPOTENCY_CONFLICT); `taskId` names the first task.',
+      413: BODY_TOO_LARGE,
+      415: NOT_JSON,
+    },
+  },
+  'POST /tasks/batch': {
+    operationId: 'enqueueBatch',
+    summary: 'Enqueue up to 100 tasks',
+    description:
+      'Each item is the body of POST /tasks and is answered on its own in `results`, in the order sent: ' +
+      'one refused item does not stop the others.',
+    tag: 'tasks',
+    body: 'BatchRequest',
+    answers: [{ status: 200, description: 'One result per task sent.', schema: 'BatchAnswer' }],
+    problems: {
+      400: 'Invalid JSON, or an envelope to fix (VALIDATION_FAILED): `tasks` missing, empty or over 100.',
+      413: BODY_TOO_LARGE,
+      415: NOT_JSON,
+    },
+  },
+  'GET /tasks': {
+    operationId: 'listTasks',
+    summary: 'List the caller’s tasks, newest first',
+    description:
+      'Follow `nextCursor` until it is absent. Lists leave out payloads and results (read one task for those).',
+    tag: 'tasks',
+    query: listQuery,
+    answers: [{ status: 200, description: 'A page of tasks.', schema: 'TaskPage' }],
+    problems: { 400: BAD_QUERY },
+  },
+  'GET /tasks/{id}': {
+    operationId: 'getTask',
+    summary: 'Read one task, with its payload, result and whole error',
+    tag: 'tasks',
+    answers: [taskAnswer('The task.')],
+    problems: { 400: BAD_ID, 404: NO_TASK },
+  },
+  'POST /tasks/{id}/cancel': {
+    operationId: 'cancelTask',
+    summary: 'Cancel a task',
+    description:
+      'A queued task is CANCELLED at once; a running one is CANCEL_REQUESTED until its worker stops.',
+    tag: 'tasks',
+    answers: [taskAnswer('The task, CANCELLED or CANCEL_REQUESTED.')],
+    problems: {
+      400: BAD_ID,
+      404: NO_TASK,
+      409: 'The task has finished (TASK_STATE_CONFLICT); `taskStatus` says how.',
+    },
+  },
+  'POST /tasks/{id}/retry': {
+    operationId: 'retryTask',
+    summary: 'Queue a FAILED or CANCELLED task again, with a fresh attempt budget',
+    tag: 'tasks',
+    answers: [taskAnswer('The task, QUEUED.')],
+    problems: {
+      400: BAD_ID,
+      404: NO_TASK,
+      409: 'The task is not FAILED or CANCELLED (TASK_STATE_CONFLICT); `taskStatus` says what it is.',
+    },
+  },
+  'GET /schedules': {
+    operationId: 'listSchedules',
+    summary: 'List the caller’s schedules by name',
+    tag: 'schedules',
+    query: schedulesQuery,
+    answers: [{ status: 200, description: 'A page of schedules.', schema: 'SchedulePage' }],
+    problems: { 400: BAD_QUERY },
+  },
+  'PUT /schedules/{name}': {
+    operationId: 'putSchedule',
+    summary: 'Create or replace a schedule',
+    description:
+      '`expression` is rate(...), cron(...) or at(...) as EventBridge Scheduler reads it, in `timezone`. ' +
+      'Each fire enqueues `task`.',
+    tag: 'schedules',
+    body: 'ScheduleRequest',
+    answers: [
+      { status: 201, description: 'The schedule was created.', schema: 'ScheduleAnswer' },
+      { status: 200, description: 'The schedule was replaced.', schema: 'ScheduleAnswer' },
+    ],
+    problems: {
+      400: `${INVALID_BODY} Also a bad name, expression or time zone, or a one-time schedule in the past.`,
+      409: 'The name is another caller’s (SCHEDULE_NAME_TAKEN), or it kept changing under concurrent requests (SCHEDULE_CONFLICT).',
+      413: BODY_TOO_LARGE,
+      415: NOT_JSON,
+      503: NOT_SYNCED,
+    },
+  },
+  'GET /schedules/{name}': {
+    operationId: 'getSchedule',
+    summary: 'Read one schedule, with its next fire',
+    tag: 'schedules',
+    answers: [{ status: 200, description: 'The schedule.', schema: 'ScheduleAnswer' }],
+    problems: { 400: 'The name is not a schedule name (VALIDATION_FAILED).', 404: NO_SCHEDULE },
+  },
+  'DELETE /schedules/{name}': {
+    operationId: 'deleteSchedule',
+    summary: 'Delete a schedule',
+    tag: 'schedules',
+    answers: [{ status: 204, description: 'Deleted.' }],
+    problems: {
+      400: 'The name is not a schedule name (VALIDATION_FAILED).',
+      404: NO_SCHEDULE,
+      409: 'It kept changing under concurrent requests (SCHEDULE_CONFLICT).',
+      503: NOT_SYNCED,
+    },
+  },
+  'GET /schedules/{name}/fires': {
+    operationId: 'listFires',
+    summary: 'The schedule’s latest fires, and ticks it missed',
+    tag: 'schedules',
+    query: firesQuery,
+    answers: [{ status: 200, description: 'Fires newest first, and missed ticks.', schema: 'FiresAnswer' }],
+    problems: { 400: `${BAD_QUERY} Also a name that is not a schedule name.`, 404: NO_SCHEDULE },
+  },
+};

@@ -1,0 +1,59 @@
+/**
+ * The body of POST /tasks (and of each task of POST /tasks/batch) for an enqueue: the client's
+ * options in milliseconds become the API's whole seconds (rounded up: a task is never due early), a
+ * Date becomes ISO-8601, and an idempotency key is made when the caller gave none, so the request is
+ * safe to send again after a lost answer.
+ */
+import type { IdGenerator } from '../ids.js';
+import type { EnqueueOptions } from './client-types.js';
+
+export interface EnqueueBody {
+  type: string;
+  payload?: unknown;
+  priority?: number;
+  delaySeconds?: number;
+  runAt?: string;
+  maxAttempts?: number;
+  timeoutSeconds?: number;
+  idempotencyKey: string;
+}
+
+export interface PreparedEnqueue {
+  body: EnqueueBody;
+  /** The key is the client's own: no other request can have used it. */
+  keyMadeByClient: boolean;
+}
+
+export function enqueueBodyOf(
+  type: string,
+  payload: unknown,
+  options: EnqueueOptions = {},
+  newKey: IdGenerator,
+): PreparedEnqueue {
+  const keyMadeByClient = options.idempotencyKey === undefined;
+  return {
+    keyMadeByClient,
+    body: {
+      type,
+      ...(payload === undefined ? {} : { payload }),
+      ...(options.priority === undefined ? {} : { priority: options.priority }),
+      ...(options.delay === undefined ? {} : { delaySeconds: wholeSecondsUp(options.delay) }),
+      ...(options.runAt === undefined ? {} : { runAt: isoTime(options.runAt) }),
+      ...(options.maxAttempts === undefined ? {} : { maxAttempts: options.maxAttempts }),
+      ...(options.timeout === undefined ? {} : { timeoutSeconds: wholeSecondsUp(options.timeout) }),
+      idempotencyKey: options.idempotencyKey ?? newKey(),
+    },
+  };
+}
+
+/** Milliseconds to whole seconds, rounded up (1 ms is 1 s; -0 from a negative delay is 0). */
+export function wholeSecondsUp(ms: number): number {
+  return Math.ceil(ms / 1000) + 0;
+}
+
+/** A Date as ISO-8601; a string as given (the API checks it and names the field if it is wrong). */
+function isoTime(value: Date | string): string {
+  if (typeof value === 'string') return value;
+  // An invalid Date has no ISO form: sent as its text, the API refuses it and names the field.
+  return Number.isNaN(value.getTime()) ? String(value) : value.toISOString();
+}
