@@ -24,8 +24,10 @@ export default defineConfig({
     // stacks firing on real minute ticks (about 90 s) run in `npm run test:dynamodb-local`, keeping
     // `npm test` under five minutes on two cores.
     exclude: [...LONGER_SUITES, 'test/repro/**', '**/node_modules/**'],
-    // Each test file starts its own dynalite; two cores run two files at a time.
+    // Each test file starts its own dynalite; two cores run two files at a time (vitest's default
+    // would be one fewer than the cores: one file at a time here, 234 s against 169 s for two).
     pool: 'forks',
+    maxWorkers: 2,
     testTimeout: 30_000,
     hookTimeout: 30_000,
     sequence: { sequencer: LongestFirst },

@@ -388,9 +388,9 @@ function batchEnqueue(find: Find, report: BenchReport): string | undefined {
   return [
     '### 11. Batch enqueue',
     '',
-    `- ${num(Number(rates[0]!.parameters.tasks))} tasks are enqueued over HTTP through the local stack's API server (the Lambda's handler) on dynalite, each with an idempotency key: one per \`POST /tasks\`, then in batches of up to 100 per \`POST /tasks/batch\`.`,
+    `- ${num(Number(rates[0]!.parameters.tasks))} tasks are enqueued over HTTP through the local stack (\`leasehold serve --api\` in its own process, as \`npm start\` runs it, the Lambda's handler inside) on dynalite, each with an idempotency key: one per \`POST /tasks\`, then in batches of up to 100 per \`POST /tasks/batch\`. The bench process is the producer.`,
     `- Each way of sending has a table and an API server of its own; the ways take turns, a share of the tasks each, over ${num(Number(rates[0]!.parameters.rounds))} rounds, so a busy spell of the machine falls on all of them.`,
-    "- HTTP requests are counted by the client; DynamoDB requests with SDK middleware on the API's own client.",
+    "- HTTP requests are counted by the client. DynamoDB requests are counted by a proxy between a stack and dynalite, on a separate run of each way (the proxy's hop would slow the timed runs). The stack's CPU time per task is read from /proc.",
     '',
     '| how | tasks/s | HTTP requests per task | DynamoDB requests per task |',
     '|---|---|---|---|',
@@ -406,8 +406,8 @@ function batchEnqueue(find: Find, report: BenchReport): string | undefined {
         ]
       : []),
     `- A batch saves the HTTP round trip and the handler pass per task, and writes ${num(Number(ratio.parameters.batchConcurrency))} of its tasks at a time. It does not save DynamoDB writes: each task is still its own conditional put, so a task is whole or absent and answered on its own.`,
-    `- What limits it here: one task per request waits for two round trips in a row (HTTP, then DynamoDB), ${num(round(1000 / Number(ratio.parameters.singleTasksPerS), 2))} ms a task. A batch keeps the API process busy instead: its CPU time per task is mostly the SDK's work per put (serialising, signing, the HTTP request to dynalite), on ${num(report.machine.cores)} cores shared with dynalite. So the ratio is about the round-trip time over that CPU time, and shifts with the machine's load.`,
-    '- Against a deployed API each request also crosses API Gateway and invokes the Lambda (tens of milliseconds); a batch pays that once per 100 tasks.',
+    `- What limits it here: one task per request waits for two round trips in a row (HTTP, then DynamoDB), ${num(round(1000 / Number(ratio.parameters.singleTasksPerS), 2))} ms a task. A batch keeps the stack's process busy instead: ${num(Number(ratio.parameters.batchStackCpuMsPerTask))} ms of CPU a task (${num(Number(ratio.parameters.singleStackCpuMsPerTask))} ms one by one), mostly the AWS SDK's work per put (serialising, signing, the HTTP request to dynalite), on ${num(report.machine.cores)} cores shared by the producer, the stack and dynalite. So the ratio is about the round-trip time over that CPU time, and shifts with the machine's load.`,
+    '- Against a deployed API each request also crosses API Gateway and invokes the Lambda; a batch pays that once per 100 tasks. The same comparison in the sim: [operations.md](operations.md#batch-enqueue-in-the-deployed-shape).',
   ].join('\n');
 }
 

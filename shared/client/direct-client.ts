@@ -114,7 +114,7 @@ class DirectTaskClient implements DirectClient {
     definition: TaskDefinition<S, R>,
     payload: z.input<S>,
     options?: EnqueueOptions,
-  ): Promise<EnqueueResult<z.output<S>, Awaited<R>>>;
+  ): Promise<EnqueueResult<z.input<S>, Awaited<R>>>;
   enqueue(type: string, payload?: unknown, options?: EnqueueOptions): Promise<EnqueueResult>;
   enqueue(
     typeOrDefinition: string | TaskDefinition,

@@ -96,7 +96,7 @@ export function createClient(options: ClientOptions): LeaseholdClient {
     definition: TaskDefinition<S, R>,
     payload: z.input<S>,
     options?: EnqueueOptions,
-  ): Promise<EnqueueResult<z.output<S>, Awaited<R>>>;
+  ): Promise<EnqueueResult<z.input<S>, Awaited<R>>>;
   async function enqueue(type: string, payload?: unknown, options?: EnqueueOptions): Promise<EnqueueResult>;
   async function enqueue(
     target: string | { name: string },
