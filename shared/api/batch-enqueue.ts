@@ -7,6 +7,7 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { LeaseholdConfig } from '../config.js';
 import type { TaskSubmitter } from '../tasks/task-submitter.js';
+import { forEachBounded, keySequencer, rawIdempotencyKey } from '../bounded-work.js';
 import { enqueueRequest } from './enqueue-request.js';
 import { errorResponse } from './error-response.js';
 import type { BatchAnswer, BatchItemResult, Problem, TaskJson } from './response-schemas.js';
@@ -32,8 +33,12 @@ export async function enqueueBatch(
   deps: BatchEnqueueDeps,
 ): Promise<BatchAnswer> {
   const results: BatchItemResult[] = new Array<BatchItemResult>(items.length);
-  await runBounded(sameKeyRuns(items), BATCH_CONCURRENCY, async (run) => {
-    for (const index of run) results[index] = await enqueueItem(index, items[index], owner, deps);
+  // Tasks that share a key go one after another, in the order sent (bounded-work.ts).
+  const inKeyOrder = keySequencer();
+  await forEachBounded(items.length, BATCH_CONCURRENCY, async (index) => {
+    results[index] = await inKeyOrder(rawIdempotencyKey(items[index]), () =>
+      enqueueItem(index, items[index], owner, deps),
+    );
   });
   return {
     results,
@@ -66,44 +71,4 @@ async function enqueueItem(
       problem: JSON.parse(response.body) as Problem,
     };
   }
-}
-
-/**
- * The batch's indexes in runs: the tasks that share an idempotency key form one run, in the order sent,
- * and every other task is a run of its own. A run is enqueued one task after another, so the first of
- * a key is the one that creates and the next ones find it (existing, or a conflict): the answer does
- * not depend on which write DynamoDB takes first.
- */
-function sameKeyRuns(items: readonly unknown[]): number[][] {
-  const runs: number[][] = [];
-  const byKey = new Map<string, number[]>();
-  items.forEach((item, index) => {
-    const key = rawIdempotencyKey(item);
-    const run = key === undefined ? undefined : byKey.get(key);
-    if (run) {
-      run.push(index);
-      return;
-    }
-    const fresh = [index];
-    runs.push(fresh);
-    if (key !== undefined) byKey.set(key, fresh);
-  });
-  return runs;
-}
-
-/** The key as sent, before the item is checked: an item that fails its check writes nothing, wherever it runs. */
-function rawIdempotencyKey(item: unknown): string | undefined {
-  if (typeof item !== 'object' || item === null) return undefined;
-  const key = (item as { idempotencyKey?: unknown }).idempotencyKey;
-  return typeof key === 'string' ? key : undefined;
-}
-
-/** Runs `work` on every unit, at most `limit` at a time, taking units in order. */
-async function runBounded<T>(units: readonly T[], limit: number, work: (unit: T) => Promise<void>) {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(limit, units.length) }, async () => {
-      while (next < units.length) await work(units[next++]!);
-    }),
-  );
 }

@@ -8,6 +8,7 @@
  */
 import * as z from 'zod';
 import { BATCH_CONCURRENCY } from '../api/batch-enqueue.js';
+import { forEachBounded, keySequencer, rawIdempotencyKey } from '../bounded-work.js';
 import { ValidationError } from '../errors.js';
 import type {
   BatchOutcome,
@@ -83,21 +84,16 @@ async function enqueueBatch(
   enqueueOne: EnqueueOne,
 ): Promise<BatchOutcome[]> {
   const answered = new Array<BatchOutcome>(batch.length);
-  let taken = 0;
-  const lane = async () => {
-    while (taken < batch.length) {
-      const i = taken++;
-      const index = first + i;
-      try {
-        const { task, created } = await enqueueOne(checkedTask(batch[i]));
-        answered[i] = { index, outcome: created ? 'created' : 'existing', task };
-      } catch (error) {
-        if (!(error instanceof ApiProblemError)) throw error;
-        answered[i] = { index, outcome: 'failed', error };
-      }
+  await forEachBounded(batch.length, BATCH_CONCURRENCY, async (i) => {
+    const index = first + i;
+    try {
+      const { task, created } = await enqueueOne(checkedTask(batch[i]));
+      answered[i] = { index, outcome: created ? 'created' : 'existing', task };
+    } catch (error) {
+      if (!(error instanceof ApiProblemError)) throw error;
+      answered[i] = { index, outcome: 'failed', error };
     }
-  };
-  await Promise.all(Array.from({ length: Math.min(BATCH_CONCURRENCY, batch.length) }, lane));
+  });
   return answered;
 }
 
@@ -112,21 +108,7 @@ function checkedTask(item: unknown): BatchTask {
   );
 }
 
-const keyOf = (task: BatchTask) =>
-  typeof task?.options?.idempotencyKey === 'string' ? task.options.idempotencyKey : undefined;
-
-/** Runs work of one key one after another, in the order given; work without a key at once. */
-function keySequencer() {
-  const tails = new Map<string, Promise<unknown>>();
-  return <T>(key: string | undefined, work: () => Promise<T>): Promise<T> => {
-    if (key === undefined) return work();
-    const mine = (tails.get(key) ?? Promise.resolve()).then(work);
-    const tail = mine.catch(() => undefined);
-    tails.set(key, tail);
-    void tail.then(() => tails.get(key) === tail && tails.delete(key));
-    return mine;
-  };
-}
+const keyOf = (task: BatchTask) => rawIdempotencyKey(task?.options);
 
 async function* eachOf<T>(source: Iterable<T> | AsyncIterable<T>): AsyncGenerator<T> {
   for await (const item of source) yield item;

@@ -3,6 +3,7 @@
  * often, up to every 5 s, so a long task costs few reads and a short one is seen soon after it ends.
  */
 import type { Clock } from '../clock.js';
+import { isTerminal } from '../task-model.js';
 import type { ClientTask, FinishedTask, TaskId, WaitOptions } from './client-types.js';
 import { WaitTimeoutError } from './errors.js';
 import type { Sleep } from './http-transport.js';
@@ -12,10 +13,8 @@ export const MAX_INTERVAL_MS = 5_000;
 /** Each wait this much longer than the one before. */
 const GROWTH = 1.5;
 
-const FINISHED: readonly string[] = ['SUCCESS', 'FAILED', 'CANCELLED'];
-
 export function isFinished<P, R>(task: ClientTask<P, R>): task is FinishedTask<P, R> {
-  return FINISHED.includes(task.status);
+  return isTerminal(task.status);
 }
 
 /** The wait after `interval`: longer by GROWTH, at most MAX_INTERVAL_MS (or `interval` if it is longer). */
