@@ -3,6 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
+import { createClient } from 'leasehold/client';
 import { http, startStackProcess, waitFor, type StackProcess } from './support/stack-process.js';
 
 let dynamo: TestDynamo;
@@ -120,14 +121,15 @@ describe('npm start: the local stack as a process', () => {
         track(await startStackProcess(['--worker'], env)),
       ];
       expect(api.output()).not.toContain('worker ');
+      // Through the client, as a user would: under CI load a put can outlive its deadline (503
+      // WRITE_OUTCOME_UNKNOWN), which the client resends under the same idempotency key.
+      const client = createClient({ url: api.url! });
       const ids: string[] = [];
       for (let i = 0; i < 200; i += 20) {
         const batch = await Promise.all(
-          Array.from({ length: 20 }, (_, j) =>
-            http(api.url!, 'POST', '/tasks', { type: 'demo.echo', payload: { n: i + j } }),
-          ),
+          Array.from({ length: 20 }, (_, j) => client.enqueue('demo.echo', { n: i + j })),
         );
-        ids.push(...batch.map((r) => r.body.task.id as string));
+        ids.push(...batch.map((r) => r.task.id as string));
       }
       let last = '';
       const all = await waitFor(
