@@ -62,6 +62,13 @@ export default defineConfig(
     },
   },
   {
+    // The dashboard's page: ES modules the browser loads as they are (no build step), so browser globals.
+    files: ['shared/dashboard/public/**/*.mjs'],
+    languageOptions: {
+      globals: { ...globals.browser },
+    },
+  },
+  {
     // Plain CommonJS (the sim's Lambda runtime client, this repo's .cjs configs).
     files: ['**/*.cjs'],
     languageOptions: {

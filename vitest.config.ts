@@ -2,7 +2,13 @@ import { defineConfig } from 'vitest/config';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 /** Suites with npm scripts of their own. */
-export const LONGER_SUITES = ['test/sim/**', 'test/schedule-stacks.test.ts', 'test/**/*.slow.test.ts'];
+export const LONGER_SUITES = [
+  'test/sim/**',
+  'test/schedule-stacks.test.ts',
+  'test/**/*.slow.test.ts',
+  // The dashboard in Chromium: `npm run test:browser` (vitest.browser.config.ts).
+  'test/browser/**',
+];
 
 /** Files that wait on wall-clock time (minute ticks, child processes, cdk synth): started first, so the rest runs beside them. */
 const LONG_RUNNING = ['schedule-stacks', 'local-stack', 'infra', 'store-claim'];

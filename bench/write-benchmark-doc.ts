@@ -314,6 +314,7 @@ function coldStart(_find: Find, report: BenchReport): string | undefined {
     '',
     "- zod is imported as a namespace (`import * as z from 'zod'`), so esbuild drops its locales (about 350 KB).",
     '- The worker and recovery functions build only the task runtime (`shared/task-runtime.ts`): no Scheduler client, no cron evaluator.',
+    '- The API and fire functions build only the request runtime (`shared/request-runtime.ts`, store `shared/store/task-requests.ts`): no claim path, lease writes, recovery or depth gauge.',
     ...(imports.length > 0
       ? [
           `- Import time is \`require()\` of the worker bundle in a fresh Node process, minus an empty file, median of ${num(Number(runs))} runs: ${imports.map((m) => `${num(m.value)} ms ${m.name.replace(/^worker bundle import time, /, '').replace('--enable-source-maps', '`--enable-source-maps`')}`).join(', ')}.`,

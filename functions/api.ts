@@ -2,7 +2,7 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { APIGatewayProxyEventV2WithIAMAuthorizer } from 'aws-lambda';
 import { handleApiEvent } from '../shared/api/api-handler.js';
-import { createLeasehold } from '../shared/app.js';
+import { createRequestLeasehold } from '../shared/request-app.js';
 import { loadConfig } from '../shared/config.js';
 import { lambdaKicker } from '../shared/fleet/lambda-kicker.js';
 import { writeTargetOf } from '../shared/store/context.js';
@@ -10,7 +10,7 @@ import { openApiFile, openApiPath } from '../shared/api/openapi-file.js';
 import { taskDefinitions } from '../tasks/catalog.js';
 
 // Parsed once per execution environment; the task catalog is the application's content.
-const app = createLeasehold(loadConfig(process.env), taskDefinitions);
+const app = createRequestLeasehold(loadConfig(process.env), taskDefinitions);
 const logger = new Logger({ serviceName: 'leasehold-api' });
 // Starts a worker when a task arrives (coalesced), instead of leaving it for the next minute's tick.
 const kicker = lambdaKicker(app.config, app.events, app.clock, logger, writeTargetOf(app.store.ctx));

@@ -1,14 +1,14 @@
 /** Lambda entry point for the schedules' EventBridge Scheduler target: one tick of one schedule. */
 import { Logger } from '@aws-lambda-powertools/logger';
 import * as z from 'zod';
-import { createLeasehold } from '../shared/app.js';
+import { createRequestLeasehold } from '../shared/request-app.js';
 import { loadConfig } from '../shared/config.js';
 import { lambdaKicker } from '../shared/fleet/lambda-kicker.js';
 import { writeTargetOf } from '../shared/store/context.js';
 import { taskDefinitions } from '../tasks/catalog.js';
 
 // Parsed once per execution environment; the task catalog is the application's content.
-const app = createLeasehold(loadConfig(process.env), taskDefinitions);
+const app = createRequestLeasehold(loadConfig(process.env), taskDefinitions);
 const logger = new Logger({ serviceName: 'leasehold-fire' });
 // A fired schedule's task starts at once (coalesced kick), not at the next worker tick.
 const kicker = lambdaKicker(app.config, app.events, app.clock, logger, writeTargetOf(app.store.ctx));

@@ -30,7 +30,9 @@ export interface LeaseholdStackProps extends StackProps {
 /** Exactly the DynamoDB actions each function's code uses (see shared/store/). */
 export const FUNCTION_ACCESS: Record<FunctionName, TableAccess> = {
   // enqueue (put, read-back), get, cancel, retry, list (owner index + batch read); schedule
-  // definitions and fires (query their partitions, put, update the sync state, delete a definition)
+  // definitions and fires (query their partitions, put, update the sync state, delete a definition);
+  // GET /stats (the queue summary, the lease partitions of the sweep index + batch read, the caller's
+  // outcome counters) and the counters' flush after a cancel (UpdateItem)
   api: {
     table: [
       'dynamodb:BatchGetItem',
@@ -40,7 +42,7 @@ export const FUNCTION_ACCESS: Record<FunctionName, TableAccess> = {
       'dynamodb:Query',
       'dynamodb:UpdateItem',
     ],
-    indexes: { [INDEX.owner.name]: ['dynamodb:Query'] },
+    indexes: { [INDEX.owner.name]: ['dynamodb:Query'], [INDEX.sweep.name]: ['dynamodb:Query'] },
   },
   // claim (ready heads, slot and fleet-seat partitions on the table), lease writes, read-backs, a
   // payload kept apart (read at claim) and a result or error kept apart (an UpdateItem that creates

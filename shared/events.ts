@@ -50,16 +50,20 @@ export interface LeaseEventMap {
   'task:enqueued': { taskId: string; type: string; availableAt: number };
   /** A delayed retry moved into the ready index by the worker that scheduled it. */
   'task:promoted': { taskId: string };
-  /** A task reached a final status or went back to wait for another attempt. */
+  /**
+   * A task reached a final status or went back to wait for another attempt: emitted once, by whoever's
+   * write applied (the worker; recovery, for a dead holder's task; a cancel request, for a queued task).
+   */
   'task:finished': {
     taskId: string;
     type: string;
     status: FinishedStatus;
-    by: 'worker' | 'recovery';
+    by: 'worker' | 'recovery' | 'request';
     error?: string;
     durationMs?: number;
-    /** The task's owner and everything it cost so far, as its outcome write recorded them (by the worker). */
+    /** The task's owner (every writer says it: the outcome counters count per owner, stats/). */
     owner?: string;
+    /** Everything the task cost so far, as its outcome write recorded it (by the worker). */
     cost?: TaskCost;
   };
 }

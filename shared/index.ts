@@ -25,9 +25,13 @@ export { TaskStatus, TERMINAL_STATUSES, type Task } from './task-model.js';
 export { loadConfig, type LeaseholdConfig, type ConfigInput } from './config.js';
 export { createTaskRuntime, type TaskRuntime, type TaskRuntimeDeps } from './task-runtime.js';
 export { createLeasehold, type Leasehold, type LeaseholdDeps } from './app.js';
+// A process that only enqueues, reads, cancels and retries (an API): the store without the lease path.
+export { createRequestRuntime, type RequestRuntime } from './request-runtime.js';
+export { createRequestLeasehold, type RequestLeasehold } from './request-app.js';
 export { Worker, type WorkerOptions, type RunOptions, type RunSummary } from './worker/worker.js';
 export { LeaseEvents, type LeaseEventMap, type LeaseEventName } from './events.js';
 export { TaskStore, type TaskStoreOptions } from './store/task-store.js';
+export { TaskRequests } from './store/task-requests.js';
 export type { LeaseStore, TaskReads, TaskCommands, Sweeper } from './store/ports.js';
 export { createDocumentClient } from './store/dynamo.js';
 export { ensureTable } from './store/table-setup.js';

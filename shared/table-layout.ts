@@ -113,6 +113,16 @@ export const slotPartitionOf = (index: number) => Math.floor(index / SLOTS_PER_P
 export const slotPartitionCount = (limit: number) => Math.ceil(limit / SLOTS_PER_PARTITION);
 export const slotSortKey = (index: number) => `SLOT#${pad(index, 5)}`;
 
+/**
+ * One owner's per-minute outcome counters (stats/outcome-store.ts): partition `STATS#<owner>`, one
+ * item per minute, its sort key the minute's start in epoch ms, zero-padded so text order is time
+ * order and one Query `between` reads an hour. No other partition starts with `STATS#` (tasks are
+ * `TASK#`, locks `LOCK#`, limits `LIMIT#`, schedules `SCHEDULES#` and `FIRES#`, and `QUEUE`, `FLEET`),
+ * and the items carry no index key, so no index sees them.
+ */
+export const statsPartition = (owner: string) => `STATS#${owner}`;
+export const statsSortKey = (minuteStart: number) => pad(minuteStart, 13);
+
 /** The shard a task lives in, fixed at enqueue. */
 export function shardForId(id: string): number {
   return fnv1a(id) % SHARD_COUNT;

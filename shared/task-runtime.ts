@@ -3,46 +3,23 @@
  * from a parsed configuration and the task definitions, without schedules: the worker and recovery
  * Lambdas import only this, so their bundles leave out the Scheduler client and the cron evaluator.
  * Entry points (functions/*.ts, the local stack) parse the configuration once and bring the task
- * catalog; the core never imports user content.
+ * catalog; the core never imports user content. A process that never claims or recovers builds
+ * createRequestRuntime (request-runtime.ts) instead.
  */
-import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { systemClock, type Clock } from './clock.js';
 import type { LeaseholdConfig } from './config.js';
-import { LeaseEvents } from './events.js';
-import { createDocumentClient } from './store/dynamo.js';
+import { buildRuntime, type RequestRuntime, type TaskRuntimeDeps } from './request-runtime.js';
 import { TaskStore } from './store/task-store.js';
 import type { TaskDefinition } from './tasks/define.js';
-import { TaskRegistry } from './tasks/registry.js';
-import { TaskSubmitter } from './tasks/task-submitter.js';
 
-export interface TaskRuntime {
-  config: LeaseholdConfig;
-  doc: DynamoDBDocumentClient;
-  clock: Clock;
-  /** Every lifecycle step of this process's store and workers (subscribe: `events.on('task:finished', …)`). */
-  events: LeaseEvents;
-  store: TaskStore;
-  registry: TaskRegistry;
-  submitter: TaskSubmitter;
-}
+export type { TaskRuntimeDeps };
 
-export interface TaskRuntimeDeps {
-  clock?: Clock;
-  doc?: DynamoDBDocumentClient;
-  events?: LeaseEvents;
-}
+/** The runtime around the whole store: the lease path, recovery and the gauges besides requests. */
+export type TaskRuntime = RequestRuntime<TaskStore>;
 
 export function createTaskRuntime(
   config: LeaseholdConfig,
   definitions: TaskDefinition[],
   deps: TaskRuntimeDeps = {},
 ): TaskRuntime {
-  const registry = new TaskRegistry(definitions, config);
-  const doc = deps.doc ?? createDocumentClient(config);
-  const clock = deps.clock ?? systemClock();
-  const events = deps.events ?? new LeaseEvents();
-  // Limits declared on task types apply unless the environment sets that type's limit itself.
-  const store = new TaskStore({ doc, config, clock, events, definitionLimits: registry.limits() });
-  const submitter = new TaskSubmitter(store, registry, config);
-  return { config, doc, clock, events, store, registry, submitter };
+  return buildRuntime(config, definitions, deps, (options) => new TaskStore(options));
 }

@@ -9,6 +9,7 @@ import { API_ROUTES, handleApiEvent, type ApiDeps } from '../shared/api/api-hand
 import { openApiFile } from '../shared/api/openapi-file.js';
 import { silentLogger } from './support/worker-world.js';
 import { openApiDocument } from '../shared/api/openapi.js';
+import { taskDefinitions } from '../tasks/catalog.js';
 import { OpenApiConformance, exchangeOf } from './support/openapi-conformance.js';
 
 let server: TestDynamo;
@@ -346,7 +347,7 @@ describe('GET /openapi.json', () => {
   it('answers the generated document from its file, as the Lambda serves it (equal to what the schemas give)', async () => {
     const res = await call({ method: 'GET', path: '/openapi.json', caller: null });
     expect([res.status, res.headers['content-type']]).toEqual([200, 'application/json']);
-    expect(res.body).toEqual(openApiDocument(API_ROUTES));
+    expect(res.body).toEqual(openApiDocument(API_ROUTES, taskDefinitions));
   });
 
   it('an unreadable file is a 500 that names it, logged; the rest of the API answers', async () => {
@@ -442,8 +443,8 @@ describe('fuzz', () => {
 });
 
 describe('OpenAPI conformance', () => {
-  it('the exchanges above went to every documented operation but the batch one (test/api-batch.test.ts)', () => {
-    const elsewhere = ['enqueueBatch'];
+  it('the exchanges above went to every documented operation but the batch and stats ones (test/api-batch.test.ts, test/api-stats.test.ts)', () => {
+    const elsewhere = ['enqueueBatch', 'getStats'];
     expect(conformance.operationIds().filter((id) => !conformance.seen.has(id))).toEqual(elsewhere);
   });
 });

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { createLeasehold } from '../shared/app.js';
+import { createRequestLeasehold } from '../shared/request-app.js';
+import { TaskStore } from '../shared/store/task-store.js';
 import { createTaskRuntime } from '../shared/task-runtime.js';
 import { loadConfig } from '../shared/config.js';
 import { taskDefinitions } from '../tasks/catalog.js';
@@ -41,6 +43,19 @@ describe('building the app from a parsed configuration and the task definitions'
     ]);
     expect(runtime.store.ctx.typeLimits).toEqual({ 'report.build': 2, 'mail.send': 4 });
     expect(runtime).not.toHaveProperty('schedules');
+  });
+
+  it('builds the API and fire Lambdas with the request store only: the same rules and schedules, no lease path', () => {
+    const app = createRequestLeasehold(loadConfig({ LEASEHOLD_TYPE_CONCURRENCY: 'mail.send=4' }), [
+      limited,
+      other,
+    ]);
+    expect(app.store.ctx.typeLimits).toEqual({ 'report.build': 2, 'mail.send': 4 });
+    expect(app.schedules.evaluatedLocally).toBe(true);
+    // Their bundles leave out claim, lease writes and recovery because this store does not reach them.
+    expect(app.store).not.toBeInstanceOf(TaskStore);
+    expect(app.store).not.toHaveProperty('claim');
+    expect(createLeasehold(loadConfig({}), [limited]).store).toBeInstanceOf(TaskStore);
   });
 
   it('refuses task definitions that cannot work, naming each', () => {

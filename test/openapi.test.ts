@@ -8,12 +8,14 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { describe, expect, it } from 'vitest';
 import { API_ROUTES, handleApiEvent, type ApiDeps } from '../shared/api/api-handler.js';
-import { openApiDocument } from '../shared/api/openapi.js';
+import { openApiDocument, type TaskTypeDescription } from '../shared/api/openapi.js';
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import { OPENAPI_JSON } from '../shared/api/write-openapi.js';
+import { taskDefinitions } from '../tasks/catalog.js';
 import { apiEvent } from './support/api-events.js';
 import { OpenApiConformance, type Exchange } from './support/openapi-conformance.js';
 
-const document = openApiDocument(API_ROUTES);
+const document = openApiDocument(API_ROUTES, taskDefinitions);
 const routeKeys = API_ROUTES.map((r) => `${r.method} ${r.path}`).sort();
 const documentedKeys = Object.entries(document.paths)
   .flatMap(([path, item]) => Object.keys(item).map((method) => `${method.toUpperCase()} ${path}`))
@@ -66,12 +68,43 @@ describe('the OpenAPI document', () => {
     ).toEqual(document);
   });
 
+  it('lists every catalog type, in catalog order, with its payload’s JSON Schema as POST /tasks takes it', () => {
+    const types = document['x-leasehold-task-types'] as TaskTypeDescription[];
+    expect(types.map((t) => t.type)).toEqual(taskDefinitions.map((d) => d.name));
+    for (const [i, definition] of taskDefinitions.entries()) {
+      const { payloadSchema, maxAttempts, timeoutMs } = types[i]!;
+      expect(payloadSchema, definition.name).toBeTypeOf('object');
+      expect(maxAttempts).toBe(definition.maxAttempts);
+      expect(timeoutMs).toBe(definition.timeoutMs);
+      // The schema says what the type's zod schema says: a payload one takes, the other takes.
+      const ajv = new Ajv2020({ strict: false });
+      const validate = ajv.compile(payloadSchema);
+      for (const payload of [
+        undefined,
+        {},
+        { ms: 5 },
+        { ms: -1 },
+        { failTimes: 1 },
+        { afterMs: 1, blockMs: 2 },
+        'x',
+      ])
+        expect(validate(payload), `${definition.name} ${JSON.stringify(payload)}`).toBe(
+          definition.schema.safeParse(payload).success,
+        );
+    }
+    expect(types.find((t) => t.type === 'demo.report')).toMatchObject({ timeoutMs: 240_000 });
+    // Without definitions the document has no such member; each pair is built once.
+    expect(openApiDocument(API_ROUTES)).not.toHaveProperty(['x-leasehold-task-types']);
+    expect(openApiDocument(API_ROUTES, taskDefinitions)).toBe(document);
+    expect(openApiDocument(API_ROUTES, [...taskDefinitions])).not.toBe(document);
+  });
+
   it('is built once and served by GET /openapi.json, unsigned callers too (IAM guards it in AWS)', async () => {
-    expect(openApiDocument(API_ROUTES)).toBe(document);
+    expect(openApiDocument(API_ROUTES, taskDefinitions)).toBe(document);
     // The route reads no dependency; the logger only answers an error.
     const deps = {
       logger: new Logger({ logLevel: 'SILENT' }),
-      openApi: () => openApiDocument(API_ROUTES),
+      openApi: () => openApiDocument(API_ROUTES, taskDefinitions),
     } as unknown as ApiDeps;
     const res = await handleApiEvent(apiEvent({ method: 'GET', path: '/openapi.json', caller: null }), deps);
     expect([res.statusCode, res.headers['content-type']]).toEqual([200, 'application/json']);

@@ -5,12 +5,22 @@
  */
 import type { APIGatewayProxyEventV2WithIAMAuthorizer } from 'aws-lambda';
 import type { Logger } from '@aws-lambda-powertools/logger';
-import type { TaskCommands, TaskReads } from '../store/ports.js';
+import type { OutcomeFlusher, TaskCommands, TaskReads } from '../store/ports.js';
 import type { TaskSubmitter } from '../tasks/task-submitter.js';
 import type { LeaseholdConfig } from '../config.js';
 import { callerOwner } from './caller.js';
 import { json, problem, type ApiResponse } from './http.js';
-import { batchBody, firesQuery, listQuery, MAX_BODY_BYTES, schedulesQuery } from './request-schemas.js';
+import {
+  batchBody,
+  firesQuery,
+  listQuery,
+  MAX_BODY_BYTES,
+  schedulesQuery,
+  STATS_WINDOW_MINUTES,
+  statsQuery,
+} from './request-schemas.js';
+import { logOutcomeFlush } from '../stats/outcome-recorder.js';
+import { statsJson } from './stats-json.js';
 import { fireJson, scheduleJson } from '../schedules/schedule-model.js';
 import type { ScheduleService } from '../schedules/schedule-service.js';
 import { taskJson } from './task-json.js';
@@ -19,9 +29,14 @@ import { enqueueRequest } from './enqueue-request.js';
 import { enqueueBatch } from './batch-enqueue.js';
 import { parseRequest } from './parse-request.js';
 
-/** What the API uses: reads and commands on tasks, the checked enqueue, and schedules. */
+/**
+ * What the API uses: reads and commands on tasks (and the outcome counters' flush: a cancel ends a
+ * queued task), the checked enqueue, and schedules.
+ */
 export interface ApiDeps {
-  store: Pick<TaskReads, 'get' | 'list'> & Pick<TaskCommands, 'requestCancel' | 'retry'>;
+  store: Pick<TaskReads, 'get' | 'list' | 'stats'> &
+    Pick<TaskCommands, 'requestCancel' | 'retry'> &
+    OutcomeFlusher;
   submitter: TaskSubmitter;
   schedules: ScheduleService;
   config: Pick<LeaseholdConfig, 'maxExecutionMs'>;
@@ -82,8 +97,7 @@ const routes: Route[] = [
     method: 'POST',
     path: '/tasks/{id}/cancel',
     pattern: /^\/tasks\/([^/]+)\/cancel$/,
-    handle: async (ctx, [id]) =>
-      json(200, { task: taskJson(await ctx.deps.store.requestCancel({ id: id!, owner: ctx.owner })) }),
+    handle: (ctx, [id]) => cancelTask(ctx, id!),
   },
   {
     method: 'POST',
@@ -92,6 +106,7 @@ const routes: Route[] = [
     handle: async (ctx, [id]) =>
       json(200, { task: taskJson(await ctx.deps.store.retry({ id: id!, owner: ctx.owner })) }),
   },
+  { method: 'GET', path: '/stats', pattern: /^\/stats$/, handle: (ctx) => readStats(ctx) },
   { method: 'GET', path: '/schedules', pattern: /^\/schedules$/, handle: (ctx) => listSchedules(ctx) },
   {
     method: 'PUT',
@@ -212,6 +227,24 @@ async function listTasks(ctx: RequestContext): Promise<ApiResponse> {
     tasks: page.tasks.map(taskJson),
     ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}),
   });
+}
+
+/** A queued task ends here (CANCELLED at once): its outcome is written before the answer, as Lambda may freeze after it. */
+async function cancelTask(ctx: RequestContext, id: string): Promise<ApiResponse> {
+  const task = await ctx.deps.store.requestCancel({ id, owner: ctx.owner });
+  logOutcomeFlush(ctx.deps.logger, await ctx.deps.store.flushOutcomes());
+  return json(200, { task: taskJson(task) });
+}
+
+async function readStats(ctx: RequestContext): Promise<ApiResponse> {
+  const { since } = parseRequest(statsQuery, ctx.event.queryStringParameters ?? {}, 'query');
+  const stats = await ctx.deps.store.stats({
+    owner: ctx.owner,
+    // Any time before the window reads the whole window (a year 0000 is before 1970).
+    ...(since === undefined ? {} : { since: Math.max(0, Date.parse(since)) }),
+    windowMinutes: STATS_WINDOW_MINUTES,
+  });
+  return json(200, statsJson(stats));
 }
 
 async function putSchedule(ctx: RequestContext, name: string): Promise<ApiResponse> {

@@ -5,9 +5,18 @@
  * that has no entry here (or an entry that is no route).
  */
 import * as z from 'zod';
+import { RUNNING_READ_LIMIT } from '../stats/running-tasks.js';
 import { taskIdSchema } from '../store/inputs.js';
 import { scheduleBody, scheduleNameSchema } from '../schedules/schedule-model.js';
-import { batchBody, enqueueBody, firesQuery, listQuery, schedulesQuery } from './request-schemas.js';
+import {
+  batchBody,
+  enqueueBody,
+  firesQuery,
+  listQuery,
+  schedulesQuery,
+  STATS_WINDOW_MINUTES,
+  statsQuery,
+} from './request-schemas.js';
 import {
   batchAnswerSchema,
   batchItemResultSchema,
@@ -15,10 +24,14 @@ import {
   firesAnswerSchema,
   gatewayMessageSchema,
   healthAnswerSchema,
+  outcomeCountsSchema,
+  outcomeMinuteSchema,
   problemSchema,
+  queueTypeSchema,
   scheduleAnswerSchema,
   scheduleJsonSchema,
   schedulePageSchema,
+  statsAnswerSchema,
   taskAnswerSchema,
   taskJsonSchema,
   taskPageSchema,
@@ -54,6 +67,10 @@ export const ANSWER_COMPONENTS = {
   SchedulePage: schedulePageSchema,
   Fire: fireJsonSchema,
   FiresAnswer: firesAnswerSchema,
+  Stats: statsAnswerSchema,
+  QueueType: queueTypeSchema,
+  OutcomeMinute: outcomeMinuteSchema,
+  OutcomeCounts: outcomeCountsSchema,
   HealthAnswer: healthAnswerSchema,
   OpenApiDocument: openApiAnswerSchema,
   Problem: problemSchema,
@@ -205,6 +222,24 @@ export const OPERATIONS: Record<string, OperationSpec> = {
       400: BAD_ID,
       404: NO_TASK,
       409: 'The task is not FAILED or CANCELLED (TASK_STATE_CONFLICT); `taskStatus` says what it is.',
+    },
+  },
+  'GET /stats': {
+    operationId: 'getStats',
+    summary: 'What a dashboard shows: the queue, the caller’s running tasks and outcomes per minute',
+    description:
+      '`queue` is the whole queue (every owner’s tasks) as recovery last gauged it, once a minute; ' +
+      '`running` and `minutes` are the caller’s. `running` looks at the leases expiring soonest, ' +
+      `${RUNNING_READ_LIMIT} at most (every owner’s): with more in the queue, \`runningComplete\` is ` +
+      'false and some of the caller’s may be missing. ' +
+      `\`minutes\` covers \`since\` (its minute included) to now, at most the last ${STATS_WINDOW_MINUTES} ` +
+      'minutes; a minute in which nothing ended is left out. One request costs the same whatever the ' +
+      'number of tasks.',
+    tag: 'tasks',
+    query: statsQuery,
+    answers: [{ status: 200, description: 'The figures.', schema: 'Stats' }],
+    problems: {
+      400: 'A query parameter to fix (VALIDATION_FAILED): `since` is not an ISO-8601 date-time with a zone.',
     },
   },
   'GET /schedules': {

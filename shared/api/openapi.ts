@@ -2,10 +2,11 @@
  * The OpenAPI 3.1 document of the HTTP API, generated: the schemas are zod 4's JSON Schema of the very
  * zod schemas the API validates requests with and builds answers to, the words are openapi-operations.ts.
  * GET /openapi.json serves it; `npm run openapi` writes it to docs/openapi.json. Built on first use and
- * kept (once per Lambda cold start), from zod alone: no OpenAPI library in the function's bundle.
+ * kept, from zod alone (no OpenAPI library). The API Lambda serves the generated file (openapi-file.ts).
  */
 import * as z from 'zod';
 import { LeaseholdError } from '../errors.js';
+import type { TaskDefinition } from '../tasks/define.js';
 import {
   ANSWER_COMPONENTS,
   OPERATIONS,
@@ -51,16 +52,54 @@ export class OpenApiDocumentError extends LeaseholdError {
 const API_VERSION = '1.0.0';
 const SECURITY_SCHEME = 'sigv4';
 
-const built = new WeakMap<readonly ApiRoute[], OpenApiDocument>();
+/** One entry of `x-leasehold-task-types`: what a form needs to enqueue a task of the type. */
+export interface TaskTypeDescription {
+  type: string;
+  /** JSON Schema (draft 2020-12) of the payload as POST /tasks takes it; `{}` where zod cannot say. */
+  payloadSchema: Json;
+  maxAttempts?: number;
+  timeoutMs?: number;
+}
 
-/** The document for these routes. Throws if a route has no entry in OPERATIONS or an entry is no route. */
-export function openApiDocument(routes: readonly ApiRoute[]): OpenApiDocument {
-  let document = built.get(routes);
+/** The task types: the name of the document's root extension (OpenAPI allows any `x-` member there). */
+export const TASK_TYPES_EXTENSION = 'x-leasehold-task-types';
+
+/** Built documents, per routes and per task definitions (NO_DEFINITIONS standing for none given). */
+const built = new WeakMap<readonly ApiRoute[], WeakMap<readonly TaskTypeSource[], OpenApiDocument>>();
+const NO_DEFINITIONS: readonly TaskTypeSource[] = [];
+
+/** What the document says of a task definition (tasks/define.ts). */
+export type TaskTypeSource = Pick<TaskDefinition, 'name' | 'schema' | 'maxAttempts' | 'timeoutMs'>;
+
+/**
+ * The document for these routes, and with `definitions` (the task catalog) their payload schemas in
+ * `x-leasehold-task-types`, in catalog order. Throws if a route has no entry in OPERATIONS or an entry
+ * is no route.
+ */
+export function openApiDocument(
+  routes: readonly ApiRoute[],
+  definitions?: readonly TaskTypeSource[],
+): OpenApiDocument {
+  let byDefinitions = built.get(routes);
+  if (!byDefinitions) built.set(routes, (byDefinitions = new WeakMap()));
+  let document = byDefinitions.get(definitions ?? NO_DEFINITIONS);
   if (!document) {
-    document = buildDocument(routes);
-    built.set(routes, document);
+    document = {
+      ...buildDocument(routes),
+      ...(definitions ? { [TASK_TYPES_EXTENSION]: definitions.map(taskTypeDescription) } : {}),
+    };
+    byDefinitions.set(definitions ?? NO_DEFINITIONS, document);
   }
   return document;
+}
+
+function taskTypeDescription(definition: TaskTypeSource): TaskTypeDescription {
+  return {
+    type: definition.name,
+    payloadSchema: inlineSchema(definition.schema, 'input', 'any'),
+    ...(definition.maxAttempts === undefined ? {} : { maxAttempts: definition.maxAttempts }),
+    ...(definition.timeoutMs === undefined ? {} : { timeoutMs: definition.timeoutMs }),
+  };
 }
 
 const componentRef = (id: string) => `#/components/schemas/${id}`;
@@ -214,8 +253,13 @@ function queryParameters(query: z.ZodObject | undefined): NonNullable<OpenApiOpe
   }));
 }
 
-function inlineSchema(schema: z.ZodType, io: 'input' | 'output'): Json {
-  const { $schema: _, ...json } = z.toJSONSchema(schema, { target: 'draft-2020-12', io });
+/** `unrepresentable: 'any'`: what JSON Schema cannot say (z.custom, a bigint, a Date) becomes `{}`. */
+function inlineSchema(schema: z.ZodType, io: 'input' | 'output', unrepresentable?: 'any'): Json {
+  const { $schema: _, ...json } = z.toJSONSchema(schema, {
+    target: 'draft-2020-12',
+    io,
+    ...(unrepresentable ? { unrepresentable } : {}),
+  });
   return json;
 }
 

@@ -76,3 +76,21 @@ export const schedulesQuery = z
       .optional(),
   })
   .strict();
+
+/** How far back GET /stats counts outcomes: the dashboard's chart covers the last hour. */
+export const STATS_WINDOW_MINUTES = 60;
+
+/**
+ * GET /stats: `since` is the start of the first minute wanted (a dashboard that already holds the hour
+ * asks only for the minutes from the last one it has); earlier than an hour ago reads an hour.
+ */
+export const statsQuery = z
+  .object({
+    since: z.iso
+      .datetime({
+        offset: true,
+        error: 'must be an ISO-8601 date-time with a zone, e.g. 2026-12-01T09:00:00Z',
+      })
+      .optional(),
+  })
+  .strict();

@@ -41,6 +41,8 @@ export const taskJsonSchema = z
     leaseOwner: z.string().optional(),
     leaseUntil: isoTime.optional(),
     progress: z.number().optional(),
+    /** The note of the last progress report (`ctx.progress(fraction, note)`), at most 256 characters. */
+    progressNote: z.string().optional(),
     result: z.unknown().optional(),
     error: z.string().optional(),
     cost: taskCostSchema.optional(),
@@ -117,6 +119,75 @@ export const firesAnswerSchema = z.object({
   /** Ticks that should have fired and did not, newest first. */
   missed: z.array(isoTime),
 });
+
+/** Tasks that ended in one minute, by how (a failed attempt that will run again is `retried`). */
+export const outcomeCountsSchema = z
+  .object({
+    succeeded: z.number().int(),
+    failed: z.number().int(),
+    retried: z.number().int(),
+    cancelled: z.number().int(),
+  })
+  .meta({ id: 'OutcomeCounts' });
+export type OutcomeCountsJson = z.output<typeof outcomeCountsSchema>;
+
+/** One minute of the caller's outcomes, per task type; minutes in which nothing ended are left out. */
+export const outcomeMinuteSchema = z
+  .object({
+    /** The minute's start. */
+    at: isoTime,
+    types: z.record(z.string(), outcomeCountsSchema),
+  })
+  .meta({ id: 'OutcomeMinute' });
+export type OutcomeMinuteJson = z.output<typeof outcomeMinuteSchema>;
+
+/** One task type in the whole queue, as recovery's last depth gauge read it. */
+export const queueTypeSchema = z
+  .object({
+    type: z.string(),
+    /** Due tasks waiting to be claimed. */
+    ready: z.number().int(),
+    /** The due time of the oldest waiting task; absent when none waits. */
+    oldestDueAt: isoTime.optional(),
+    /** True when `ready` is an estimate (a deep backlog is sampled, not counted; store/queue-depth.ts). */
+    estimated: z.boolean(),
+  })
+  .meta({ id: 'QueueType' });
+
+/**
+ * GET /stats: what a dashboard shows, in one request whose cost does not grow with the number of tasks.
+ * `queue` is the whole queue (every owner: the gauge recovery writes once a minute); `running` and
+ * `minutes` are the caller's own.
+ */
+export const statsAnswerSchema = z
+  .object({
+    /** The owner the caller acts as (whose tasks `running` and `minutes` count). */
+    owner: z.string(),
+    /** The server's time when it answered. */
+    at: isoTime,
+    /** Absent until recovery's first depth gauge. */
+    queue: z
+      .object({
+        /** When recovery read it (once a minute). */
+        at: isoTime,
+        types: z.array(queueTypeSchema),
+        /** Tasks under a lease (RUNNING or CANCEL_REQUESTED), every owner's. */
+        leased: z.number().int(),
+        /** Tasks waiting for their due time (delays, retry backoffs), every owner's. */
+        delayed: z.number().int(),
+        /** The earliest due time among delayed tasks. */
+        nextDueAt: isoTime.optional(),
+      })
+      .optional(),
+    /** The caller's running tasks (RUNNING, CANCEL_REQUESTED), lease expiring soonest first, without payload or result. */
+    running: z.array(taskJsonSchema),
+    /** False when the queue held more leases than one answer reads, so some of the caller's may be missing. */
+    runningComplete: z.boolean(),
+    /** The caller's outcomes per minute, oldest first, from `since` (at most 60 minutes back) to now. */
+    minutes: z.array(outcomeMinuteSchema),
+  })
+  .meta({ id: 'Stats' });
+export type StatsJson = z.output<typeof statsAnswerSchema>;
 
 export const healthAnswerSchema = z.object({ status: z.literal('ok') });
 

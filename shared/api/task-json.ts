@@ -21,6 +21,7 @@ export function taskJson(task: Task): Record<string, unknown> {
     leaseOwner: task.leaseOwner,
     leaseUntil: iso(task.leaseUntil),
     progress: task.progress,
+    progressNote: task.progressNote,
     result: task.result,
     error: task.error,
     cost: task.cost,

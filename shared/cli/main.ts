@@ -1,6 +1,7 @@
 /**
- * `leasehold`: runs the local stack (`serve`), a standalone dynalite (`dynamodb`), and talks to the
- * HTTP API (`enqueue`, `get`, `list`, `cancel`, `retry`, `stats`, `watch`) through the client
+ * `leasehold`: runs the local stack (`serve`), a standalone dynalite (`dynamodb`), the web dashboard for
+ * a deployed API (`dashboard`), and talks to the HTTP API (`enqueue`, `get`, `list`, `cancel`, `retry`,
+ * `stats`, `watch`) through the client
  * (leasehold/client: signing, retries, typed errors). Output is for people; `--json` prints JSON for
  * scripts. API errors print their message and exit non-zero.
  */
@@ -25,6 +26,7 @@ import { cliClient } from './cli-client.js';
 import { enqueueFile, fileSummaryText } from './enqueue-file.js';
 import { fileProgressReporter } from './file-progress.js';
 import { computeStats, statsText, taskDetails, taskTable, watchScreen } from './format.js';
+import { UsageError } from './usage-error.js';
 
 const USAGE = `Usage: leasehold <command> [options]
 
@@ -44,6 +46,11 @@ const USAGE = `Usage: leasehold <command> [options]
   retry <id>
   stats                                    counts by type and status, running leases, oldest queued age
   watch [--interval MS] [--count N]        a live view of counts and running tasks
+  dashboard --url URL [--port N] [--region R]
+                                           the web dashboard for that API on http://127.0.0.1:N/
+                                           (default 3001); its calls are signed as the commands'
+                                           are (--region: sign for it whatever the URL); the local
+                                           stack serves its own at http://127.0.0.1:3000/
 
 Options for the API commands:
   --url URL       the API (default http://127.0.0.1:$LEASEHOLD_PORT, port 3000); an
@@ -68,6 +75,7 @@ const options = {
   port: { type: 'string' },
   'data-dir': { type: 'string' },
   url: { type: 'string' },
+  region: { type: 'string' },
   owner: { type: 'string' },
   as: { type: 'string' },
   json: { type: 'boolean' },
@@ -86,8 +94,6 @@ const options = {
 } as const;
 
 type Flags = ReturnType<typeof parseArgs<{ options: typeof options; allowPositionals: true }>>['values'];
-
-class UsageError extends Error {}
 
 export async function main(
   argv: string[],
@@ -118,6 +124,8 @@ export async function main(
         return await serve(flags, env, print);
       case 'dynamodb':
         return await dynamodb(flags, env, print);
+      case 'dashboard':
+        return await dashboard(flags, env, print);
       default:
         return await apiCommand(command, args, flags, env, print, clientOverrides);
     }
@@ -194,6 +202,18 @@ async function dynamodb(
   });
   await server.close();
   return 0;
+}
+
+async function dashboard(
+  flags: Flags,
+  env: Record<string, string | undefined>,
+  print: (t: string) => void,
+): Promise<number> {
+  const { runDashboard } = await import('./dashboard-command.js');
+  const stop = new AbortController();
+  process.once('SIGINT', () => stop.abort());
+  process.once('SIGTERM', () => stop.abort());
+  return await runDashboard(flags, env, print, stop.signal);
 }
 
 async function apiCommand(

@@ -162,7 +162,7 @@ function parseBody(text: string): unknown {
 }
 
 /** The socket's own words (ECONNREFUSED, other side closed), not fetch's "fetch failed". */
-function describeNetworkError(error: unknown): string {
+export function describeNetworkError(error: unknown): string {
   let e: unknown = error;
   for (let depth = 0; depth < 4; depth++) {
     const cause = (e as { cause?: unknown } | null)?.cause;

@@ -1,6 +1,7 @@
 /**
  * Serves the HTTP API locally: each HTTP request becomes the same API Gateway HTTP API (payload 2.0)
- * event the Lambda receives, and goes through the same handler.
+ * event the Lambda receives, and goes through the same handler. It also serves the web dashboard at `/`
+ * (its files under /_dashboard/, paths no API route has), which calls this same API.
  *
  * The caller is taken from the `X-Leasehold-Owner` header (default `local`). That header is for local
  * development only: the Lambda API never reads it, and takes the caller from IAM authorization.
@@ -12,6 +13,8 @@ import { handleApiEvent, type ApiDeps, type ApiEvent } from '../api/api-handler.
 import { problem } from '../api/http.js';
 import { MAX_BODY_BYTES } from '../api/request-schemas.js';
 import { OWNER_HEADER } from '../api/caller.js';
+import { isDashboardPath, serveDashboardAsset } from '../dashboard/dashboard-assets.js';
+import type { DashboardPageOptions } from '../dashboard/dashboard-page.js';
 
 export const DEFAULT_LOCAL_OWNER = 'local';
 
@@ -20,8 +23,25 @@ export interface LocalApiServer {
   close(): Promise<void>;
 }
 
-export async function serveApi(deps: ApiDeps, port: number, host = '127.0.0.1'): Promise<LocalApiServer> {
+export interface LocalApiOptions {
+  /** The dashboard served at `/` (default: one that calls this API), or false for none. */
+  dashboard?: DashboardPageOptions | false;
+}
+
+const LOCAL_DASHBOARD: DashboardPageOptions = { apiLabel: 'this local stack' };
+
+export async function serveApi(
+  deps: ApiDeps,
+  port: number,
+  host = '127.0.0.1',
+  options: LocalApiOptions = {},
+): Promise<LocalApiServer> {
+  const dashboard = options.dashboard ?? LOCAL_DASHBOARD;
   const server: Server = createServer((req, res) => {
+    if (dashboard) {
+      const { pathname } = new URL(req.url ?? '/', 'http://localhost');
+      if (isDashboardPath(pathname)) return serveDashboardAsset(req, res, pathname, dashboard);
+    }
     answer(req, res, deps).catch((error: unknown) => {
       // A client that went away mid-body (ECONNRESET, "aborted") rejects the body read: nobody is left to
       // answer, and this one request must not take the whole local stack down with an unhandled rejection.

@@ -29,6 +29,11 @@ import { openWakeChannel } from './wake-channel.js';
 
 /** Recovery sweeps one local stack runs at once (see runSweep). */
 const MAX_SWEEPS_IN_FLIGHT = 2;
+/**
+ * How often a sweep also counts the queue (about a hundred keys-only queries) and writes the summary
+ * GET /stats shows: once a minute, as the recovery Lambda does, however often the local sweeps run.
+ */
+const QUEUE_GAUGE_INTERVAL_MS = 60_000;
 
 export interface Roles {
   api: boolean;
@@ -79,7 +84,8 @@ export async function startStack(options: StackOptions): Promise<LocalStack> {
     ? (base.workerId ?? `${hostname().replace(/[^A-Za-z0-9.-]/g, '-')}-${process.pid}-${randomSuffix()}`)
     : undefined;
   const clock = options.harness?.clock ?? systemClock();
-  const app = createLeasehold(config, options.definitions ?? taskDefinitions, {
+  const definitions = options.definitions ?? taskDefinitions;
+  const app = createLeasehold(config, definitions, {
     doc: documentClientFor(client),
     clock,
   });
@@ -89,7 +95,10 @@ export async function startStack(options: StackOptions): Promise<LocalStack> {
 
   let api: LocalApiServer | undefined;
   if (options.roles.api)
-    api = await serveApi({ ...app, logger, openApi: () => openApiDocument(API_ROUTES) }, app.config.port);
+    api = await serveApi(
+      { ...app, logger, openApi: () => openApiDocument(API_ROUTES, definitions) },
+      app.config.port,
+    );
 
   // Processes sharing this data directory's table wake each other's idle workers when a task arrives
   // (the in-process worker hears it on the stream directly). A hint only: the next poll is the floor.
@@ -119,12 +128,15 @@ export async function startStack(options: StackOptions): Promise<LocalStack> {
   const sweeps = new Set<Promise<unknown>>();
   let recoveryTimer: NodeJS.Timeout | undefined;
   if (options.roles.recovery) {
+    let lastGaugeAt = Number.NEGATIVE_INFINITY;
     const runSweep = () => {
       // Sweeps may overlap (each fix is conditioned on the lease it observed, so two sweeps never both
       // fix a task): a sweep held up by one slow write (a 2 s deadline, resent) must not hold back the
       // next one, or every other expired lease waits for it. Two at a time at most.
       if (sweeps.size >= MAX_SWEEPS_IN_FLIGHT) return;
-      const sweep = runRecoverySweep(app.store, { clock, metrics, logger })
+      const gauge = clock.now() - lastGaugeAt >= QUEUE_GAUGE_INTERVAL_MS;
+      if (gauge) lastGaugeAt = clock.now();
+      const sweep = runRecoverySweep(app.store, { clock, metrics, logger }, gauge ? app.registry.names() : [])
         .catch((error: unknown) => logger.error('recovery sweep failed', { error: String(error) }))
         .finally(() => sweeps.delete(sweep));
       sweeps.add(sweep);
@@ -166,6 +178,7 @@ export function banner(stack: LocalStack, roles: Roles, dataDir: string): string
   if (stack.apiUrl)
     lines.push(
       `  API       listening on ${stack.apiUrl} (caller: the X-Leasehold-Owner header, default "local"; development only)`,
+      `  dashboard ${stack.apiUrl}/ (acting as "local")`,
     );
   lines.push(
     `  DynamoDB  ${stack.dynamodbEndpoint} (${stack.embedded ? `embedded dynalite, data in ${join(dataDir, 'dynamodb')}` : 'external endpoint'}), table ${stack.app.config.tableName}`,

@@ -1,10 +1,14 @@
-/** One bounded recovery sweep with its figures recorded: shared by the recovery Lambda and the local stack's timer. */
+/**
+ * One bounded recovery sweep with its figures recorded, and the outcomes of its fixes flushed to the
+ * per-minute counters: shared by the recovery Lambda and the local stack's timer.
+ */
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { RecoveryReport } from '../store/recovery.js';
 import type { Sweeper } from '../store/ports.js';
 import type { Clock } from '../clock.js';
 import type { LeaseholdMetrics } from '../metrics.js';
 import { describeError } from '../errors.js';
+import { logOutcomeFlush } from '../stats/outcome-recorder.js';
 
 /** `types`: the task types whose queue depth is published as gauges, in all and per type (none: no gauges). */
 export async function runRecoverySweep(
@@ -35,6 +39,13 @@ export async function runRecoverySweep(
           readyTypes: Object.keys(depth.byType).filter((t) => depth.byType[t]!.ready > 0),
           leased: depth.leased,
           ...(depth.nextDueAt === undefined ? {} : { nextDueAt: depth.nextDueAt }),
+          types: Object.entries(depth.byType).map(([type, typed]) => ({
+            type,
+            ready: typed.ready,
+            ...(typed.oldestDueAt === undefined ? {} : { oldestDueAt: typed.oldestDueAt }),
+            estimated: typed.basis !== 'counted',
+          })),
+          delayed: depth.delayed,
         })
         .catch((error: unknown) =>
           logger.warn('writing the queue summary failed; the worker ticks poll until the next one', {
@@ -63,6 +74,8 @@ export async function runRecoverySweep(
     else logger.info('recovery sweep done', counts);
     return report;
   } finally {
+    // The sweep's fixes (requeued, failed, cancelled) in the owners' per-minute outcome counters.
+    logOutcomeFlush(logger, await store.flushOutcomes());
     metrics.flush();
   }
 }

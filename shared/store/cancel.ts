@@ -35,7 +35,18 @@ export async function requestCancel(
       asUpdate(recordingCost(t, item, undefined)),
       { needCurrent: true },
     );
-    if (written.applied) return toTask(written.item);
+    if (written.applied) {
+      // A queued task ends here, at once: the request's process counts it (stats/outcome-counter.ts).
+      if (written.item.status === TaskStatus.CANCELLED)
+        ctx.events.emit('task:finished', {
+          taskId: id,
+          type: written.item.type,
+          status: 'CANCELLED',
+          by: 'request',
+          owner: written.item.owner,
+        });
+      return toTask(written.item);
+    }
     item = written.current;
   }
   throw new CancelContendedError(id);

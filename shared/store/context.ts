@@ -42,9 +42,10 @@ export const REQUEST_WRITE_DEADLINE_MS = 2_000;
  * (claim, renew, outcomes, slots) get LEASEHOLD_REQUEST_DEADLINE_MS: a lease can run out while they wait.
  */
 export function writeTargetOf(ctx: StoreContext, path: 'lease' | 'request' = 'lease'): WriteTarget {
-  const deadlineMs =
-    path === 'lease'
-      ? ctx.config.requestDeadlineMs
-      : Math.max(ctx.config.requestDeadlineMs, REQUEST_WRITE_DEADLINE_MS);
+  const deadlineMs = path === 'lease' ? ctx.config.requestDeadlineMs : requestPathDeadlineMs(ctx);
   return { doc: ctx.doc, tableName: ctx.tableName, deadlineMs, newId: ctx.newId, random: ctx.random };
 }
+
+/** The deadline of one request off the lease path: a write as above, or a read for a caller (GET /stats). */
+export const requestPathDeadlineMs = (ctx: StoreContext) =>
+  Math.max(ctx.config.requestDeadlineMs, REQUEST_WRITE_DEADLINE_MS);

@@ -32,6 +32,14 @@ export function countCost<T>(count: CostCount, work: () => Promise<T>): Promise<
   return scope.run(count, work);
 }
 
+/**
+ * Runs `work` outside every cost scope: requests the process makes for itself (the outcome counters'
+ * flush, stats/outcome-recorder.ts), even when started from inside a task's scope, are no task's cost.
+ */
+export function uncounted<T>(work: () => Promise<T>): Promise<T> {
+  return scope.exit(work);
+}
+
 const READS = new Set(['GetItem', 'BatchGetItem', 'Query', 'Scan']);
 const WRITES = new Set(['PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem']);
 const metered = new WeakSet<object>();

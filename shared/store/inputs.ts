@@ -141,7 +141,7 @@ function containsNonJson(v: unknown): boolean {
 /** A task payload as stored: plain JSON, at most MAX_PAYLOAD_BYTES as text and MAX_PAYLOAD_DEPTH levels deep. */
 export const taskPayload = jsonValue(MAX_PAYLOAD_BYTES, 'payload', true);
 
-const epochMs = z
+export const epochMs = z
   .number()
   .int('must be epoch milliseconds (a whole number)')
   .min(0, 'must not be negative')

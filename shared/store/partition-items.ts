@@ -1,4 +1,4 @@
-/** Every item of one table partition, page after page: for partitions that must be read whole. */
+/** Every item of one table partition (or of a range of its sort keys), page after page: for what must be read whole. */
 import { QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { KEY } from '../table-layout.js';
 
@@ -12,6 +12,8 @@ export interface PartitionRead {
   attributes?: readonly string[];
   /** A fresh deadline per page: the SDK's request timeout only warns. */
   deadlineMs?: number;
+  /** Only items whose sort key is between these two (both included). */
+  sortBetween?: readonly [string, string];
 }
 
 export async function readPartitionItems<T>(read: PartitionRead): Promise<T[]> {
@@ -22,9 +24,16 @@ export async function readPartitionItems<T>(read: PartitionRead): Promise<T[]> {
     const out = await read.doc.send(
       new QueryCommand({
         TableName: read.tableName,
-        KeyConditionExpression: '#pk = :pk',
-        ExpressionAttributeNames: { '#pk': KEY.partition, ...projected },
-        ExpressionAttributeValues: { ':pk': read.partition },
+        KeyConditionExpression: read.sortBetween ? '#pk = :pk AND #sk BETWEEN :from AND :to' : '#pk = :pk',
+        ExpressionAttributeNames: {
+          '#pk': KEY.partition,
+          ...(read.sortBetween ? { '#sk': KEY.sort } : {}),
+          ...projected,
+        },
+        ExpressionAttributeValues: {
+          ':pk': read.partition,
+          ...(read.sortBetween ? { ':from': read.sortBetween[0], ':to': read.sortBetween[1] } : {}),
+        },
         ...(read.attributes ? { ProjectionExpression: Object.keys(projected).join(', ') } : {}),
         ...(read.consistent ? { ConsistentRead: true } : {}),
         ...(startKey ? { ExclusiveStartKey: startKey } : {}),

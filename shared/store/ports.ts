@@ -1,7 +1,8 @@
 /**
  * The narrow interfaces each part of the runtime depends on, in the manner of graphile-worker's
- * getJob/completeJob and BullMQ's backend contract. `TaskStore` implements them all on DynamoDB; the
- * worker's tests use an in-memory fake of `LeaseStore` with fake timers.
+ * getJob/completeJob and BullMQ's backend contract. `TaskStore` implements them all on DynamoDB (its
+ * request side, `TaskRequests`, the API's reads and TaskCommands alone); the worker's tests use an
+ * in-memory fake of `LeaseStore` with fake timers.
  */
 import type { Task } from '../task-model.js';
 import type { ClaimResult } from './claim.js';
@@ -24,6 +25,8 @@ import type { QueueSummary } from './queue-summary.js';
 import type { RecoveryReport } from './recovery.js';
 import type { DueTask } from './delayed-reads.js';
 import type { TaskPage } from './task-queries.js';
+import type { OutcomeFlush } from '../stats/outcome-recorder.js';
+import type { QueueStats, StatsInput } from '../stats/stats-reader.js';
 
 /** What a worker and its executions do to tasks: the lease path. */
 export interface LeaseStore {
@@ -37,6 +40,8 @@ export interface LeaseStore {
   finishCancel(input: { lease: Lease }): Promise<Task>;
   /** Moves one delayed task into the ready index if it is due; false if it is not (or no longer) waiting. */
   promote(input: { id: string }): Promise<boolean>;
+  /** As OutcomeFlusher's; optional: a stand-in store (a test's fake) counts nothing. */
+  flushOutcomes?(): Promise<OutcomeFlush>;
 }
 
 /** What the API reads. */
@@ -44,6 +49,8 @@ export interface TaskReads {
   get(input: { id: string; owner?: string }): Promise<Task>;
   list(input: ListInput): Promise<TaskPage>;
   depth(types: string[]): Promise<QueueDepth>;
+  /** GET /stats: the queue's last summary, the owner's running tasks and its outcomes per minute. */
+  stats(input: StatsInput): Promise<QueueStats>;
 }
 
 /** What the API and schedules change. */
@@ -54,8 +61,13 @@ export interface TaskCommands {
   retry(input: { id: string; owner?: string }): Promise<Task>;
 }
 
+/** Writes what this process counted ended, per owner and minute, to the outcome counters (stats/); never throws. */
+export interface OutcomeFlusher {
+  flushOutcomes(): Promise<OutcomeFlush>;
+}
+
 /** What the recovery function runs: a bounded sweep, the queue's gauges, and the summary the worker's tick reads. */
-export interface Sweeper {
+export interface Sweeper extends OutcomeFlusher {
   recover(): Promise<RecoveryReport>;
   depth(types: string[]): Promise<QueueDepth>;
   writeSummary(summary: QueueSummary): Promise<void>;

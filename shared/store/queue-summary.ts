@@ -1,6 +1,6 @@
 /**
  * One small item that says whether there is work: which types have due tasks waiting, how many tasks
- * run, and when the next delayed task falls due. Recovery writes it after each depth gauge (one write a
+ * run, and when the next delayed task falls due; and, for GET /stats, each type's depth. Recovery writes it after each depth gauge (one write a
  * minute); the worker's scheduled tick reads it (one read) and returns at once when there is nothing to
  * do, instead of polling every ready partition of every type (16 and a lane per type) for its idle
  * window. Work that arrives between two summaries starts a worker by its kick (fleet/enqueue-kicker.ts);
@@ -25,6 +25,21 @@ export const queueSummarySchema = z.object({
   leased: z.number(),
   /** The earliest due time among delayed tasks (delays and retry backoffs), if any waits. */
   nextDueAt: z.number().optional(),
+  // Added for GET /stats (stats/stats-reader.ts); optional, so a summary written before still parses.
+  /** Every gauged type: due tasks waiting, the oldest one's due time, and whether the count is an estimate. */
+  types: z
+    .array(
+      z.object({
+        type: z.string(),
+        ready: z.number(),
+        oldestDueAt: z.number().optional(),
+        /** The gauge's basis was not `counted` (queue-depth.ts). */
+        estimated: z.boolean(),
+      }),
+    )
+    .optional(),
+  /** Tasks waiting for their due time. */
+  delayed: z.number().optional(),
 });
 export type QueueSummary = z.infer<typeof queueSummarySchema>;
 
@@ -36,11 +51,17 @@ export async function writeQueueSummary(ctx: StoreContext, summary: QueueSummary
   );
 }
 
-/** The last summary (eventually consistent: a minute-old view is what it is anyway); undefined if none or unreadable. */
-export async function readQueueSummary(ctx: StoreContext): Promise<QueueSummary | undefined> {
+/**
+ * The last summary (eventually consistent: a minute-old view is what it is anyway); undefined if none or
+ * unreadable. Within the lease-path deadline unless told (the worker's tick must not wait long).
+ */
+export async function readQueueSummary(
+  ctx: StoreContext,
+  deadlineMs = ctx.config.requestDeadlineMs,
+): Promise<QueueSummary | undefined> {
   const out = await ctx.doc.send(
     new GetCommand({ TableName: ctx.tableName, Key: QUEUE_SUMMARY_KEY }),
-    deadline(ctx.config.requestDeadlineMs),
+    deadline(deadlineMs),
   );
   const parsed = queueSummarySchema.safeParse(out.Item);
   return parsed.success ? parsed.data : undefined;

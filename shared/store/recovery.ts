@@ -196,14 +196,15 @@ async function fixExpired(ctx: StoreContext, item: TaskItem, now: number): Promi
     action: fix,
   });
   if (fix === 'requeued') ctx.events.emit('task:readied', { taskId: item.id });
-  else
-    ctx.events.emit('task:finished', {
-      taskId: item.id,
-      type: item.type,
-      status: fix === 'failed' ? 'FAILED' : 'CANCELLED',
-      by: 'recovery',
-      ...(fix === 'failed' && decision.action === 'fail' ? { error: decision.error } : {}),
-    });
+  // A requeue is the dead holder's attempt failing back into the queue: retried, as a worker's would be.
+  ctx.events.emit('task:finished', {
+    taskId: item.id,
+    type: item.type,
+    status: fix === 'failed' ? 'FAILED' : fix === 'cancelled' ? 'CANCELLED' : 'RETRYING',
+    by: 'recovery',
+    owner: item.owner,
+    ...(fix === 'failed' && decision.action === 'fail' ? { error: decision.error } : {}),
+  });
   return fix;
 }
 

@@ -16,7 +16,11 @@ export class Expression {
   private counter = 0;
 
   name(attribute: string): string {
-    const placeholder = `#${attribute.replace(/[^A-Za-z0-9_]/g, '_')}`;
+    const readable = `#${attribute.replace(/[^A-Za-z0-9_]/g, '_')}`;
+    // Names that differ only in the characters replaced (`a.b`, `a-b`) must not share a placeholder.
+    let placeholder = readable;
+    for (let n = 1; this.names[placeholder] !== undefined && this.names[placeholder] !== attribute; n++)
+      placeholder = `${readable}_${n}`;
     this.names[placeholder] = attribute;
     return placeholder;
   }

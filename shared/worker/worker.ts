@@ -3,7 +3,8 @@
  * task to an Execution, and before it returns aborts what still runs, waits (bounded), releases what
  * it still holds and clears every timer, because Lambda freezes the process after the return and a
  * frozen timer or handler would wake up inside a later invocation. Leases are the LeaseKeeper's,
- * delayed retries the RetryPromoter's, figures the lifecycle subscribers'.
+ * delayed retries the RetryPromoter's, figures the lifecycle subscribers', outcome counters the store's
+ * (flushed from here: outcome-flushes.ts).
  */
 import { performance } from 'node:perf_hooks';
 import { Logger } from '@aws-lambda-powertools/logger';
@@ -21,7 +22,8 @@ import type { TaskRegistry } from '../tasks/registry.js';
 import { Execution } from './execution.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { countLifecycle } from './lifecycle-metrics.js';
-import { RecordingMetrics, type LeaseholdMetrics } from '../metrics.js';
+import { METRICS_FLUSH_INTERVAL_MS, RecordingMetrics, type LeaseholdMetrics } from '../metrics.js';
+import { flushOutcomesEvery } from './outcome-flushes.js';
 import { RetryPromoter } from './retry-promoter.js';
 import { TimerSet } from './timers.js';
 import { expectingWork, pollWait } from './poll-rules.js';
@@ -263,6 +265,10 @@ export class Worker {
         if (status === 'RETRYING' || status === 'RELEASED') lookAgain();
       }),
     ];
+    const outcomeFlushes = flushOutcomesEvery(this.events, this.options.store, this.logger, {
+      intervalMs: this.options.metricsFlushIntervalMs ?? METRICS_FLUSH_INTERVAL_MS,
+      monotonic: this.monotonic,
+    });
     for (const { type, shard } of runOptions.lookFirst ?? []) this.claimMemory.lookFirst(type, shard);
     run.keeper.start();
     // The duty starts after the first claim round: its reads must not slow the claim a kick is waiting for.
@@ -354,6 +360,8 @@ export class Worker {
       this.refilledAt = Number.NEGATIVE_INFINITY;
       this.wonSinceRefill = 0;
       await run.keeper.stop();
+      // Every outcome of this run is counted by now: written before the return (Lambda freezes after it).
+      await outcomeFlushes.stop();
       this.timers.clearAll();
       const { rounds, maxLagMs } = run.keeper.figures;
       Object.assign(run.summary, {

@@ -18,6 +18,12 @@ export class RequestMeter {
    * DynamoDB and DynamoDB Local report index units apart; dynalite reports none, so there both agree.
    */
   readonly tableCapacity = new Map<string, number>();
+  /**
+   * Requests and reported units by the kind of partition their item is in (a key's text before its
+   * first `#`: `TASK`, `STATS`, `LIMIT`, ...; `QUEUE`), for requests that name one item (Key or Item).
+   * What the process writes for itself (the outcome counters, `STATS`) is told apart from a task's.
+   */
+  readonly byPartition = new Map<string, { requests: number; capacity: number }>();
 
   attach(client: DynamoDBClient | DynamoDBDocumentClient): void {
     client.middlewareStack.add(
@@ -44,6 +50,11 @@ export class RequestMeter {
         );
         this.capacity.set(op, (this.capacity.get(op) ?? 0) + units);
         this.tableCapacity.set(op, (this.tableCapacity.get(op) ?? 0) + tableUnits);
+        const kind = partitionKind(args.input);
+        if (kind !== undefined) {
+          const tally = this.byPartition.get(kind) ?? { requests: 0, capacity: 0 };
+          this.byPartition.set(kind, { requests: tally.requests + 1, capacity: tally.capacity + units });
+        }
         return out;
       },
       { step: 'deserialize', name: 'leaseholdRequestMeter', priority: 'high' },
@@ -54,11 +65,30 @@ export class RequestMeter {
     return ops.reduce((sum, op) => sum + (this.sent.get(op) ?? 0), 0);
   }
 
+  /** Requests and units on items of one kind of partition (see byPartition). */
+  partition(kind: string): { requests: number; capacity: number } {
+    return this.byPartition.get(kind) ?? { requests: 0, capacity: 0 };
+  }
+
   reset(): void {
     this.sent.clear();
     this.capacity.clear();
     this.tableCapacity.clear();
+    this.byPartition.clear();
   }
+}
+
+/** The kind of partition the one item a request names is in (its pk, marshalled or not, up to the first `#`). */
+function partitionKind(input: unknown): string | undefined {
+  const named = input as { Key?: { pk?: unknown }; Item?: { pk?: unknown } } | undefined;
+  const pk = named?.Key?.pk ?? named?.Item?.pk;
+  const text =
+    typeof pk === 'string'
+      ? pk
+      : typeof (pk as { S?: unknown })?.S === 'string'
+        ? (pk as { S: string }).S
+        : '';
+  return text === '' ? undefined : text.split('#')[0];
 }
 
 const CAPACITY_OPERATIONS = new Set([

@@ -1,0 +1,116 @@
+/**
+ * The request side of the task store: what a caller asks of the queue (enqueue, read, list, cancel,
+ * retry, stats) and the outcome counts that go with it, without the lease path. The API and fire
+ * Lambdas build only this (shared/request-runtime.ts), so their bundles leave out the claim path,
+ * lease writes, recovery and the depth gauge; `TaskStore` (task-store.ts) extends it with those for
+ * the worker, recovery and the local stack.
+ */
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { systemClock, type Clock } from '../clock.js';
+import { LeaseEvents } from '../events.js';
+import { mathRandom, randomId, type IdGenerator, type RandomSource } from '../ids.js';
+import type { Task } from '../task-model.js';
+import { requestCancel } from './cancel.js';
+import type { StoreConfig, StoreContext } from './context.js';
+import { enqueue, type EnqueueResult } from './enqueue.js';
+import type { EnqueueInput, ListInput } from './inputs.js';
+import type { OutcomeFlusher, TaskCommands, TaskReads } from './ports.js';
+import { retryTask } from './retry.js';
+import { getTask, listTasks, type TaskPage } from './task-queries.js';
+import { attachCostMeter } from './cost-meter.js';
+import { HeldItems } from './held-items.js';
+import { OutcomeRecorder, type OutcomeFlush } from '../stats/outcome-recorder.js';
+import { readStats, type QueueStats, type StatsInput } from '../stats/stats-reader.js';
+
+export interface TaskStoreOptions {
+  doc: DynamoDBDocumentClient;
+  config: StoreConfig;
+  clock?: Clock;
+  newId?: IdGenerator;
+  random?: RandomSource;
+  /** Concurrency limits the task definitions declare; LEASEHOLD_TYPE_CONCURRENCY overrides them per type. */
+  definitionLimits?: Record<string, number>;
+  /** Where the store's lifecycle steps go (claim intents, recovery fixes, readied tasks); a fresh stream by default. */
+  events?: LeaseEvents;
+}
+
+export class TaskRequests implements Pick<TaskReads, 'get' | 'list' | 'stats'>, TaskCommands, OutcomeFlusher {
+  /** The whole store context, lease-path parts included: schedules and the kicker's writes take it too. */
+  readonly ctx: StoreContext;
+  /** Counts what ends on this store's lifecycle stream, per owner and minute, until flushOutcomes writes it. */
+  readonly outcomes: OutcomeRecorder;
+
+  constructor(options: TaskStoreOptions) {
+    this.ctx = {
+      doc: options.doc,
+      tableName: options.config.tableName,
+      config: options.config,
+      clock: options.clock ?? systemClock(),
+      newId: options.newId ?? randomId,
+      random: options.random ?? mathRandom,
+      events: options.events ?? new LeaseEvents(),
+      typeLimits: { ...options.definitionLimits, ...options.config.typeConcurrency },
+      heldItems: new HeldItems(),
+    };
+    // Every request the store sends for a task is counted into that task's cost (cost-meter.ts).
+    attachCostMeter(options.doc);
+    this.outcomes = new OutcomeRecorder(this.ctx);
+  }
+
+  get events(): LeaseEvents {
+    return this.ctx.events;
+  }
+
+  /** A new task due now readies the queue (claimers look again at once); a delayed one waits for its promotion. */
+  async enqueue(input: EnqueueInput): Promise<EnqueueResult> {
+    const result = await enqueue(this.ctx, input);
+    if (!result.created) return result;
+    const { id, type, availableAt } = result.task;
+    this.ctx.events.emit('task:enqueued', { taskId: id, type, availableAt });
+    if (availableAt <= this.ctx.clock.now()) this.ctx.events.emit('task:readied', { taskId: id });
+    return result;
+  }
+
+  get(input: { id: string; owner?: string }): Promise<Task> {
+    return getTask(this.ctx, input);
+  }
+
+  list(input: ListInput): Promise<TaskPage> {
+    return listTasks(this.ctx, input);
+  }
+
+  requestCancel(input: { id: string; owner?: string }): Promise<Task> {
+    return requestCancel(this.ctx, input);
+  }
+
+  /** Puts a FAILED or CANCELLED task back in the queue with a fresh attempt budget. */
+  retry(input: { id: string; owner?: string }): Promise<Task> {
+    return this.readied(retryTask(this.ctx, input));
+  }
+
+  /** GET /stats: the queue's last summary, `owner`'s running tasks and outcomes per minute, in bounded reads. */
+  stats(input: StatsInput): Promise<QueueStats> {
+    return readStats(this.ctx, input);
+  }
+
+  /**
+   * Writes the outcomes counted since the last flush (one UpdateItem per owner and minute touched; none
+   * when nothing ended). Never throws: a failed write keeps its counts for the next flush.
+   */
+  flushOutcomes(): Promise<OutcomeFlush> {
+    return this.outcomes.flush();
+  }
+
+  /**
+   * A write that may have put a task in the ready index: 'task:readied' tells claimers sharing this
+   * stream to forget which partitions they found empty, so they see the task at once (a task readied
+   * by another process is seen within one poll interval).
+   */
+  protected async readied<T>(write: Promise<T>): Promise<T> {
+    try {
+      return await write;
+    } finally {
+      this.ctx.events.emit('task:readied', {});
+    }
+  }
+}

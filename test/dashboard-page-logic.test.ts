@@ -1,0 +1,103 @@
+/**
+ * The page's logic that needs no browser: the hour of outcomes kept across refreshes (each GET /stats
+ * reads only from the last minute held), and the enqueue form built from the payload schemas the
+ * OpenAPI document carries for the demo task types.
+ */
+import { describe, expect, it } from 'vitest';
+import { API_ROUTES } from '../shared/api/api-handler.js';
+import { openApiDocument, TASK_TYPES_EXTENSION } from '../shared/api/openapi.js';
+import { demoTasks } from '../tasks/demo.js';
+
+// Browser modules without type declarations: loaded as any.
+const page = (name: string) => import(new URL(`../shared/dashboard/public/${name}`, import.meta.url).href);
+const minutes = await page('minutes.mjs');
+const form = await page('schema-form.mjs');
+
+const MINUTE = 60_000;
+const T = Date.parse('2026-11-30T09:30:20Z');
+const iso = (ms: number) => new Date(ms).toISOString();
+const minuteAt = (ms: number, succeeded: number, type = 'demo.echo') => ({
+  at: iso(Math.floor(ms / MINUTE) * MINUTE),
+  types: { [type]: { succeeded, failed: 0, retried: 0, cancelled: 0 } },
+});
+
+describe('the hour of outcomes', () => {
+  it('asks for the whole hour first, then from the minute of the last answer', () => {
+    expect(minutes.sinceFor(undefined, T)).toBe('2026-11-30T08:31:00.000Z');
+    expect(minutes.sinceFor({ at: iso(T), minutes: [] }, T + 5_000)).toBe('2026-11-30T09:30:00.000Z');
+  });
+
+  it('replaces the minutes from `since` on, keeps the earlier ones, drops those older than the hour', () => {
+    const held = {
+      at: iso(T),
+      minutes: [minuteAt(T - 59 * MINUTE, 1), minuteAt(T - MINUTE, 2), minuteAt(T, 3)],
+    };
+    const since = minutes.sinceFor(held, T + MINUTE);
+    const next = minutes.mergeMinutes(held, since, {
+      at: iso(T + MINUTE),
+      minutes: [minuteAt(T, 4), minuteAt(T + MINUTE, 5, 'demo.fail')],
+    });
+    expect(next.minutes.map((m: any) => [m.at, Object.values(m.types)[0]])).toEqual([
+      [iso(Math.floor(T / MINUTE) * MINUTE - MINUTE), expect.objectContaining({ succeeded: 2 })],
+      [iso(Math.floor(T / MINUTE) * MINUTE), expect.objectContaining({ succeeded: 4 })],
+      [iso(Math.floor(T / MINUTE) * MINUTE + MINUTE), expect.objectContaining({ succeeded: 5 })],
+    ]);
+    const bars = minutes.minuteBars(next);
+    expect(bars).toHaveLength(60);
+    expect(bars.at(-1)).toMatchObject({ succeeded: 5 });
+    expect(minutes.outcomesByType(next)).toEqual({
+      'demo.echo': { succeeded: 6, failed: 0, retried: 0, cancelled: 0 },
+      'demo.fail': { succeeded: 5, failed: 0, retried: 0, cancelled: 0 },
+    });
+  });
+});
+
+describe('the enqueue form from x-leasehold-task-types', () => {
+  const types = Object.fromEntries(
+    (openApiDocument(API_ROUTES, demoTasks)[TASK_TYPES_EXTENSION] as any[]).map((t) => [t.type, t]),
+  );
+
+  it('an object schema becomes labelled fields by JSON type; anything else is written as JSON', () => {
+    expect(form.fieldsOf(types['demo.sleep'].payloadSchema)).toEqual([
+      expect.objectContaining({ name: 'ms', kind: 'integer', required: true, min: 0, max: 900_000 }),
+    ]);
+    const block = form.fieldsOf(types['demo.block'].payloadSchema);
+    expect(block.map((f: any) => [f.name, f.kind])).toEqual([
+      ['afterMs', 'integer'],
+      ['blockMs', 'integer'],
+      ['attempts', 'json'],
+    ]);
+    expect(form.initialValues(block)).toEqual({ afterMs: '', blockMs: '', attempts: '[1]' });
+    expect(form.fieldsOf(types['demo.echo'].payloadSchema)).toBeUndefined();
+    expect(
+      form.fieldsOf({
+        type: 'object',
+        properties: {
+          mode: { enum: ['a', 'b'] },
+          on: { type: 'boolean' },
+          name: { type: ['string', 'null'] },
+        },
+      }),
+    ).toEqual([
+      expect.objectContaining({ name: 'mode', kind: 'enum', options: ['a', 'b'] }),
+      expect.objectContaining({ name: 'on', kind: 'boolean' }),
+      expect.objectContaining({ name: 'name', kind: 'string' }),
+    ]);
+  });
+
+  it('the payload: numbers and JSON parsed, empty inputs left out, anything else sent for the API to judge', () => {
+    const block = form.fieldsOf(types['demo.block'].payloadSchema);
+    expect(form.payloadOf(block, { afterMs: '10', blockMs: '', attempts: '[1, 2]' })).toEqual({
+      afterMs: 10,
+      attempts: [1, 2],
+    });
+    expect(form.payloadOf(block, { afterMs: 'soon', blockMs: '5', attempts: '[1' })).toEqual({
+      afterMs: 'soon',
+      blockMs: 5,
+      attempts: '[1',
+    });
+    expect(form.fieldErrors({ errors: [{ field: 'payload.ms', message: 'too big' }] })).toEqual({
+      'payload.ms': 'too big',
+    });
+  });
+});

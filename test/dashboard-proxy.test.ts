@@ -1,0 +1,356 @@
+/**
+ * `leasehold dashboard`'s proxy at the HTTP level, in front of a small API that checks SigV4 signatures
+ * (the sim's verifier): forwarded calls are signed for execute-api (a sim caller's keys for the sim's URL,
+ * your AWS credentials for an execute-api URL, nothing for the local stack); answers pass through as they
+ * are, problems included; and it refuses what another web page could send: no token, a wrong one, a
+ * foreign Origin or Host (DNS rebinding), a preflight, a path that is not an API route.
+ */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer, request, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { API_ROUTES } from '../shared/api/api-handler.js';
+import { apiAccess } from '../shared/cli/cli-client.js';
+import { runDashboard } from '../shared/cli/dashboard-command.js';
+import { sigv4Signer } from '../shared/client/sigv4.js';
+import { isApiRoute } from '../shared/dashboard/api-routes.js';
+import { startDashboardProxy } from '../shared/dashboard/dashboard-proxy.js';
+import { DASHBOARD_TOKEN_HEADER } from '../shared/dashboard/dashboard-page.js';
+import { verifySigV4 } from '../sim/iam/sigv4-verifier.js';
+
+const CALLER = { accessKeyId: 'AKIDSIMADMIN', secretAccessKey: 'sim-admin-secret' };
+const PROBLEM = {
+  type: 'about:blank',
+  title: 'Bad Request',
+  status: 400,
+  code: 'VALIDATION_FAILED',
+  detail: 'Fix these fields and send again: payload.ms Invalid input: expected number, received string.',
+  errors: [{ field: 'payload.ms', message: 'Invalid input: expected number, received string' }],
+};
+
+interface Seen {
+  method: string;
+  path: string;
+  headers: IncomingMessage['headers'];
+  body: string;
+  verified: Awaited<ReturnType<typeof verifySigV4>>;
+}
+
+/** An API that checks each call's signature against the sim caller's keys, and answers by path. */
+let upstream: Server;
+let upstreamUrl: string;
+const seen: Seen[] = [];
+let dir: string;
+let stop: AbortController;
+let proxyUrl: string;
+let token: string;
+
+beforeAll(async () => {
+  upstream = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', async () => {
+      const body = Buffer.concat(chunks);
+      const [path, query = ''] = (req.url ?? '/').split('?');
+      const verified = await verifySigV4(
+        { method: req.method!, path: path!, pathAsSent: true, query, headers: req.headers, body },
+        (key) => (key === CALLER.accessKeyId ? CALLER : undefined),
+        'execute-api',
+      );
+      seen.push({
+        method: req.method!,
+        path: req.url!,
+        headers: req.headers,
+        body: body.toString(),
+        verified,
+      });
+      if (!verified.ok && req.headers.authorization) {
+        res
+          .writeHead(403, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ message: verified.message }));
+        return;
+      }
+      if (req.method === 'POST' && path?.endsWith('/tasks')) {
+        res
+          .writeHead(400, {
+            'content-type': 'application/problem+json',
+            'x-amzn-requestid': 'abc',
+            'set-cookie': 'a=b',
+          })
+          .end(JSON.stringify(PROBLEM));
+        return;
+      }
+      if (path?.endsWith('/tasks/t-1/retry')) {
+        res
+          .writeHead(503, { 'content-type': 'application/problem+json', 'retry-after': '2' })
+          .end(JSON.stringify({ ...PROBLEM, status: 503, code: 'THROTTLED', detail: 'Try again.' }));
+        return;
+      }
+      res
+        .writeHead(200, { 'content-type': 'application/json', location: '/tasks/t-1' })
+        .end(JSON.stringify({ path, query }));
+    });
+  });
+  await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+  upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
+  // The sim's sim.json names its API URL (with a stage here) and its callers' keys.
+  dir = await mkdtemp(join(tmpdir(), 'leasehold-dashboard-proxy-'));
+  await writeFile(
+    join(dir, 'sim.json'),
+    JSON.stringify({
+      apiUrl: `${upstreamUrl}/prod`,
+      region: 'eu-west-3',
+      callers: [{ name: 'admin', ...CALLER }],
+    }),
+  );
+  stop = new AbortController();
+  const lines: string[] = [];
+  const running = runDashboard(
+    { url: `${upstreamUrl}/prod`, port: '0' },
+    { LEASEHOLD_SIM_FILE: join(dir, 'sim.json') },
+    (line) => lines.push(line),
+    stop.signal,
+  );
+  await vi.waitFor(() => expect(lines.join('\n')).toMatch(/Ctrl-C/), { timeout: 10_000 });
+  expect(lines.join('\n')).toMatch(/signed \(SigV4, eu-west-3\) as the sim's caller "admin"/);
+  proxyUrl = /on (http:\/\/127\.0\.0\.1:\d+\/)/.exec(lines[0]!)![1]!;
+  token = /name="leasehold-token" content="([^"]+)"/.exec(await (await fetch(proxyUrl)).text())![1]!;
+  void running;
+});
+afterEach(() => {
+  seen.length = 0;
+});
+afterAll(async () => {
+  stop?.abort();
+  upstream.closeAllConnections();
+  await new Promise((resolve) => upstream.close(resolve));
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** A raw request to the proxy: the path as written, any Host. */
+function send(
+  base: string,
+  path: string,
+  {
+    method = 'GET',
+    headers = {},
+    body,
+  }: { method?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<{ status: number; headers: IncomingMessage['headers']; body: string }> {
+  const { hostname, port } = new URL(base);
+  return new Promise((resolve, reject) => {
+    const req = request({ hostname, port, path, method, headers }, (res) => {
+      let text = '';
+      res.on('data', (c: Buffer) => (text += c.toString()));
+      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: text }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+const withToken = (extra: Record<string, string> = {}) => ({ [DASHBOARD_TOKEN_HEADER]: token, ...extra });
+
+describe('leasehold dashboard: forwarding', () => {
+  it('signs each forwarded call with SigV4 for execute-api, keeping the stage path and the query', async () => {
+    const res = await send(proxyUrl, '/tasks?status=FAILED&limit=25', { headers: withToken() });
+    expect(res.status).toBe(200);
+    expect(JSON.parse(res.body)).toEqual({ path: '/prod/tasks', query: 'status=FAILED&limit=25' });
+    expect(res.headers.location).toBe('/tasks/t-1');
+    expect(seen).toHaveLength(1);
+    expect(seen[0]!.headers.authorization).toMatch(
+      /^AWS4-HMAC-SHA256 Credential=AKIDSIMADMIN\/\d{8}\/eu-west-3\/execute-api\/aws4_request, SignedHeaders=/,
+    );
+    expect(seen[0]!.verified).toMatchObject({ ok: true, service: 'execute-api', region: 'eu-west-3' });
+    // Nothing of the browser's own goes on: no token, no cookies.
+    expect(seen[0]!.headers[DASHBOARD_TOKEN_HEADER]).toBeUndefined();
+  });
+
+  it('passes a problem through unchanged: status, content type, body; retry-after too', async () => {
+    const body = JSON.stringify({ type: 'demo.sleep', payload: { ms: 'soon' } });
+    const res = await send(proxyUrl, '/tasks', {
+      method: 'POST',
+      headers: withToken({ 'content-type': 'application/json', cookie: 'session=x' }),
+      body,
+    });
+    expect(res.status).toBe(400);
+    expect(res.headers['content-type']).toBe('application/problem+json');
+    expect(JSON.parse(res.body)).toEqual(PROBLEM);
+    expect(res.headers['set-cookie']).toBeUndefined();
+    expect(seen[0]!.body).toBe(body);
+    expect(seen[0]!.headers.cookie).toBeUndefined();
+    expect(seen[0]!.verified.ok).toBe(true);
+
+    const throttled = await send(proxyUrl, '/tasks/t-1/retry', { method: 'POST', headers: withToken() });
+    expect(throttled.status).toBe(503);
+    expect(throttled.headers['retry-after']).toBe('2');
+    expect(JSON.parse(throttled.body).code).toBe('THROTTLED');
+  });
+
+  it('forwards the API routes and nothing else: the list comes from the API handler', () => {
+    for (const route of API_ROUTES)
+      expect(
+        isApiRoute(route.method, route.path.replace(/\{[^}]+\}/g, 'x')),
+        `${route.method} ${route.path}`,
+      ).toBe(true);
+    expect(isApiRoute('GET', '/stats')).toBe(API_ROUTES.some((r) => r.path === '/stats'));
+    expect(isApiRoute('DELETE', '/tasks/x')).toBe(false);
+    expect(isApiRoute('GET', '/tasks/x/y')).toBe(false);
+    expect(isApiRoute('GET', '/tasks/')).toBe(false);
+  });
+
+  it('answers 502 with a problem when the API cannot be reached', async () => {
+    const proxy = await startDashboardProxy({
+      target: new URL('http://127.0.0.1:9/'),
+      signer: undefined,
+      port: 0,
+      apiLabel: 'nowhere',
+    });
+    try {
+      const page = await (await fetch(proxy.url)).text();
+      const own = /name="leasehold-token" content="([^"]+)"/.exec(page)![1]!;
+      const res = await send(proxy.url, '/health', { headers: { [DASHBOARD_TOKEN_HEADER]: own } });
+      expect(res.status).toBe(502);
+      expect(JSON.parse(res.body)).toMatchObject({ code: 'DASHBOARD_UPSTREAM_UNREACHABLE' });
+    } finally {
+      await proxy.close();
+    }
+  });
+});
+
+describe('leasehold dashboard: what another web page cannot do', () => {
+  it('refuses a call without the token, or with another one, and forwards nothing', async () => {
+    const attempts: Record<string, string>[] = [
+      {},
+      { [DASHBOARD_TOKEN_HEADER]: 'guess' },
+      { [DASHBOARD_TOKEN_HEADER]: `${token}x` },
+    ];
+    for (const headers of attempts) {
+      const res = await send(proxyUrl, '/tasks', { headers });
+      expect(res.status).toBe(403);
+      expect(JSON.parse(res.body)).toMatchObject({ code: 'DASHBOARD_TOKEN_REQUIRED' });
+    }
+    // A cross-site form post (no custom header possible) is refused the same way.
+    const form = await send(proxyUrl, '/tasks', {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain', origin: 'https://evil.example' },
+      body: '{"type":"demo.echo"}',
+    });
+    expect(form.status).toBe(403);
+    expect(seen).toEqual([]);
+  });
+
+  it('refuses another site’s page even with the token, and never grants a CORS preflight', async () => {
+    const res = await send(proxyUrl, '/tasks', { headers: withToken({ origin: 'https://evil.example' }) });
+    expect(res.status).toBe(403);
+    const preflight = await send(proxyUrl, '/tasks', {
+      method: 'OPTIONS',
+      headers: {
+        origin: 'https://evil.example',
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': DASHBOARD_TOKEN_HEADER,
+      },
+    });
+    expect(preflight.status).toBeGreaterThanOrEqual(400);
+    expect(Object.keys(preflight.headers).filter((h) => h.startsWith('access-control-'))).toEqual([]);
+    const own = await send(proxyUrl, '/tasks', {
+      headers: withToken({ origin: proxyUrl.replace(/\/$/, '') }),
+    });
+    expect(own.status).toBe(200);
+    expect(seen).toHaveLength(1);
+  });
+
+  it('refuses a foreign Host (DNS rebinding), for the page and its token as for the API', async () => {
+    const { port } = new URL(proxyUrl);
+    for (const host of ['evil.example', `evil.example:${port}`, `127.0.0.1.nip.io:${port}`, '127.0.0.1']) {
+      for (const path of ['/', '/tasks']) {
+        const res = await send(proxyUrl, path, { headers: withToken({ host }) });
+        expect(res.status, `${host} ${path}`).toBe(403);
+        expect(res.body).not.toContain(token);
+      }
+    }
+    expect((await send(proxyUrl, '/', { headers: { host: `localhost:${port}` } })).status).toBe(200);
+    expect(seen).toEqual([]);
+  });
+
+  it('refuses paths that are not API routes, encoded traversal included', async () => {
+    for (const [method, path] of [
+      ['GET', '/admin'],
+      ['GET', '/../../etc/passwd'],
+      ['GET', '/tasks/a/b/c'],
+      ['DELETE', '/tasks/t-1'],
+      ['GET', '/%2e%2e/%2e%2e/package.json'],
+      ['GET', '/_dashboard/../package.json'],
+      ['GET', '/schedules/x/..%2f..%2fadmin'],
+    ] as const) {
+      const res = await send(proxyUrl, path, { method, headers: withToken() });
+      expect(res.status, `${method} ${path}`).toBe(404);
+    }
+    expect(seen).toEqual([]);
+  });
+});
+
+describe('leasehold dashboard: how it signs, and its options', () => {
+  it('an execute-api URL is signed with the AWS credentials of the environment, for its region', async () => {
+    const url = 'https://abc123.execute-api.eu-west-1.amazonaws.com/prod';
+    const access = apiAccess(url, {}, {});
+    expect(access).toMatchObject({ region: 'eu-west-1', credentials: undefined, local: false });
+    vi.stubEnv('AWS_ACCESS_KEY_ID', 'AKIDFROMENV');
+    vi.stubEnv('AWS_SECRET_ACCESS_KEY', 'secret-from-env');
+    const forwarded: Request[] = [];
+    const proxy = await startDashboardProxy({
+      target: new URL(url),
+      signer: sigv4Signer(access.region!, access.credentials),
+      port: 0,
+      apiLabel: url,
+      fetch: async (input, init) => {
+        forwarded.push(new Request(input, init));
+        return new Response('{"status":"ok"}', { headers: { 'content-type': 'application/json' } });
+      },
+    });
+    try {
+      const own = /name="leasehold-token" content="([^"]+)"/.exec(await (await fetch(proxy.url)).text())![1]!;
+      const res = await send(proxy.url, '/health', { headers: { [DASHBOARD_TOKEN_HEADER]: own } });
+      expect(res.status).toBe(200);
+      expect(forwarded[0]!.url).toBe('https://abc123.execute-api.eu-west-1.amazonaws.com/prod/health');
+      expect(forwarded[0]!.headers.get('authorization')).toMatch(
+        /Credential=AKIDFROMENV\/\d{8}\/eu-west-1\/execute-api\/aws4_request/,
+      );
+    } finally {
+      vi.unstubAllEnvs();
+      await proxy.close();
+    }
+  });
+
+  it('--region signs a URL that names none (a custom domain); the local stack is not signed, --owner is its caller', () => {
+    expect(apiAccess('https://queue.example.com', { region: 'us-east-2' }, {})).toMatchObject({
+      region: 'us-east-2',
+      local: false,
+    });
+    expect(apiAccess('http://127.0.0.1:3000', { owner: 'me' }, {})).toEqual({
+      region: undefined,
+      credentials: undefined,
+      owner: 'me',
+      local: true,
+    });
+  });
+
+  it('bad options say what to fix', async () => {
+    const run = (flags: Record<string, string>) => runDashboard(flags, {}, () => {}, AbortSignal.abort());
+    await expect(run({})).rejects.toThrow(/--url is required/);
+    await expect(run({ url: 'ftp://x' })).rejects.toThrow(/--url must be an http\(s\) URL/);
+    await expect(run({ url: 'http://127.0.0.1:3000', port: '70000' })).rejects.toThrow(
+      /--port must be a whole number/,
+    );
+    await expect(run({ url: 'http://127.0.0.1:3000', port: 'x' })).rejects.toThrow(
+      /--port must be a whole number/,
+    );
+    await expect(run({ url: 'http://127.0.0.1:3000', region: 'Frankfurt' })).rejects.toThrow(
+      /--region must be an AWS region/,
+    );
+    const { port } = new URL(proxyUrl);
+    await expect(run({ url: 'http://127.0.0.1:3000', port })).rejects.toThrow(`port ${port} is in use`);
+  });
+});
