@@ -1,8 +1,10 @@
 /**
  * The local HTTP bridge used to read request bodies in a promise nobody awaited; a client
  * that disconnected mid-body made that promise reject unhandled, and Node 20 exits on that. The
- * bridge must shrug such a client off and keep answering.
+ * bridge must shrug such a client off and keep answering. Likewise a path that is no URL path (`//`)
+ * used to throw in the request listener, which ends the process.
  */
+import { request } from 'node:http';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serveApi, type LocalApiServer } from '../shared/local/http-bridge.js';
@@ -57,5 +59,29 @@ describe('the local HTTP bridge and clients that go away', () => {
       body: JSON.stringify({ type: 'demo.echo', payload: 1 }),
     });
     expect(created.status).toBe(201);
+  });
+});
+
+/** GET `path` exactly as given (fetch would normalise `//` away): the status and body. */
+function rawGet(path: string): Promise<{ status: number; body: string }> {
+  const { port } = new URL(api.url);
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port: Number(port), path, method: 'GET' }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (body += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe('the local HTTP bridge and paths that are no URL path', () => {
+  it.each(['//', '///', '//@'])('GET %s is answered 400, and the bridge keeps answering', async (path) => {
+    const answer = await rawGet(path);
+    expect(answer.status).toBe(400);
+    expect(JSON.parse(answer.body)).toMatchObject({ code: 'REQUEST_PATH_INVALID' });
+    expect((await rawGet('/health')).status).toBe(200);
   });
 });

@@ -1,5 +1,6 @@
 /**
- * GET /stats through the API handler, as the Lambda and the local stack run it (createLeasehold), on a
+ * GET /stats through the API handler on the request-only store the API Lambda runs it on
+ * (createRequestLeasehold; a whole TaskStore beside it plays the worker and recovery), on a
  * manual clock: the queue summary, the caller's running tasks, the caller's outcomes per minute (a
  * cancel through the API is counted and written before its answer), a bad `since`, and owner scoping.
  * Every exchange is checked against the OpenAPI document.
@@ -8,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API_ROUTES, handleApiEvent } from '../shared/api/api-handler.js';
 import { openApiDocument } from '../shared/api/openapi.js';
 import { createLeasehold } from '../shared/app.js';
+import { createRequestLeasehold } from '../shared/request-app.js';
 import { RecordingMetrics } from '../shared/metrics.js';
 import { runRecoverySweep } from '../shared/recovery/recovery-sweep.js';
 import { taskDefinitions } from '../tasks/catalog.js';
@@ -29,8 +31,10 @@ const counts = (c: Record<string, number>) => ({ succeeded: 0, failed: 0, retrie
 
 async function world() {
   const t = await createTestStore(server.endpoint);
+  // The worker's and recovery's side, on the same table and clock.
   const app = createLeasehold(t.config, taskDefinitions, { doc: t.doc, clock: t.clock });
-  const deps = { ...app, logger: silentLogger() };
+  const api = createRequestLeasehold(t.config, taskDefinitions, { doc: t.doc, clock: t.clock });
+  const deps = { ...api, logger: silentLogger() };
   const call = async (spec: EventSpec) => {
     const event = apiEvent(spec);
     const res = await handleApiEvent(event, deps);

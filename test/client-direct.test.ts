@@ -205,6 +205,20 @@ describe('the other calls', () => {
     expect(await client.retry(task.id)).toMatchObject({ id: task.id, status: 'QUEUED', attempts: 0 });
   });
 
+  it('a direct cancel of a queued task is counted in GET /stats at once (the client writes the count itself)', async () => {
+    const caller = 'arn:aws:iam::123456789012:user/direct-canceller';
+    const canceller = clientFor(ownerOfArn(caller));
+    const { task } = await canceller.enqueue(demoEcho, 'counted', { delay: 60_000 });
+    await canceller.cancel(task.id);
+    const stats = await apiCall('GET', '/stats', caller);
+    expect(stats.status).toBe(200);
+    const cancelled = (stats.body.minutes as { types: Record<string, { cancelled: number }> }[]).map(
+      (m) => m.types['demo.echo']?.cancelled ?? 0,
+    );
+    expect(cancelled.reduce((a, b) => a + b, 0)).toBe(1);
+    canceller.close();
+  });
+
   it("get of a missing id, or of another owner's task: NotFoundError TASK_NOT_FOUND", async () => {
     const missing = await refusal(client.get('no-such-task'));
     expect(missing).toBeInstanceOf(NotFoundError);

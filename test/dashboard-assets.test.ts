@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiDeps } from '../shared/api/api-handler.js';
 import { assetPaths, isDashboardPath, serveDashboardAsset } from '../shared/dashboard/dashboard-assets.js';
-import { ASSET_PREFIX, VENDOR_MODULES } from '../shared/dashboard/dashboard-page.js';
+import { ASSET_PREFIX, dashboardPage, VENDOR_MODULES } from '../shared/dashboard/dashboard-page.js';
 import { serveApi, type LocalApiServer } from '../shared/local/http-bridge.js';
 
 const PUBLIC_DIR = fileURLToPath(new URL('../shared/dashboard/public/', import.meta.url));
@@ -72,6 +72,16 @@ describe('the dashboard assets', () => {
     expect(html).toContain('<link rel="icon" href="data:," />');
     // Nothing from another host: the page works offline.
     expect(html).not.toMatch(/(src|href)="(https?:)?\/\//);
+  });
+
+  it("puts a label with replacement patterns ($&, $`, $') in as written, splicing nothing of the page", () => {
+    const apiLabel = "https://x.example/$'/$&/$`/$$";
+    const { html } = dashboardPage({ apiLabel, token: '$&' });
+    expect(html).toContain('<meta name="leasehold-api" content="https://x.example/$&#39;/$&amp;/$`/$$" />');
+    expect(html).toContain('<meta name="leasehold-token" content="$&amp;" />');
+    expect(html).not.toContain('%API_LABEL%');
+    expect(html.match(/<meta name="leasehold-api"/g)).toHaveLength(1);
+    expect(html.match(/<\/html>/g)).toHaveLength(1);
   });
 
   it('serves every file of public/ and the three vendored modules, with their content types', async () => {

@@ -1,6 +1,6 @@
 /**
  * The page's logic that needs no browser: the hour of outcomes kept across refreshes (each GET /stats
- * reads only from the last minute held), and the enqueue form built from the payload schemas the
+ * after the first re-reads only the last few minutes, which late flushes may still add to), and the enqueue form built from the payload schemas the
  * OpenAPI document carries for the demo task types.
  */
 import { describe, expect, it } from 'vitest';
@@ -22,33 +22,77 @@ const minuteAt = (ms: number, succeeded: number, type = 'demo.echo') => ({
 });
 
 describe('the hour of outcomes', () => {
-  it('asks for the whole hour first, then from the minute of the last answer', () => {
-    expect(minutes.sinceFor(undefined, T)).toBe('2026-11-30T08:31:00.000Z');
-    expect(minutes.sinceFor({ at: iso(T), minutes: [] }, T + 5_000)).toBe('2026-11-30T09:30:00.000Z');
+  const minuteStart = Math.floor(T / MINUTE) * MINUTE;
+
+  it('asks for nothing first (the API reads its whole hour), then from a few minutes before the last answer', () => {
+    expect(minutes.sinceFor(undefined)).toBeUndefined();
+    expect(minutes.sinceFor({ at: iso(T), minutes: [] })).toBe(
+      iso(minuteStart - minutes.REREAD_MINUTES * MINUTE),
+    );
+    expect(minutes.REREAD_MINUTES).toBeGreaterThanOrEqual(3);
+  });
+
+  it('the first answer is the hour as the API sent it, whatever the browser clock says', () => {
+    const answer = { at: iso(T), minutes: [minuteAt(T - 59 * MINUTE, 1), minuteAt(T, 3)] };
+    expect(minutes.mergeMinutes(undefined, minutes.sinceFor(undefined), answer)).toEqual(answer);
   });
 
   it('replaces the minutes from `since` on, keeps the earlier ones, drops those older than the hour', () => {
     const held = {
       at: iso(T),
-      minutes: [minuteAt(T - 59 * MINUTE, 1), minuteAt(T - MINUTE, 2), minuteAt(T, 3)],
+      minutes: [
+        minuteAt(T - 59 * MINUTE, 1),
+        minuteAt(T - 10 * MINUTE, 7),
+        minuteAt(T - MINUTE, 2),
+        minuteAt(T, 3),
+      ],
     };
-    const since = minutes.sinceFor(held, T + MINUTE);
+    const since = minutes.sinceFor(held);
+    // The API answers every minute from `since` with its whole count so far.
     const next = minutes.mergeMinutes(held, since, {
       at: iso(T + MINUTE),
-      minutes: [minuteAt(T, 4), minuteAt(T + MINUTE, 5, 'demo.fail')],
+      minutes: [minuteAt(T - MINUTE, 2), minuteAt(T, 4), minuteAt(T + MINUTE, 5, 'demo.fail')],
     });
     expect(next.minutes.map((m: any) => [m.at, Object.values(m.types)[0]])).toEqual([
-      [iso(Math.floor(T / MINUTE) * MINUTE - MINUTE), expect.objectContaining({ succeeded: 2 })],
-      [iso(Math.floor(T / MINUTE) * MINUTE), expect.objectContaining({ succeeded: 4 })],
-      [iso(Math.floor(T / MINUTE) * MINUTE + MINUTE), expect.objectContaining({ succeeded: 5 })],
+      [iso(minuteStart - 10 * MINUTE), expect.objectContaining({ succeeded: 7 })],
+      [iso(minuteStart - MINUTE), expect.objectContaining({ succeeded: 2 })],
+      [iso(minuteStart), expect.objectContaining({ succeeded: 4 })],
+      [iso(minuteStart + MINUTE), expect.objectContaining({ succeeded: 5 })],
     ]);
     const bars = minutes.minuteBars(next);
     expect(bars).toHaveLength(60);
     expect(bars.at(-1)).toMatchObject({ succeeded: 5 });
     expect(minutes.outcomesByType(next)).toEqual({
-      'demo.echo': { succeeded: 6, failed: 0, retried: 0, cancelled: 0 },
+      'demo.echo': { succeeded: 13, failed: 0, retried: 0, cancelled: 0 },
       'demo.fail': { succeeded: 5, failed: 0, retried: 0, cancelled: 0 },
     });
+  });
+
+  it('a count flushed late for an earlier minute shows after the next refresh, counted once', () => {
+    // A table the API reads: whole counts per minute, which a worker's flush adds to a minute or two late.
+    const table = new Map<number, number>([[minuteStart - 2 * MINUTE, 1]]);
+    const answer = (at: number, since: string | undefined) => ({
+      at: iso(at),
+      minutes: [...table]
+        .filter(([m]) => m >= (since === undefined ? at - 59 * MINUTE : Date.parse(since)))
+        .sort(([a], [b]) => a - b)
+        .map(([m, n]) => minuteAt(m, n)),
+    });
+    const refresh = (held: any, at: number) => {
+      const since = minutes.sinceFor(held);
+      return minutes.mergeMinutes(held, since, answer(at, since));
+    };
+    let held = refresh(undefined, T);
+    held = refresh(held, T + 5_000);
+    // Two minutes on, a worker's flush (its first write had failed) adds to the minute before T's.
+    table.set(minuteStart - MINUTE, 4);
+    table.set(minuteStart - 2 * MINUTE, 1 + 2);
+    held = refresh(held, T + 2 * MINUTE);
+    held = refresh(held, T + 2 * MINUTE + 5_000);
+    const bar = (at: number) => minutes.minuteBars(held).find((b: any) => b.at === iso(at));
+    expect(bar(minuteStart - 2 * MINUTE)).toMatchObject({ succeeded: 3 });
+    expect(bar(minuteStart - MINUTE)).toMatchObject({ succeeded: 4 });
+    expect(minutes.outcomesByType(held)['demo.echo'].succeeded).toBe(7);
   });
 });
 

@@ -3,7 +3,7 @@
  * (the sim's verifier): forwarded calls are signed for execute-api (a sim caller's keys for the sim's URL,
  * your AWS credentials for an execute-api URL, nothing for the local stack); answers pass through as they
  * are, problems included; and it refuses what another web page could send: no token, a wrong one, a
- * foreign Origin or Host (DNS rebinding), a preflight, a path that is not an API route.
+ * foreign Origin or Host (DNS rebinding), a preflight, a path that is not an API route (or no URL path).
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, request, type IncomingMessage, type Server } from 'node:http';
@@ -13,10 +13,11 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { API_ROUTES } from '../shared/api/api-handler.js';
 import { apiAccess } from '../shared/cli/cli-client.js';
-import { runDashboard } from '../shared/cli/dashboard-command.js';
+import { listenRefusal, runDashboard } from '../shared/cli/dashboard-command.js';
+import { UsageError } from '../shared/cli/usage-error.js';
 import { sigv4Signer } from '../shared/client/sigv4.js';
 import { isApiRoute } from '../shared/dashboard/api-routes.js';
-import { startDashboardProxy } from '../shared/dashboard/dashboard-proxy.js';
+import { allowedHostsFor, startDashboardProxy } from '../shared/dashboard/dashboard-proxy.js';
 import { DASHBOARD_TOKEN_HEADER } from '../shared/dashboard/dashboard-page.js';
 import { verifySigV4 } from '../sim/iam/sigv4-verifier.js';
 
@@ -195,7 +196,7 @@ describe('leasehold dashboard: forwarding', () => {
         isApiRoute(route.method, route.path.replace(/\{[^}]+\}/g, 'x')),
         `${route.method} ${route.path}`,
       ).toBe(true);
-    expect(isApiRoute('GET', '/stats')).toBe(API_ROUTES.some((r) => r.path === '/stats'));
+    expect(isApiRoute('GET', '/stats')).toBe(true);
     expect(isApiRoute('DELETE', '/tasks/x')).toBe(false);
     expect(isApiRoute('GET', '/tasks/x/y')).toBe(false);
     expect(isApiRoute('GET', '/tasks/')).toBe(false);
@@ -275,6 +276,16 @@ describe('leasehold dashboard: what another web page cannot do', () => {
     expect(seen).toEqual([]);
   });
 
+  it('on port 80, which browsers leave out of Host and Origin, answers the bare names too; elsewhere not', () => {
+    expect([...allowedHostsFor(80)].sort()).toEqual([
+      '127.0.0.1',
+      '127.0.0.1:80',
+      'localhost',
+      'localhost:80',
+    ]);
+    expect([...allowedHostsFor(8080)].sort()).toEqual(['127.0.0.1:8080', 'localhost:8080']);
+  });
+
   it('refuses paths that are not API routes, encoded traversal included', async () => {
     for (const [method, path] of [
       ['GET', '/admin'],
@@ -289,6 +300,19 @@ describe('leasehold dashboard: what another web page cannot do', () => {
       expect(res.status, `${method} ${path}`).toBe(404);
     }
     expect(seen).toEqual([]);
+  });
+
+  it('answers 400 to a path that is no URL path (`//` reads as a URL without a host), and keeps answering', async () => {
+    for (const path of ['//', '///', '//@']) {
+      const res = await send(proxyUrl, path, { headers: withToken() });
+      expect(res.status, path).toBe(400);
+      expect(JSON.parse(res.body), path).toMatchObject({
+        code: 'DASHBOARD_PATH_INVALID',
+        detail: expect.stringContaining(JSON.stringify(path)),
+      });
+    }
+    expect(seen).toEqual([]);
+    expect((await send(proxyUrl, '/health', { headers: withToken() })).status).toBe(200);
   });
 });
 
@@ -352,5 +376,27 @@ describe('leasehold dashboard: how it signs, and its options', () => {
     );
     const { port } = new URL(proxyUrl);
     await expect(run({ url: 'http://127.0.0.1:3000', port })).rejects.toThrow(`port ${port} is in use`);
+    // A usage error (the CLI prints it with the usage and exits 2), naming the callers the sim has.
+    const unknownCaller = runDashboard(
+      { url: `${upstreamUrl}/prod`, port: '0', as: 'nobody' },
+      { LEASEHOLD_SIM_FILE: join(dir, 'sim.json') },
+      () => {},
+      AbortSignal.abort(),
+    );
+    await expect(unknownCaller).rejects.toThrow(
+      new UsageError('the sim has no caller "nobody": pass --as with one of its callers, admin'),
+    );
+    await expect(unknownCaller).rejects.toBeInstanceOf(UsageError);
+  });
+
+  it('a port it may not listen on says what to pass instead', () => {
+    // Binding a port below 1024 fails only without root (tests may run as root): the error is made up.
+    const refusal = listenRefusal(Object.assign(new Error('listen EACCES'), { code: 'EACCES' }), 80);
+    expect(refusal).toBeInstanceOf(UsageError);
+    expect(refusal?.message).toMatch(/port 80 .*pass --port N above 1023, or 0/);
+    expect(listenRefusal(Object.assign(new Error('x'), { code: 'EADDRINUSE' }), 3001)?.message).toMatch(
+      /port 3001 is in use/,
+    );
+    expect(listenRefusal(new Error('something else'), 3001)).toBeUndefined();
   });
 });

@@ -12,7 +12,7 @@ import { defineTask } from '../shared/tasks/define.js';
 import { TaskRegistry } from '../shared/tasks/registry.js';
 import { FakeLeaseStore } from './support/fake-lease-store.js';
 import { useFakeTime } from './support/fake-time.js';
-import { fakeTimeWorker } from './support/worker-world.js';
+import { fakeTimeWorker, silentLogger } from './support/worker-world.js';
 
 useFakeTime();
 
@@ -33,6 +33,12 @@ class FlushedStore extends FakeLeaseStore {
 
 function world(sleepMs: number) {
   const store = new FlushedStore(systemClock(), config);
+  // What the worker warned about (its other log levels are silent).
+  const logger = silentLogger();
+  const warnings: { message: string; extra: unknown }[] = [];
+  vi.spyOn(logger, 'warn').mockImplementation((message: unknown, ...extra: unknown[]) => {
+    warnings.push({ message: String(message), extra: extra[0] });
+  });
   store.events.on('task:finished', () => store.finished++);
   const definitions = [
     defineTask({
@@ -43,6 +49,7 @@ function world(sleepMs: number) {
   ];
   const worker = fakeTimeWorker(store, new TaskRegistry(definitions, config), config, {
     metricsFlushIntervalMs: 30_000,
+    logger,
   });
   const run = async () => {
     let done = false;
@@ -50,7 +57,7 @@ function world(sleepMs: number) {
     for (let i = 0; !done && i < 10_000; i++) await vi.advanceTimersByTimeAsync(1_000);
     return running;
   };
-  return { store, run };
+  return { store, run, warnings };
 }
 
 describe('outcome counter flushes of a worker', () => {
@@ -76,13 +83,16 @@ describe('outcome counter flushes of a worker', () => {
   });
 
   it('a flush that throws is logged, and the run goes on and returns as usual', async () => {
-    const { store, run } = world(45_000);
+    const { store, run, warnings } = world(45_000);
     store.flushFails = true;
     const task = store.add({ type: 'slow', payload: null });
     const summary = await run();
     expect(summary).toMatchObject({ claimed: 1, stoppedBecause: 'idle', timersArmed: 0 });
     expect(store.get(task.id).status).toBe('SUCCESS');
-    // At 30 s from the heartbeat, and at the end: both threw.
+    // At 30 s from the heartbeat, and at the end: both threw, and both were logged.
     expect(store.flushes.length).toBe(2);
+    const logged = warnings.filter((w) => w.message === 'flushing the outcome counters failed');
+    expect(logged).toHaveLength(2);
+    expect(logged[0]!.extra).toMatchObject({ error: expect.stringContaining('flush broke') });
   });
 });

@@ -82,7 +82,8 @@ export const STATS_WINDOW_MINUTES = 60;
 
 /**
  * GET /stats: `since` is the start of the first minute wanted (a dashboard that already holds the hour
- * asks only for the minutes from the last one it has); earlier than an hour ago reads an hour.
+ * asks only for its last few minutes, which late flushes may still change); earlier than an hour ago
+ * reads an hour.
  */
 export const statsQuery = z
   .object({

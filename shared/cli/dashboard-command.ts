@@ -64,9 +64,7 @@ export async function runDashboard(
       apiLabel: target.href,
     });
   } catch (error) {
-    if ((error as { code?: string }).code === 'EADDRINUSE')
-      throw new UsageError(`port ${port} is in use: pass --port N (0 picks a free port)`);
-    throw error;
+    throw listenRefusal(error, port) ?? error;
   }
   print(`Leasehold dashboard on ${proxy.url}`);
   print(`  API      ${target.href}, ${signingText(access, flags.as)}`);
@@ -75,6 +73,19 @@ export async function runDashboard(
   if (!stop.aborted) await new Promise((resolve) => stop.addEventListener('abort', resolve, { once: true }));
   await proxy.close();
   return 0;
+}
+
+/** A port the proxy cannot listen on, as what to pass instead; undefined for any other failure. */
+export function listenRefusal(error: unknown, port: number): UsageError | undefined {
+  const code = (error as { code?: string } | undefined)?.code;
+  if (code === 'EADDRINUSE')
+    return new UsageError(`port ${port} is in use: pass --port N (0 picks a free port)`);
+  // Ports below 1024 need root (or CAP_NET_BIND_SERVICE) on Linux and macOS: a setup problem, not a bug.
+  if (code === 'EACCES')
+    return new UsageError(
+      `port ${port} needs privileges this user does not have: pass --port N above 1023, or 0 (a free port)`,
+    );
+  return undefined;
 }
 
 function signingText(access: ReturnType<typeof apiAccess>, as: string | undefined): string {

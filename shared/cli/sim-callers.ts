@@ -8,6 +8,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as z from 'zod';
 import type { Credentials } from '../client/sigv4.js';
+import { UsageError } from './usage-error.js';
 
 const simFile = z.object({
   apiUrl: z.string(),
@@ -33,9 +34,10 @@ export function simCredentials(
   const sim = simFile.parse(JSON.parse(readFileSync(path, 'utf8')));
   if (new URL(sim.apiUrl).origin !== new URL(baseUrl).origin) return undefined;
   const caller = sim.callers.find((c) => c.name === callerName);
+  // A mistyped --as: the CLI prints it with the usage (exit 2), not as a crash.
   if (!caller)
-    throw new Error(
-      `the sim has no caller "${callerName}"; it has ${sim.callers.map((c) => c.name).join(', ')}`,
+    throw new UsageError(
+      `the sim has no caller "${callerName}": pass --as with one of its callers, ${sim.callers.map((c) => c.name).join(', ')}`,
     );
   return {
     region: sim.region,

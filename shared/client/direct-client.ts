@@ -1,7 +1,7 @@
 /**
  * Direct mode: the client's task calls (`TaskClient`) straight on the task table, for code in the
  * deployment's account that may not go through API Gateway (a Lambda of the same application, a batch
- * job). It builds the runtime the API builds (task-runtime.ts) and takes a task through the API's own
+ * job). It builds the runtime the API builds (request-runtime.ts) and takes a task through the API's own
  * checks (the body schema, the deployment's maximum execution time, the task type's schema and
  * timeout), so a task the API would refuse is refused here with the same error class, code and
  * fields, and nothing is written. Tasks are answered in the API's JSON (taskJson).
@@ -26,7 +26,7 @@ import type { LeaseholdConfig } from '../config.js';
 import { createDynamoClient, documentClientFor } from '../store/dynamo.js';
 import { writeTargetOf } from '../store/context.js';
 import type { Task } from '../task-model.js';
-import { createTaskRuntime, type TaskRuntime } from '../task-runtime.js';
+import { createRequestRuntime, type RequestRuntime } from '../request-runtime.js';
 import type { TaskDefinition } from '../tasks/define.js';
 import type {
   BatchTask,
@@ -69,7 +69,8 @@ export function createDirectClient(options: DirectClientOptions): DirectClient {
   const credentials = options.credentials;
   const dynamo = createDynamoClient(config, credentials === undefined ? {} : { credentials });
   const clock = options.clock ?? systemClock();
-  const runtime = createTaskRuntime(config, [...options.definitions], {
+  // The API's request-only runtime: no claim or recovery code in a producer's bundle.
+  const runtime = createRequestRuntime(config, [...options.definitions], {
     doc: documentClientFor(dynamo),
     clock,
   });
@@ -97,7 +98,7 @@ class DirectTaskClient implements DirectClient {
   private readonly config: LeaseholdConfig;
 
   constructor(
-    private readonly runtime: Pick<TaskRuntime, 'store' | 'submitter' | 'config'>,
+    private readonly runtime: Pick<RequestRuntime, 'store' | 'submitter' | 'config'>,
     readonly owner: () => Promise<string>,
     private readonly timing: { clock: Clock; sleep: Sleep },
     private readonly dynamo: DynamoDBClient,
@@ -173,9 +174,13 @@ class DirectTaskClient implements DirectClient {
   }
 
   cancel<P, R>(id: TaskId<P, R>): Promise<ClientTask<P, R>> {
-    return asClientCall(async () =>
-      clientTask<P, R>(await this.runtime.store.requestCancel({ id, owner: await this.owner() })),
-    );
+    return asClientCall(async () => {
+      const task = await this.runtime.store.requestCancel({ id, owner: await this.owner() });
+      // A queued task ends here: its count is written now, as the API does, since the caller's
+      // process (a Lambda, a script) may freeze or exit before anything else would write it.
+      await this.runtime.store.flushOutcomes();
+      return clientTask<P, R>(task);
+    });
   }
 
   retry<P, R>(id: TaskId<P, R>): Promise<ClientTask<P, R>> {

@@ -35,10 +35,12 @@ export function dashboardPage(options: DashboardPageOptions): {
 } {
   template ??= readFileSync(TEMPLATE_URL, 'utf8');
   const importMap = JSON.stringify({ imports: VENDOR_MODULES });
+  // Replacer functions, not strings: a replacement string reads `$'`, `$&` and `` $` `` as patterns,
+  // and the label is the user's --url, which could splice the template's own text into the page.
   const html = template
-    .replace('<!--IMPORT_MAP-->', `<script type="importmap">${importMap}</script>`)
-    .replaceAll('%API_LABEL%', escapeHtml(options.apiLabel))
-    .replaceAll('%TOKEN%', escapeHtml(options.token ?? ''));
+    .replace('<!--IMPORT_MAP-->', () => `<script type="importmap">${importMap}</script>`)
+    .replaceAll('%API_LABEL%', () => escapeHtml(options.apiLabel))
+    .replaceAll('%TOKEN%', () => escapeHtml(options.token ?? ''));
   // The import map is the page's one inline script: allowed by its hash, nothing else inline runs.
   const importMapHash = createHash('sha256').update(importMap).digest('base64');
   const contentSecurityPolicy = [

@@ -7,7 +7,8 @@
  * This server signs with the user's AWS credentials, so no other web page the user visits may use it:
  * - it listens on 127.0.0.1 only;
  * - it refuses a request whose Host is not 127.0.0.1:<port> or localhost:<port> (DNS rebinding: a
- *   hostile name resolved to 127.0.0.1 reaches the port, but sends its own name as Host);
+ *   hostile name resolved to 127.0.0.1 reaches the port, but sends its own name as Host; on port 80,
+ *   which browsers leave out, the bare names too);
  * - every forwarded call carries a random per-process token in a custom header. The token is written
  *   into the page only, which another site cannot read; and a cross-site script cannot set a custom
  *   header without a CORS preflight, which this server never grants;
@@ -76,7 +77,7 @@ export async function startDashboardProxy(options: DashboardProxyOptions): Promi
     server.listen(options.port, '127.0.0.1', () => resolve());
   });
   const { port } = server.address() as AddressInfo;
-  state.allowedHosts.add(`127.0.0.1:${port}`).add(`localhost:${port}`);
+  for (const host of allowedHostsFor(port)) state.allowedHosts.add(host);
   return {
     url: `http://127.0.0.1:${port}/`,
     token,
@@ -86,6 +87,25 @@ export async function startDashboardProxy(options: DashboardProxyOptions): Promi
         server.closeAllConnections();
       }),
   };
+}
+
+/**
+ * The Host (and Origin, less its scheme) values of this server's own page on `port`. A browser leaves
+ * the scheme's default port out of both, so on port 80 the page names the bare host.
+ */
+export function allowedHostsFor(port: number): Set<string> {
+  const hosts = new Set([`127.0.0.1:${port}`, `localhost:${port}`]);
+  if (port === 80) hosts.add('127.0.0.1').add('localhost');
+  return hosts;
+}
+
+/** The request's URL, or undefined when its path is not one (`//` reads as a URL with no host: a throw). */
+function requestUrl(req: IncomingMessage): URL | undefined {
+  try {
+    return new URL(req.url ?? '/', 'http://127.0.0.1');
+  } catch {
+    return undefined;
+  }
 }
 
 async function answer(
@@ -105,7 +125,17 @@ async function answer(
       ),
     );
   // Parsing resolves dot segments, percent-encoded ones too: the path matched below is the one forwarded.
-  const { pathname, search } = new URL(req.url ?? '/', 'http://127.0.0.1');
+  const url = requestUrl(req);
+  if (!url)
+    return reply(
+      res,
+      problem(
+        400,
+        'DASHBOARD_PATH_INVALID',
+        `The request's path ${JSON.stringify(req.url)} cannot be read as a URL path; the dashboard is at /.`,
+      ),
+    );
+  const { pathname, search } = url;
   const method = req.method ?? 'GET';
   if (isDashboardPath(pathname))
     return serveDashboardAsset(req, res, pathname, { apiLabel: options.apiLabel, token: state.token });

@@ -38,11 +38,19 @@ export async function serveApi(
 ): Promise<LocalApiServer> {
   const dashboard = options.dashboard ?? LOCAL_DASHBOARD;
   const server: Server = createServer((req, res) => {
-    if (dashboard) {
-      const { pathname } = new URL(req.url ?? '/', 'http://localhost');
-      if (isDashboardPath(pathname)) return serveDashboardAsset(req, res, pathname, dashboard);
+    const url = requestUrl(req);
+    if (!url) {
+      const response = problem(
+        400,
+        'REQUEST_PATH_INVALID',
+        `The request's path ${JSON.stringify(req.url)} cannot be read as a URL path; send one such as /health.`,
+      );
+      res.writeHead(response.statusCode, response.headers);
+      return res.end(response.body);
     }
-    answer(req, res, deps).catch((error: unknown) => {
+    if (dashboard && isDashboardPath(url.pathname))
+      return serveDashboardAsset(req, res, url.pathname, dashboard);
+    answer(req, res, url, deps).catch((error: unknown) => {
       // A client that went away mid-body (ECONNRESET, "aborted") rejects the body read: nobody is left to
       // answer, and this one request must not take the whole local stack down with an unhandled rejection.
       if (!res.headersSent && !res.destroyed) {
@@ -71,7 +79,20 @@ export async function serveApi(
   };
 }
 
-async function answer(req: IncomingMessage, res: ServerResponse, deps: ApiDeps): Promise<void> {
+/**
+ * The request's URL, or undefined when its path is not one: a path such as `//` or `//@` reads as a URL
+ * with an empty host, which throws, and a throw here (outside any promise) would end the whole process.
+ * (A try, not URL.parse: that needs Node 20.18, and this package runs on any Node 20.)
+ */
+function requestUrl(req: IncomingMessage): URL | undefined {
+  try {
+    return new URL(req.url ?? '/', 'http://localhost');
+  } catch {
+    return undefined;
+  }
+}
+
+async function answer(req: IncomingMessage, res: ServerResponse, url: URL, deps: ApiDeps): Promise<void> {
   const chunks: Buffer[] = [];
   let size = 0;
   let tooLarge = false;
@@ -87,13 +108,12 @@ async function answer(req: IncomingMessage, res: ServerResponse, deps: ApiDeps):
         'BODY_TOO_LARGE',
         `The body is over ${MAX_BODY_BYTES} bytes. Keep large data elsewhere and pass a reference.`,
       )
-    : await handleApiEvent(toEvent(req, Buffer.concat(chunks)), deps);
+    : await handleApiEvent(toEvent(req, url, Buffer.concat(chunks)), deps);
   res.writeHead(response.statusCode, response.headers);
   res.end(response.body);
 }
 
-function toEvent(req: IncomingMessage, body: Buffer): ApiEvent {
-  const url = new URL(req.url ?? '/', 'http://localhost');
+function toEvent(req: IncomingMessage, url: URL, body: Buffer): ApiEvent {
   const headers: Record<string, string> = {};
   for (const [k, v] of Object.entries(req.headers))
     if (v !== undefined) headers[k.toLowerCase()] = Array.isArray(v) ? v.join(',') : v;
