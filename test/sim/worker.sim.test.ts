@@ -56,7 +56,18 @@ describe('with the default settings', () => {
     expect(Math.max(...warm)).toBeLessThan(3_000);
     figure('enqueue-to-start, warm worker (ms, each)', Math.max(...warm), `ms (all: ${warm.join(', ')})`);
 
-    const progressing = await getTask(sleeper.id);
+    // Progress is stored by the lease renewals, the first one up to a heartbeat interval (10 s by
+    // default) after the claim: wait for it within that and a margin, not at a fixed moment (the warm
+    // tasks above may all have run before it).
+    const progressing = await waitFor(
+      `task ${sleeper.id} to show progress`,
+      async () => {
+        const t = await getTask(sleeper.id);
+        return t.progress !== undefined ? t : undefined;
+      },
+      15_000,
+      500,
+    );
     expect(progressing.status).toBe('RUNNING');
     expect(progressing.progress).toBeGreaterThan(0);
     const done = await until(sleeper.id, 'SUCCESS', 120_000);
