@@ -191,14 +191,20 @@ describe('claim of due delayed tasks offered to a worker', () => {
   });
 });
 
-/** A worker world serving type 'burst', with `n` tasks of it due `delayMs` from now, and their entries. */
+/**
+ * A worker world serving type 'burst', with `n` tasks of it all due at one instant `delayMs` from now
+ * (as a burst is: a cron tick or a runAt), and their entries. One instant, not `delayMs` per enqueue:
+ * enqueues spread over a loaded machine would spread the due times, and a refill at the moment the
+ * offered share is taken would find the rest not due yet.
+ */
 async function workerBurst(n: number, delayMs: number) {
   const w = await createWorkerWorld(server.endpoint, [
     defineTask({ name: 'burst', schema: z.unknown(), handler: () => 'ok' }),
   ]);
+  const availableAt = w.storeClock.now() + delayMs;
   const tasks = await Promise.all(
     Array.from({ length: n }, (_, i) =>
-      w.store.enqueue({ type: 'burst', owner: 'o', payload: { i }, delayMs }),
+      w.store.enqueue({ type: 'burst', owner: 'o', payload: { i }, availableAt }),
     ),
   );
   return { w, entries: tasks.map(({ task }) => ({ id: task.id, dueAt: task.availableAt })) };
