@@ -244,11 +244,20 @@ describe('a seeded bug: completing without the token condition', () => {
     // Its clock runs 10 s behind (a paused process wakes with the same view): it believes its lease
     // still valid, so its handler finishes and it sends the completion after the takeover.
     const first = mk('cut-off', cut, { now: () => Date.now() - 10_000 });
-    const firstRun = first.run({ idleStopMs: 100 });
+    // An idle window longer than one claim round on a loaded machine: a round whose read timed out
+    // (150 ms deadlines) comes back empty, and a shorter window would end the run before it claims.
+    const firstRun = first.run({ idleStopMs: 1_000 });
+    let firstRunEnded = false;
+    void firstRun.then(
+      () => (firstRunEnded = true),
+      () => (firstRunEnded = true),
+    );
     // Wait on the claim's own lease end (a fixed sleep from the start guesses when the claim landed).
     let claimed: { leaseUntil?: number } | undefined;
-    while (!(claimed = history.events.find((e) => e.ev === 'claim') as { leaseUntil?: number } | undefined))
+    while (!(claimed = history.events.find((e) => e.ev === 'claim') as { leaseUntil?: number } | undefined)) {
+      if (firstRunEnded) throw new Error('the cut-off worker stopped without claiming the task');
       await sleep(10);
+    }
     await sleep(claimed.leaseUntil! + w.config.clockSkewMs + 50 - Date.now());
     const report = await w.peer().recover();
     for (const fix of report.fixes)

@@ -96,7 +96,9 @@ describe('npm start: the local stack as a process', () => {
       const signalledAt = Date.now();
       second.child.kill('SIGINT');
       expect(await second.exited).toBe(0);
-      expect(Date.now() - signalledAt).toBeLessThan(1_000 + 1_500);
+      // Well before the handler's 5 s would end: the drain does not wait for it (4 s leaves a loaded
+      // machine time to release the lease, flush, and close the API and its DynamoDB).
+      expect(Date.now() - signalledAt).toBeLessThan(4_000);
       expect(second.output()).toContain('SIGINT: draining');
 
       const third = track(await startStackProcess(['--api'], env));

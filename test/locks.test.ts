@@ -67,12 +67,13 @@ describe('locks', () => {
   it('a fixed lease runs out on its own: the holder can tell, and the next holder gets a larger token', async () => {
     const a = node().locks;
     const b = node().locks;
-    const first = await a.acquire('fixed', { leaseMs: 300, mode: 'fixed' });
+    // 1.5 s: the rival's acquire and read-back must both land within it, on a machine under load.
+    const first = await a.acquire('fixed', { leaseMs: 1_500, mode: 'fixed' });
     await expect(b.acquire('fixed', { leaseMs: 300, mode: 'fixed' })).rejects.toBeInstanceOf(
       LockNotAcquiredError,
     );
     expect(first.expired()).toBe(false);
-    await sleep(350);
+    await sleep(first.leaseUntil + 50 - Date.now());
     expect(first.expired()).toBe(true);
     expect(first.signal.aborted).toBe(true);
     expect((first.signal.reason as LockLostError).reason).toBe('expired');

@@ -19,7 +19,7 @@ import { defineTask } from '../shared/tasks/define.js';
 import { FaultInjector } from './support/fault-injection.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { createTestStore } from './support/test-store.js';
-import { createWorkerWorld, silentLogger, sleep } from './support/worker-world.js';
+import { createWorkerWorld, LOAD_TOLERANT_LEASES, silentLogger, sleep } from './support/worker-world.js';
 
 let server: TestDynamo;
 beforeAll(async () => {
@@ -64,13 +64,8 @@ describe('outcome counters', () => {
         },
       }),
     ];
-    // Request deadlines of 600 ms rather than 150: a flush that timed out under load would be sent again.
-    const w = await createWorkerWorld(server.endpoint, definitions, {
-      leaseTimeoutMs: 3_000,
-      heartbeatIntervalMs: 700,
-      requestDeadlineMs: 600,
-      drainMarginMs: 1_300,
-    });
+    // A flush that timed out under load would be sent again.
+    const w = await createWorkerWorld(server.endpoint, definitions, LOAD_TOLERANT_LEASES);
     const faults = new FaultInjector(w.client);
     for (let i = 0; i < 10; i++) await w.store.enqueue({ type: 'stats.ok', owner: ALICE });
     await w.store.enqueue({ type: 'stats.flaky', owner: ALICE, maxAttempts: 2 });

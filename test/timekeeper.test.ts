@@ -244,6 +244,33 @@ describe('Timekeeper (in-memory store, fake timers)', () => {
     await k.timekeeper.stop();
   });
 
+  it('a read that still lists promoted tasks (sent before the writes applied, or a lagging index) promotes none twice; a retry delayed anew is promoted at its new time', async () => {
+    const { k, gate } = await burstHeldAtItsInstant();
+    const slowRead = deferred();
+    k.store.readGate = slowRead.promise;
+    k.store.answerAsOfSend = true;
+    await advance(MIN_REFRESH_MS); // a refresh is sent while the burst is still being written...
+    gate.resolve();
+    await advance(0);
+    expect(k.timekeeper.promoted).toBe(200);
+    slowRead.resolve(); // ...and answers after every promotion applied, listing all 200 as delayed
+    await advance(0);
+    k.store.readGate = undefined;
+    await advance(3 * MIN_REFRESH_MS);
+    expect(k.store.promoteCalls).toHaveLength(200);
+    expect(k.timekeeper.nextDueAt).toBeUndefined();
+    // One of them failed and waits for its retry: the same id, another due time, promoted then.
+    const retryAt = START + 10_000;
+    k.store.delay('t7', retryAt);
+    await advance(retryAt - Date.now() + LATE_MS);
+    const t7 = k.store.promoteCalls.filter((c) => c.id === 't7');
+    expect(t7).toHaveLength(2);
+    expect(t7[1]!.at - retryAt).toBeGreaterThanOrEqual(0);
+    expect(t7[1]!.at - retryAt).toBeLessThanOrEqual(LATE_MS);
+    expect(k.store.state('t7')).toBe('queued');
+    await k.timekeeper.stop();
+  });
+
   it('a burst is offered to the workers at its instant, not promoted; what they take is never promoted; once they stop taking, the rest is', async () => {
     const offered: { id: string; dueAt: number }[][] = [];
     const ahead: [number, number][] = [];
@@ -401,7 +428,8 @@ describe('Timekeeper and dueDelayed on dynalite (real TaskStore)', () => {
           `(${Math.round((TASKS * 1_000) / Math.max(1, spreadMs))} promotions/s)`,
       );
       expect(firstCallMs, 'the due timer fires at the due instant').toBeGreaterThanOrEqual(0);
-      expect(firstCallMs, 'the due timer fires at the due instant').toBeLessThan(250);
+      // Within a second (a timer late by a loaded machine's scheduling), not at the next tick or sweep.
+      expect(firstCallMs, 'the due timer fires at the due instant').toBeLessThan(1_000);
       expect(spreadMs, `due -> last promotion took ${spreadMs} ms`).toBeLessThanOrEqual(
         PROMOTE_ALL_WITHIN_MS,
       );

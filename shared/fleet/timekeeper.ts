@@ -27,6 +27,13 @@ const READ_LIMIT = 20_000;
 export const MIN_REFRESH_MS = 1_000;
 /** A timer may fire a little early by the wall clock: aim this far past the due time. */
 const PAST_DUE_MS = 2;
+/**
+ * How long a promotion is remembered. The delay partitions are an eventually consistent index: a read
+ * sent while a promotion was in flight, or answered by an index that has not caught up, still lists
+ * the task as delayed. Each such entry re-queued would cost a failed conditional write (for a burst,
+ * one per task per stale read). Index lag is normally well under a second; a minute is ample.
+ */
+export const PROMOTED_MEMORY_MS = 60_000;
 
 export interface TimekeeperDeps {
   store: Timekeeping;
@@ -69,6 +76,11 @@ export class Timekeeper {
   private readonly due = new Map<string, number>();
   /** Being promoted now: a read during the burst (which still shows them delayed) must not queue them again. */
   private readonly promoting = new Set<string>();
+  /**
+   * Promoted lately: id -> the due time it was promoted for, and when. A read listing the same id with
+   * the same due time is stale (PROMOTED_MEMORY_MS); with another due time it is a retry delayed anew.
+   */
+  private readonly promotedLately = new Map<string, { dueAt: number; at: number }>();
   /** A burst's tasks left to the workers for BURST_GRACE_MS: id -> due time. */
   private readonly deferred = new Map<string, number>();
   private readonly graceTimers = new Set<TimerHandle>();
@@ -136,8 +148,10 @@ export class Timekeeper {
         limit: READ_LIMIT,
       });
       if (this.stopped) return;
+      this.forgetOldPromotions();
       for (const { id, dueAt } of found)
-        if (!this.promoting.has(id) && !this.deferred.has(id)) this.due.set(id, dueAt);
+        if (!this.promoting.has(id) && !this.deferred.has(id) && !this.promotedFor(id, dueAt))
+          this.due.set(id, dueAt);
       this.arm();
       this.announceBursts();
     } catch (error) {
@@ -197,7 +211,7 @@ export class Timekeeper {
       this.deferBurst(burst.map(([id]) => id));
     }
     const inBurst = new Set(burst.map(([id]) => id));
-    await this.promote(dueNow.filter(([id]) => !inBurst.has(id)).map(([id]) => id));
+    await this.promote(dueNow.filter(([id]) => !inBurst.has(id)));
     this.arm();
   }
 
@@ -226,8 +240,9 @@ export class Timekeeper {
       this.deferBurst(waiting);
       return;
     }
+    const promoting = waiting.map((id): [string, number] => [id, this.deferred.get(id) ?? dueAt]);
     for (const id of waiting) this.deferred.delete(id);
-    await this.promote(waiting);
+    await this.promote(promoting);
   }
 
   /** Leaves these burst tasks to the workers for BURST_GRACE_MS, then looks again (promoteLeft). */
@@ -239,18 +254,31 @@ export class Timekeeper {
     this.graceTimers.add(grace);
   }
 
-  /** Promotes these tasks, PROMOTE_CONCURRENCY at a time. */
-  private async promote(ready: string[]): Promise<void> {
-    const { store, logger } = this.deps;
-    for (const id of ready) this.promoting.add(id);
+  /** Whether this task was promoted lately for this due time (an index entry listing it is stale). */
+  private promotedFor(id: string, dueAt: number): boolean {
+    return this.promotedLately.get(id)?.dueAt === dueAt;
+  }
+
+  private forgetOldPromotions(): void {
+    const horizon = this.deps.clock.now() - PROMOTED_MEMORY_MS;
+    for (const [id, { at }] of this.promotedLately) if (at < horizon) this.promotedLately.delete(id);
+  }
+
+  /** Promotes these tasks (id -> due time), PROMOTE_CONCURRENCY at a time. */
+  private async promote(ready: [id: string, dueAt: number][]): Promise<void> {
+    const { store, logger, clock } = this.deps;
+    for (const [id] of ready) this.promoting.add(id);
     let next = 0;
     await Promise.all(
       Array.from({ length: Math.min(PROMOTE_CONCURRENCY, ready.length) }, async () => {
         while (next < ready.length && !this.stopped) {
-          const id = ready[next++]!;
+          const [id, dueAt] = ready[next++]!;
           try {
             // False: cancelled, promoted by someone else, or the store's clock says not yet (re-read then).
-            if (await store.promote({ id })) this.promoted++;
+            if (await store.promote({ id })) {
+              this.promoted++;
+              this.promotedLately.set(id, { dueAt, at: clock.now() });
+            }
           } catch (error) {
             logger.warn('promoting a due task failed; the next refresh or sweep promotes it', {
               taskId: id,
@@ -260,6 +288,6 @@ export class Timekeeper {
         }
       }),
     );
-    for (const id of ready) this.promoting.delete(id);
+    for (const [id] of ready) this.promoting.delete(id);
   }
 }

@@ -25,6 +25,11 @@ export class FakeTimekeepingStore implements Timekeeping {
   readFault: Error | undefined;
   /** Reads wait for this before answering (a slow read). */
   readGate: Promise<void> | undefined;
+  /**
+   * Reads answer with what was delayed when they were sent, not when they answer: an eventually
+   * consistent index that has not yet seen the promotions applied meanwhile.
+   */
+  answerAsOfSend = false;
   /** Promotions wait for this before applying (slow writes). */
   promoteGate: Promise<void> | undefined;
   /** Promotions in flight now, and the most there ever were at once. */
@@ -50,9 +55,10 @@ export class FakeTimekeepingStore implements Timekeeping {
 
   async dueDelayed(input: { before: number; limit: number }): Promise<DueTask[]> {
     this.reads.push({ at: this.clock.now(), ...input });
+    const asSent = new Map([...this.tasks].map(([id, t]) => [id, { ...t }]));
     if (this.readGate) await this.readGate;
     if (this.readFault) throw this.readFault;
-    return [...this.tasks]
+    return [...(this.answerAsOfSend ? asSent : this.tasks)]
       .filter(([, t]) => t.state === 'delayed' && t.dueAt <= input.before)
       .sort(([, a], [, b]) => a.dueAt - b.dueAt)
       .slice(0, input.limit)
