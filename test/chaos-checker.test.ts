@@ -4,6 +4,7 @@ import * as z from 'zod';
 import { defineTask } from '../shared/tasks/define.js';
 import { MemoryHistory, recordHistory } from './chaos/history.js';
 import { completingWithoutToken } from './chaos/seeded-bug.js';
+import { deferred } from './support/fleet-fakes.js';
 import { checkHistory, type CheckInput, type Recorded } from './chaos/checker.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import {
@@ -217,12 +218,21 @@ describe('the chaos checker (pure)', () => {
 describe('a seeded bug: completing without the token condition', () => {
   /** A holder cut off from renewals outlives its lease; another worker takes the task over. */
   async function scenario(seededBug: 'none' | 'complete-without-token') {
+    // The cut-off holder's handler ends a second after the task is taken over, so its completion is
+    // sent while the new holder runs, however slowly the machine gets there (a fixed duration raced the
+    // takeover), and after the checker's allowance for writes in flight (4 request deadlines).
+    const takenOver = deferred();
+    let executions = 0;
     const w = await createWorkerWorld(server.endpoint, [
       defineTask({
         name: 'slow',
         schema: z.object({ ms: z.number() }),
         maxAttempts: 3,
-        handler: ({ ms }) => sleep(ms).then(() => 'done'),
+        handler: async ({ ms }) => {
+          if (executions++ === 0) await takenOver.promise.then(() => sleep(1_000));
+          else await sleep(ms);
+          return 'done';
+        },
       }),
     ]);
     const history = new MemoryHistory('unused');
@@ -268,7 +278,11 @@ describe('a seeded bug: completing without the token condition', () => {
         leaseUntil: fix.leaseUntil,
         action: fix.action,
       });
-    await Promise.all([firstRun, mk('healthy').run()]);
+    const healthyStore = w.peer();
+    healthyStore.events.on('claim:won', () => takenOver.resolve());
+    // Two seconds of idle: on a loaded machine a claim round whose read misses its deadline comes back
+    // empty, and the next round (a poll interval later) must still come before the run stops.
+    await Promise.all([firstRun, mk('healthy', healthyStore).run({ idleStopMs: 2_000 })]);
     const final = (await w.scanAll()).filter((i) => i.type === 'slow') as never[];
     return checkHistory({
       history: history.events,

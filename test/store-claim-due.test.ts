@@ -17,6 +17,7 @@ import { createTestStore, type TestStore } from './support/test-store.js';
 import { dropNextAnswer } from './support/lost-answer.js';
 import { seededRandom } from './support/fleet-fakes.js';
 import { createWorkerWorld, FAST_LEASES, LOAD_TOLERANT_LEASES } from './support/worker-world.js';
+import { localSync } from '../shared/schedules/scheduler-sync.js';
 import * as z from 'zod';
 import { defineTask } from '../shared/tasks/define.js';
 
@@ -192,25 +193,31 @@ describe('claim of due delayed tasks offered to a worker', () => {
 });
 
 /**
- * A worker world serving type 'burst', with `n` tasks of it all due at one instant `delayMs` from now
- * (as a burst is: a cron tick or a runAt), and their entries. One instant, not `delayMs` per enqueue:
- * enqueues spread over a loaded machine would spread the due times, and a refill at the moment the
- * offered share is taken would find the rest not due yet.
+ * A worker world serving type 'burst', with `n` tasks of it all due at one instant (as a burst is: a
+ * cron tick or a runAt), `delayMs` from the world's now once they are enqueued, and their entries.
+ * One instant, not `delayMs` per enqueue: enqueues spread over a loaded machine would spread the due
+ * times, and a refill at the moment the offered share is taken would find the rest not due yet. And
+ * the instant is a minute ahead while they are written, the world's clock set `delayMs` before it only
+ * then: on a loaded machine the enqueues alone have taken longer than `delayMs`.
  */
 async function workerBurst(n: number, delayMs: number) {
+  let offset = 0;
   // Deadlines a loaded machine keeps: a burst read that timed out would end the burst for the run
   // (worker.ts refill), which would then read the ready shards.
   const w = await createWorkerWorld(
     server.endpoint,
     [defineTask({ name: 'burst', schema: z.unknown(), handler: () => 'ok' })],
     LOAD_TOLERANT_LEASES,
+    localSync,
+    { clock: { now: () => Date.now() + offset } },
   );
-  const availableAt = w.storeClock.now() + delayMs;
+  const availableAt = Date.now() + 60_000;
   const tasks = await Promise.all(
     Array.from({ length: n }, (_, i) =>
       w.store.enqueue({ type: 'burst', owner: 'o', payload: { i }, availableAt }),
     ),
   );
+  offset = availableAt - delayMs - Date.now();
   return { w, entries: tasks.map(({ task }) => ({ id: task.id, dueAt: task.availableAt })) };
 }
 
@@ -243,7 +250,10 @@ describe('Worker.offerDue (real TaskStore on the emulator, real timers)', () => 
           ExpressionAttributeValues?: Record<string, unknown>;
         };
         if (input.IndexName !== undefined)
-          queried.push({ at: Date.now(), partition: String(input.ExpressionAttributeValues?.[':p']) });
+          queried.push({
+            at: w.storeClock.now(),
+            partition: String(input.ExpressionAttributeValues?.[':p']),
+          });
         return next(args);
       },
       { step: 'initialize', name: 'testQueryLog' },

@@ -28,12 +28,14 @@ export const MIN_REFRESH_MS = 1_000;
 /** A timer may fire a little early by the wall clock: aim this far past the due time. */
 const PAST_DUE_MS = 2;
 /**
- * How long a promotion is remembered. The delay partitions are an eventually consistent index: a read
- * sent while a promotion was in flight, or answered by an index that has not caught up, still lists
- * the task as delayed. Each such entry re-queued would cost a failed conditional write (for a burst,
- * one per task per stale read). Index lag is normally well under a second; a minute is ample.
+ * How long after a promotion applied a read may still list the task: the delay partitions are an
+ * eventually consistent index (its lag is normally well under a second). A read sent before the
+ * promotion applied, or within this after it, may list it although it is ready; each such entry
+ * queued again would cost a failed conditional write (for a burst, one per task per stale read). A
+ * read sent later is believed: a task released back to its old due time (a worker whose clock is
+ * behind re-files it there) is then promoted again, this much later at most.
  */
-export const PROMOTED_MEMORY_MS = 60_000;
+export const INDEX_LAG_MS = 2_000;
 
 export interface TimekeeperDeps {
   store: Timekeeping;
@@ -77,8 +79,9 @@ export class Timekeeper {
   /** Being promoted now: a read during the burst (which still shows them delayed) must not queue them again. */
   private readonly promoting = new Set<string>();
   /**
-   * Promoted lately: id -> the due time it was promoted for, and when. A read listing the same id with
-   * the same due time is stale (PROMOTED_MEMORY_MS); with another due time it is a retry delayed anew.
+   * Promoted lately: id -> the due time it was promoted for, and when it applied. A read sent before
+   * that, or within INDEX_LAG_MS after, listing the same id and due time is stale; with another due
+   * time it is a retry delayed anew.
    */
   private readonly promotedLately = new Map<string, { dueAt: number; at: number }>();
   /** A burst's tasks left to the workers for BURST_GRACE_MS: id -> due time. */
@@ -143,15 +146,17 @@ export class Timekeeper {
     if (this.refreshing) return;
     this.refreshing = true;
     try {
+      const sentAt = clock.now();
       const found = await store.dueDelayed({
-        before: clock.now() + (this.deps.horizonMs ?? KICK_HORIZON_MS),
+        before: sentAt + (this.deps.horizonMs ?? KICK_HORIZON_MS),
         limit: READ_LIMIT,
       });
       if (this.stopped) return;
-      this.forgetOldPromotions();
       for (const { id, dueAt } of found)
-        if (!this.promoting.has(id) && !this.deferred.has(id) && !this.promotedFor(id, dueAt))
+        if (!this.promoting.has(id) && !this.deferred.has(id) && !this.staleEntry(id, dueAt, sentAt))
           this.due.set(id, dueAt);
+      // Only one read is in flight at a time: none sent from now on can be stale about these.
+      this.forgetPromotionsBefore(sentAt - INDEX_LAG_MS);
       this.arm();
       this.announceBursts();
     } catch (error) {
@@ -254,14 +259,15 @@ export class Timekeeper {
     this.graceTimers.add(grace);
   }
 
-  /** Whether this task was promoted lately for this due time (an index entry listing it is stale). */
-  private promotedFor(id: string, dueAt: number): boolean {
-    return this.promotedLately.get(id)?.dueAt === dueAt;
+  /** Whether a read sent at `sentAt` listing this task at this due time predates (or lags) its promotion. */
+  private staleEntry(id: string, dueAt: number, sentAt: number): boolean {
+    const promoted = this.promotedLately.get(id);
+    return promoted !== undefined && promoted.dueAt === dueAt && sentAt < promoted.at + INDEX_LAG_MS;
   }
 
-  private forgetOldPromotions(): void {
-    const horizon = this.deps.clock.now() - PROMOTED_MEMORY_MS;
-    for (const [id, { at }] of this.promotedLately) if (at < horizon) this.promotedLately.delete(id);
+  /** Forgets promotions that applied before `at`. */
+  private forgetPromotionsBefore(at: number): void {
+    for (const [id, promoted] of this.promotedLately) if (promoted.at < at) this.promotedLately.delete(id);
   }
 
   /** Promotes these tasks (id -> due time), PROMOTE_CONCURRENCY at a time. */
@@ -289,5 +295,7 @@ export class Timekeeper {
       }),
     );
     for (const [id] of ready) this.promoting.delete(id);
+    // Stopped before these were sent: still due, so nextDueAt names them and the run hands over.
+    for (const [id, dueAt] of ready.slice(next)) this.due.set(id, dueAt);
   }
 }

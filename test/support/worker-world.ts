@@ -32,9 +32,10 @@ export const FAST_LEASES: ConfigInput = {
 };
 
 /**
- * FAST_LEASES with request deadlines of 600 ms rather than 150, for tests whose assertion a timed-out
- * read or write would change (a flush sent again, a burst read given up): the rest of the suite runs
- * beside them on two cores, and 150 ms is then missed now and again.
+ * Overrides of FAST_LEASES for tests whose assertion a timed-out read or write would change (a flush
+ * sent again, a burst read given up): request deadlines of 600 ms rather than 150 (the rest of the
+ * suite runs beside them on two cores, and 150 ms is then missed now and again), and the lease (3 s),
+ * heartbeat (700 ms) and drain margin (1.3 s) the config rules then ask for.
  */
 export const LOAD_TOLERANT_LEASES: ConfigInput = {
   leaseTimeoutMs: 3_000,
@@ -67,11 +68,13 @@ export async function createWorkerWorld(
   definitions: TaskDefinition[],
   overrides: ConfigInput = {},
   sync: SchedulerSync = localSync,
+  /** The clock of the world's stores and workers (the process clock by default). */
+  world: { clock?: Clock } = {},
 ): Promise<WorkerWorld> {
   const t = await createTestStore(
     endpoint,
     { ...FAST_LEASES, ...overrides },
-    { clock: systemClock(), random: Math.random },
+    { clock: world.clock ?? systemClock(), random: Math.random },
   );
   const registry = new TaskRegistry(definitions, t.config);
   const submitter = new TaskSubmitter(t.store, registry, t.config);
@@ -92,7 +95,7 @@ export async function createWorkerWorld(
         workerId: id,
         logger: silentLogger(),
         metrics: recorded,
-        ...(options.clock ? { clock: options.clock } : {}),
+        clock: options.clock ?? t.storeClock,
         ...(options.refillDue ? { refillDue: options.refillDue } : {}),
       });
       return Object.assign(worker, { recorded });
