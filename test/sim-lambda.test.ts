@@ -1,5 +1,5 @@
 /** The sim's Lambda: execution environments frozen between invocations, killed at their timeout, concurrency and async retries. */
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -116,9 +116,7 @@ describe('an execution environment', () => {
     expect(crashed.functionError).toBe('Unhandled');
     expect(['Error', 'Runtime.ExitError']).toContain(crashed.errorType);
     // The runtime exits once the parent has answered its error report: wait for that, not a fixed time.
-    for (const until = Date.now() + 5_000; e.state !== 'dead' && Date.now() < until;)
-      await new Promise((r) => setTimeout(r, 20));
-    expect(e.state).toBe('dead');
+    await vi.waitFor(() => expect(e.state).toBe('dead'), { timeout: 5_000, interval: 20 });
   });
 });
 

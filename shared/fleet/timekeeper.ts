@@ -245,7 +245,7 @@ export class Timekeeper {
       this.deferBurst(waiting);
       return;
     }
-    const promoting = waiting.map((id): [string, number] => [id, this.deferred.get(id) ?? dueAt]);
+    const promoting = waiting.map((id): [string, number] => [id, this.deferred.get(id)!]);
     for (const id of waiting) this.deferred.delete(id);
     await this.promote(promoting);
   }

@@ -6,8 +6,9 @@
  * usually wins it; a delayed one is promoted by the timekeeper (the invocation holding seat 0), whose
  * worker hears the promotion in-process and claims at once. The keeper task is delayed the same way, so
  * the invocation that runs it is usually the one keeping time, and it keeps seat 0 while it runs: the
- * probes are then its own (the loop of probes covers one that went elsewhere). (Due at once, the keeper went to a kicked invocation, which in the whole suite,
- * beside other scenarios' long-lived invocations, did not always hold seat 0.)
+ * probes are then its own (the loop of probes covers one that went elsewhere). Due at once, the keeper
+ * went to a kicked invocation, which in the whole suite, beside other scenarios' long-lived
+ * invocations, did not always hold seat 0.
  */
 import { describe, expect, it } from 'vitest';
 import { api, simState, sleep, waitFor } from './support/sim-client.js';
