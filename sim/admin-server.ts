@@ -1,6 +1,7 @@
 /**
  * The sim's own inspection endpoint (not an AWS API): what each function did, every authorization
- * decision, the grants nothing used, the schedules and their fires, the queues' messages. Tests and
+ * decision, the grants nothing used, the schedules and their fires, the queues' messages, DynamoDB's
+ * throttled requests, pending GSI copies and TTL deletions. Tests and
  * `leasehold sim` read it; POST /functions/<logicalId>/invoke starts an asynchronous invocation as
  * a schedule would (for trying a function without waiting for its tick).
  */
@@ -12,6 +13,7 @@ import type { LambdaService } from './lambda/lambda-service.js';
 import type { SimScheduler } from './scheduler-from-template.js';
 import type { SimInfo } from './sim-info.js';
 import type { LocalQueues } from './sqs/local-queues.js';
+import type { IamGate } from './dynamodb/iam-gate.js';
 
 export interface AdminDeps {
   info: SimInfo;
@@ -20,6 +22,8 @@ export interface AdminDeps {
   identities: IdentityStore;
   scheduler: SimScheduler;
   queues: LocalQueues;
+  /** The DynamoDB gate: `dynamodb` in GET /state is its stats(). */
+  dynamodb?: Pick<IamGate, 'stats'>;
 }
 
 export async function startAdminServer(deps: AdminDeps): Promise<{ url: string; close(): Promise<void> }> {
@@ -42,6 +46,7 @@ export async function startAdminServer(deps: AdminDeps): Promise<{ url: string; 
             schedules: deps.scheduler.scheduler.schedules(),
             fires: deps.scheduler.scheduler.fires(),
             queues: deps.queues.list(),
+            ...(deps.dynamodb ? { dynamodb: deps.dynamodb.stats() } : {}),
           });
         }
         if (req.method === 'GET' && url.pathname === '/access')

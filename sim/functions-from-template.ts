@@ -1,7 +1,7 @@
 /**
  * Each AWS::Lambda::Function of the template as the sim runs it: the asset `cdk deploy` would upload,
- * the template's Handler, Runtime, Timeout, MemorySize, ReservedConcurrentExecutions and Environment
- * (references resolved to the local resources), the variables Lambda itself sets, the function's
+ * the template's Handler, Runtime, Timeout, MemorySize, ReservedConcurrentExecutions, RecursiveLoop and
+ * Environment (references resolved to the local resources), the variables Lambda itself sets, the function's
  * EventInvokeConfig (or Lambda's defaults) and the AWS::Lambda::Permission statements about it.
  */
 import { dirname } from 'node:path';
@@ -18,6 +18,7 @@ interface FunctionProperties {
   Timeout?: number;
   MemorySize?: number;
   ReservedConcurrentExecutions?: number;
+  RecursiveLoop?: 'Allow' | 'Terminate';
   Role: string;
   Code: { S3Key?: string };
   Environment?: { Variables?: Record<string, string> };
@@ -104,6 +105,7 @@ export function functionsFromTemplate(
       timeoutMs: (p.Timeout ?? 3) * 1000,
       memoryMb,
       reservedConcurrency: p.ReservedConcurrentExecutions,
+      ...(p.RecursiveLoop ? { recursiveLoop: p.RecursiveLoop } : {}),
       roleArn: p.Role,
       nodePath: node.path,
       environment,

@@ -19,6 +19,7 @@ import { functionsFromTemplate } from './functions-from-template.js';
 import { startGateway } from './http-api/gateway.js';
 import { AccessLog } from './iam/access-log.js';
 import { IdentityStore, type SimPrincipal } from './iam/identity-store.js';
+import { layOutFunctionRoots } from './lambda/function-root.js';
 import { startInvokeServer } from './lambda/invoke-server.js';
 import { LambdaService } from './lambda/lambda-service.js';
 import { httpApisFromTemplate } from './routes-from-template.js';
@@ -43,8 +44,18 @@ export interface SimOptions {
   /** The account's Lambda concurrency quota (1,000 by default; a young account may have 10). */
   accountConcurrency?: number;
   idleEnvironmentTtlMs?: number;
+  /** Invocations of one chain before Lambda's recursive loop detection stops the next (16, as Lambda). */
+  recursionLimit?: number;
+  /** Each execution environment gets the CPU share of its memory, 1,769 MB = one vCPU (default true). */
+  cpuLimit?: boolean;
   /** dynamodb-local (default; dynalite when java is missing) or dynalite. */
   dynamodb?: 'dynamodb-local' | 'dynalite';
+  /** GSI propagation lag, drawn per write (default 50-500 ms); false (or maxMs 0): GSIs current at once. */
+  indexLag?: { minMs: number; maxMs: number } | false;
+  /** Scale of DynamoDB's on-demand throughput limits (default 1; 0.01 makes them 40/120/10/30 a second; 0: off). */
+  throttleScale?: number;
+  /** TTL deletes up to maxDelayMs after expiry, a sweep every sweepEveryMs (default 5 min, 10 s); false: none. */
+  ttl?: { maxDelayMs: number; sweepEveryMs: number } | false;
   log?: (line: string) => void;
 }
 
@@ -164,17 +175,32 @@ export async function startSim(options: SimOptions): Promise<RunningSim> {
           .catch(() => notice(`${backend.name} does not take the TTL setting of ${name}`));
       }
       const kmsKeyArn = tableKmsKey(props);
-      tables.push({ name, arn: attributes.Arn!, ...(kmsKeyArn ? { kmsKeyArn } : {}) });
+      const ttlAttribute = props.TimeToLiveSpecification?.Enabled
+        ? props.TimeToLiveSpecification.AttributeName
+        : undefined;
+      tables.push({
+        name,
+        arn: attributes.Arn!,
+        ...(kmsKeyArn ? { kmsKeyArn } : {}),
+        ...(ttlAttribute ? { ttlAttribute } : {}),
+      });
     }
     admin.destroy();
-    notice(`${backend.name} does not expire items by TTL and its indexes never lag; DynamoDB's do`);
+    // The gate makes the emulator as strict as DynamoDB: GSIs lag, on-demand limits throttle, TTL deletes.
     const gate = await startIamGate({
       backend: backend.endpoint,
       region,
       tables,
       identities,
       log: accessLog,
+      ...(options.indexLag !== undefined ? { indexLag: options.indexLag } : {}),
+      ...(options.throttleScale !== undefined ? { throttleScale: options.throttleScale } : {}),
+      ...(options.ttl !== undefined ? { ttl: options.ttl } : {}),
     });
+    const strictness = gate.stats();
+    if (!strictness.indexLag.enabled) notice("GSIs do not lag (--index-lag 0); DynamoDB's do");
+    if (strictness.throttled.scale <= 0) notice('DynamoDB throttling is off (--throttle-scale 0)');
+    if (!strictness.ttl.enabled) notice("items are not expired by TTL (--ttl-delay off); DynamoDB's are");
     closers.push(() => gate.close());
 
     const queues = new LocalQueues(
@@ -216,12 +242,22 @@ export async function startSim(options: SimOptions): Promise<RunningSim> {
       (id) => (line) => appendFileSync(logFile(id), `${line}\n`),
       notice,
     );
+    // Each function runs from a copy of its asset with no package.json or node_modules of the
+    // project above it, as on Lambda (see function-root.ts), wherever the data dir is.
+    const roots = layOutFunctionRoots(
+      definitions.map((d) => ({ logicalId: d.logicalId, assetDir: d.taskRoot })),
+    );
+    closers.push(() => roots.remove());
+    roots.warnings.forEach(notice);
+    for (const d of definitions) d.taskRoot = roots.taskRoot(d.logicalId);
     const lambda = new LambdaService({
       functions: definitions,
       identities,
       log: accessLog,
       accountConcurrency: options.accountConcurrency ?? 1000,
       idleEnvironmentTtlMs: options.idleEnvironmentTtlMs ?? 10 * 60_000,
+      ...(options.recursionLimit !== undefined ? { recursionLimit: options.recursionLimit } : {}),
+      cpuLimit: options.cpuLimit ?? true,
       destinations: async (destination, functionArn, record) => {
         const fn = definitions.find((d) => d.arn === functionArn)!;
         const sender = identities.assumeRole(fn.roleArn, fn.name);
@@ -258,7 +294,14 @@ export async function startSim(options: SimOptions): Promise<RunningSim> {
       lambda,
       log: accessLog,
       port: apiPort,
-      accessLog: (entry) => appendFileSync(accessLogFile, `${JSON.stringify(entry)}\n`),
+      // A request answered while the sim shuts down (its data dir may be gone) must not crash it.
+      accessLog: (entry) => {
+        try {
+          appendFileSync(accessLogFile, `${JSON.stringify(entry)}\n`);
+        } catch (error) {
+          log(`access log not written: ${(error as Error).message}`);
+        }
+      },
     });
     closers.push(() => gateway.close());
 
@@ -317,7 +360,15 @@ export async function startSim(options: SimOptions): Promise<RunningSim> {
       startedAt: new Date(started).toISOString(),
       startupMs: 0,
     };
-    const adminServer = await startAdminServer({ info, lambda, accessLog, identities, scheduler, queues });
+    const adminServer = await startAdminServer({
+      info,
+      lambda,
+      accessLog,
+      identities,
+      scheduler,
+      queues,
+      dynamodb: gate,
+    });
     closers.push(() => adminServer.close());
     info.adminUrl = adminServer.url;
     scheduler.start();

@@ -4,8 +4,12 @@
  * next invocation, after giving its seat back so that one can take seat 0. And the worker function's
  * event, read leniently.
  */
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { runFleetInvocation, type TimekeeperDuty } from '../shared/fleet/fleet-invocation.js';
+import { afterAll, beforeAll, describe, expect, it, vi, type Mock } from 'vitest';
+import {
+  LAST_LOOK_DELAY_MS,
+  runFleetInvocation,
+  type TimekeeperDuty,
+} from '../shared/fleet/fleet-invocation.js';
 import { FleetSeats } from '../shared/fleet/fleet-seats.js';
 import { workerStartEvent } from '../shared/fleet/worker-start-event.js';
 import type {
@@ -37,12 +41,16 @@ const summary: RunSummary = {
 };
 
 /** A timekeeper duty whose `nextDueAt` the test sets (what it would know when the run ends). */
-function fakeTimekeeper(): TimekeeperDuty & { nextDueAt: number | undefined } {
+function fakeTimekeeper(): TimekeeperDuty & {
+  nextDueAt: number | undefined;
+  dueAfterRelease: Mock<() => Promise<boolean>>;
+} {
   return {
     start: vi.fn(),
     stop: vi.fn(async () => undefined),
     dueWithin: vi.fn(() => false),
     nextDueAt: undefined,
+    dueAfterRelease: vi.fn(async () => false),
   };
 }
 
@@ -64,6 +72,8 @@ async function handoverWorld(cap = 2) {
     },
   };
   const timekeepers: ReturnType<typeof fakeTimekeeper>[] = [];
+  /** The last look's waits, and how many seats were held during each. */
+  const pauses: { ms: number; seatsHeld: number }[] = [];
   const logger = { warn: vi.fn(), info: vi.fn() };
   /** One invocation around `run`; the timekeeper it is given (if any) is the last in `timekeepers`. */
   const invoke = (
@@ -86,12 +96,13 @@ async function handoverWorld(cap = 2) {
         clock: t.clock,
         logger,
         clockSkewMs: 5_000,
+        pause: async (ms) => void pauses.push({ ms, seatsHeld: await seats.running() }),
       },
       holder,
       () => 60_000,
       { ...(lookFirst ? { lookFirst } : {}), ...extra },
     );
-  return { t, seats, starts, timekeepers, invoke };
+  return { t, seats, starts, timekeepers, pauses, logger, invoke };
 }
 
 describe('runFleetInvocation hand-over (seats on the emulator, fake worker, invoker and timekeeper)', () => {
@@ -129,6 +140,39 @@ describe('runFleetInvocation hand-over (seats on the emulator, fake worker, invo
     // Started once, and only after seat 0 was given back (the next invocation can take it).
     expect(w.starts).toEqual([{ source: 'leasehold.due', seatsHeld: 0 }]);
     expect(await w.seats.take('next', w.t.clock.now() + 60_000)).toMatchObject({ index: 0 });
+  });
+
+  it('a timekeeper that knew nothing due looks once more after giving seat 0 back, and hands over what that look finds', async () => {
+    const w = await handoverWorld();
+    const result = await w.invoke(async () => {
+      // A delayed task enqueued meanwhile sent no kick (seat 0 was held), and this run never saw it.
+      w.timekeepers[0]!.dueAfterRelease.mockResolvedValue(true);
+      return summary;
+    });
+    expect(result).toMatchObject({ seat: 0, timekeeper: true, handedOver: true });
+    // The look waited the index's lag with seat 0 already free, then read.
+    expect(w.pauses).toEqual([{ ms: LAST_LOOK_DELAY_MS, seatsHeld: 0 }]);
+    expect(w.timekeepers[0]!.dueAfterRelease).toHaveBeenCalledTimes(1);
+    expect(w.starts).toEqual([{ source: 'leasehold.due', seatsHeld: 0 }]);
+  });
+
+  it('the last look that finds nothing (or fails) hands nothing over; seat 1 makes no last look', async () => {
+    const w = await handoverWorld();
+    expect(await w.invoke(async () => summary)).toMatchObject({ seat: 0, handedOver: false });
+    expect(w.timekeepers[0]!.dueAfterRelease).toHaveBeenCalledTimes(1);
+    const failing = await w.invoke(async () => {
+      w.timekeepers[1]!.dueAfterRelease.mockRejectedValue(new Error('throttled'));
+      return summary;
+    });
+    expect(failing).toMatchObject({ seat: 0, handedOver: false });
+    expect(w.logger.warn).toHaveBeenCalledWith(
+      'the last look at the delayed tasks failed; the recovery sweep promotes them',
+      expect.anything(),
+    );
+    await w.seats.take('the-timekeeper', w.t.clock.now() + 60_000);
+    expect(await w.invoke(async () => summary, 'env-2/req-1')).toMatchObject({ seat: 1, handedOver: false });
+    expect(w.pauses).toHaveLength(2);
+    expect(w.starts).toEqual([]);
   });
 
   it('an invocation started only to keep time returns at once when another keeps time, and keeps time when none does', async () => {

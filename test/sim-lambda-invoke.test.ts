@@ -6,35 +6,37 @@
 import {
   InvalidRequestContentException,
   InvokeCommand,
-  LambdaClient,
+  type LambdaClient,
   RequestTooLargeException,
   ResourceNotFoundException,
   TooManyRequestsException,
   type InvokeCommandInput,
 } from '@aws-sdk/client-lambda';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AccessLog } from '../sim/iam/access-log.js';
-import { IdentityStore, type SimPrincipal } from '../sim/iam/identity-store.js';
+import type { SimPrincipal } from '../sim/iam/identity-store.js';
 import type { Credentials } from '../sim/iam/sigv4-verifier.js';
-import { startInvokeServer, type InvokeServer } from '../sim/lambda/invoke-server.js';
-import { LambdaService, type FunctionDefinition } from '../sim/lambda/lambda-service.js';
-import { TemplateResolver } from '../sim/template/resolver.js';
+import type { InvokeServer } from '../sim/lambda/invoke-server.js';
+import type { FunctionDefinition, LambdaService } from '../sim/lambda/lambda-service.js';
+import {
+  ACCOUNT,
+  addUser,
+  arnOf,
+  functionDefinition,
+  identitiesWithRole,
+  requireLambdaSdk,
+  startInvokeStack,
+  uniqueFile,
+  writeBundle,
+} from './support/sim-lambda-fixtures.js';
 
-const REGION = 'us-east-1';
-const ACCOUNT = '123456789012';
-const arnOf = (name: string) => `arn:aws:lambda:${REGION}:${ACCOUNT}:function:${name}`;
 const PROBE = arnOf('probe');
 
 // One tiny bundle for every function: it records each event it gets (the proof that it ran), and can
 // itself call Invoke through AWS_ENDPOINT_URL_LAMBDA with its role's session credentials.
-const root = mkdtempSync(join(tmpdir(), 'sim-lambda-invoke-'));
-const sdk = createRequire(import.meta.url).resolve('@aws-sdk/client-lambda');
-writeFileSync(
-  join(root, 'index.js'),
+const root = writeBundle(
+  'sim-lambda-invoke-',
   `
 const fs = require('node:fs');
 exports.handler = async (event, context) => {
@@ -42,7 +44,7 @@ exports.handler = async (event, context) => {
   if (event.sleep) await new Promise((r) => setTimeout(r, event.sleep));
   if (event.fail) throw new TypeError('bad input');
   if (event.chain) {
-    const { LambdaClient, InvokeCommand } = require(${JSON.stringify(sdk)});
+    ${requireLambdaSdk}
     const client = new LambdaClient({ maxAttempts: 1 });
     const out = await client.send(new InvokeCommand({ FunctionName: 'probe', InvocationType: 'Event', Payload: JSON.stringify(event.chain) }));
     return { chained: out.StatusCode };
@@ -53,117 +55,43 @@ exports.handler = async (event, context) => {
 );
 
 // The function role, as a template defines it: the real IdentityStore gives its sessions credentials.
-const template = {
-  Resources: {
-    ProbeRole: {
-      Type: 'AWS::IAM::Role',
-      Properties: {
-        RoleName: 'probe-role',
-        AssumeRolePolicyDocument: {
-          Statement: [
-            { Effect: 'Allow', Principal: { Service: 'lambda.amazonaws.com' }, Action: 'sts:AssumeRole' },
-          ],
-        },
-        Policies: [
-          {
-            PolicyDocument: {
-              Statement: [{ Effect: 'Allow', Action: 'lambda:InvokeFunction', Resource: PROBE }],
-            },
-          },
-        ],
-      },
-    },
-  },
-};
-const identities = new IdentityStore(
-  new TemplateResolver(template, {
-    stackName: 'invoke-test',
-    region: REGION,
-    accountId: ACCOUNT,
-    apiEndpoint: () => 'http://127.0.0.1',
-  }),
-  ACCOUNT,
-);
-const allowed = identities.addCaller('allowed', `arn:aws:iam::${ACCOUNT}:user/allowed`, [
-  {
-    Statement: [
-      {
-        Effect: 'Allow',
-        Action: 'lambda:InvokeFunction',
-        Resource: [PROBE, arnOf('narrow'), arnOf('ghost')],
-      },
-    ],
-  },
+const identities = identitiesWithRole({
+  stackName: 'invoke-test',
+  logicalId: 'ProbeRole',
+  roleName: 'probe-role',
+  invokes: PROBE,
+});
+const allowed = addUser(identities, 'allowed', 'lambda:InvokeFunction', [
+  PROBE,
+  arnOf('narrow'),
+  arnOf('ghost'),
 ]);
-const denied = identities.addCaller('denied', `arn:aws:iam::${ACCOUNT}:user/denied`, [
-  { Statement: [{ Effect: 'Allow', Action: 'lambda:GetFunction', Resource: '*' }] },
-]);
+const denied = addUser(identities, 'denied', 'lambda:GetFunction', '*');
 
 let server: InvokeServer;
 let lambda: LambdaService;
+let clientFor: (who: Credentials | SimPrincipal) => LambdaClient;
 const accessLog = new AccessLog();
 
-const def = (name: string, logicalId: string, reservedConcurrency?: number): FunctionDefinition => ({
-  logicalId,
-  name,
-  arn: arnOf(name),
-  handler: 'index.handler',
-  runtime: 'nodejs22.x',
-  taskRoot: root,
-  timeoutMs: 10_000,
-  memoryMb: 256,
-  reservedConcurrency,
-  roleArn: `arn:aws:iam::${ACCOUNT}:role/probe-role`,
-  nodePath: process.execPath,
-  // What functions-from-template.ts sets: the region and where the SDK finds the sim's Lambda.
-  environment: {
-    PATH: process.env.PATH ?? '',
-    AWS_REGION: REGION,
-    AWS_ENDPOINT_URL_LAMBDA: '',
-    AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
-  },
-  asyncConfig: { maximumRetryAttempts: 0, maximumEventAgeMs: 60_000 },
-  resourcePolicy: [],
-  log: () => undefined,
-});
+const def = (name: string, logicalId: string, reservedConcurrency?: number): FunctionDefinition =>
+  functionDefinition({ name, logicalId, taskRoot: root, roleName: 'probe-role' }, { reservedConcurrency });
 
 beforeAll(async () => {
-  const definitions = [def('probe', 'Probe'), def('narrow', 'Narrow', 1)];
-  // The server starts before the functions exist (their environment names its endpoint), as in the sim.
-  let bound: LambdaService | undefined;
-  server = await startInvokeServer({
-    region: REGION,
-    accountId: ACCOUNT,
+  ({
+    server,
+    lambda,
+    client: clientFor,
+  } = await startInvokeStack({
+    definitions: [def('probe', 'Probe'), def('narrow', 'Narrow', 1)],
     identities,
     log: accessLog,
-    lambda: {
-      invoke: (...args) => bound!.invoke(...args),
-      invokeAsync: (...args) => bound!.invokeAsync(...args),
-      definitions: () => bound!.definitions(),
-    },
-  });
-  for (const d of definitions) d.environment.AWS_ENDPOINT_URL_LAMBDA = server.endpoint;
-  lambda = bound = new LambdaService({
-    functions: definitions,
-    identities,
-    log: accessLog,
-    accountConcurrency: 1000,
-    idleEnvironmentTtlMs: 60_000,
-    destinations: async () => undefined,
-  });
+  }));
 });
 afterAll(async () => {
   await lambda?.close();
   await server?.close();
 });
 
-const clientFor = (credentials: Credentials | SimPrincipal) =>
-  new LambdaClient({
-    region: REGION,
-    endpoint: server.endpoint,
-    credentials: 'credentials' in credentials ? credentials.credentials : credentials,
-    maxAttempts: 1,
-  });
 const invoke = (who: Credentials | SimPrincipal, input: InvokeCommandInput) =>
   clientFor(who).send(new InvokeCommand(input));
 const json = (payload: Uint8Array | undefined) => JSON.parse(Buffer.from(payload ?? []).toString('utf8'));
@@ -187,7 +115,7 @@ async function until(check: () => boolean, ms = 5_000): Promise<void> {
   }
 }
 
-const mark = (name: string) => join(root, `${name}-${Math.random().toString(36).slice(2)}.json`);
+const mark = (name: string) => uniqueFile(root, name, '.json');
 
 describe('Invoke through the sim endpoint', () => {
   it('Event from an allowed caller: 202 with an empty body, and the function runs with that event', async () => {
@@ -343,6 +271,8 @@ describe('Invoke through the sim endpoint', () => {
   it('beyond the reserved concurrency RequestResponse is TooManyRequestsException while Event is accepted and queued', async () => {
     // Warm the only environment the reservation allows, then keep it busy.
     await invoke(allowed, { FunctionName: 'narrow', Payload: '{}' });
+    // It takes the next event once its runtime asks for one (later on a loaded machine, or with its CPU share).
+    await until(() => lambda.stats().Narrow!.environments.some((e) => e.state === 'idle'));
     const busy = invoke(allowed, { FunctionName: 'narrow', Payload: JSON.stringify({ sleep: 500 }) });
     await until(() => lambda.stats().Narrow!.environments.some((e) => e.state === 'busy'));
 

@@ -1,17 +1,14 @@
 /** The sim's Lambda: execution environments frozen between invocations, killed at their timeout, concurrency and async retries. */
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { AccessLog } from '../sim/iam/access-log.js';
 import type { IdentityStore } from '../sim/iam/identity-store.js';
 import { LambdaService, type FunctionDefinition } from '../sim/lambda/lambda-service.js';
-import { ExecutionEnvironment } from '../sim/lambda/execution-environment.js';
+import type { ExecutionEnvironment } from '../sim/lambda/execution-environment.js';
 import { startGateway } from '../sim/http-api/gateway.js';
+import { environmentStarter, invokeSettled, writeBundle } from './support/sim-lambda-fixtures.js';
 
-const root = mkdtempSync(join(tmpdir(), 'sim-lambda-'));
-writeFileSync(
-  join(root, 'index.js'),
+const root = writeBundle(
+  'sim-lambda-',
   `
 let armedAt;
 const fired = [];
@@ -29,29 +26,11 @@ exports.handler = async (received, context) => {
 `,
 );
 
-const environments: ExecutionEnvironment[] = [];
-afterAll(() => environments.forEach((e) => e.kill()));
-
-async function environment(timeoutMs = 5_000, log: string[] = []): Promise<ExecutionEnvironment> {
-  const e = new ExecutionEnvironment({
-    functionName: 'probe',
-    functionArn: 'arn:aws:lambda:us-east-1:1:function:probe',
-    handler: 'index.handler',
-    taskRoot: root,
-    timeoutMs,
-    memoryMb: 256,
-    nodePath: process.execPath,
-    environment: { PATH: process.env.PATH ?? '' },
-    log: (l) => log.push(l),
-  });
-  environments.push(e);
-  await e.start();
-  return e;
-}
+const start = environmentStarter(root);
+const environment = (timeoutMs = 5_000, log: string[] = []) =>
+  start({ name: 'probe', timeoutMs, memoryMb: 256 }, log);
 const run = async (e: ExecutionEnvironment, event: unknown) => {
-  const r = await e.invoke(JSON.stringify(event));
-  // The environment takes the next event once its runtime asks for one.
-  while (e.state === 'busy') await new Promise((res) => setTimeout(res, 5));
+  const r = await invokeSettled(e, event);
   return { ...r, body: JSON.parse(r.payload) };
 };
 

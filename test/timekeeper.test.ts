@@ -115,6 +115,21 @@ describe('Timekeeper (in-memory store, fake timers)', () => {
     await k.timekeeper.stop();
   });
 
+  it('dueAfterRelease (after stop): reads whether anything falls due within the horizon, one entry', async () => {
+    const k = keeper();
+    k.timekeeper.start();
+    await advance(0);
+    await k.timekeeper.stop();
+    // Delayed after its last read: only a read after stop can know.
+    expect(await k.timekeeper.dueAfterRelease()).toBe(false);
+    k.store.delay('beyond', START + KICK_HORIZON_MS + 60_000);
+    expect(await k.timekeeper.dueAfterRelease()).toBe(false);
+    k.store.delay('soon', START + 8_000);
+    expect(await k.timekeeper.dueAfterRelease()).toBe(true);
+    expect(k.timekeeper.nextDueAt).toBeUndefined(); // it reads, it arms nothing
+    expect(k.store.promotions).toEqual([]);
+  });
+
   it('a task already overdue at the first read is promoted at once', async () => {
     const k = keeper();
     k.store.delay('overdue', START - 10_000);

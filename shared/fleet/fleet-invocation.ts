@@ -18,7 +18,22 @@ import type { IdleTickPlan } from './idle-tick.js';
 /** The timekeeper duty of seat 0's holder (shared/fleet/timekeeper.ts). */
 export interface TimekeeperDuty extends RunDuty {
   readonly nextDueAt: number | undefined;
+  /** Reads whether any delayed task or retry falls due within the horizon (see LAST_LOOK_DELAY_MS). */
+  dueAfterRelease(): Promise<boolean>;
 }
+
+/**
+ * How long after giving seat 0 back its holder reads the delay partitions once more. An enqueue whose
+ * kick saw seat 0 held starts no timekeeper (one keeps time), and that timekeeper's last refresh may
+ * have missed the task: sent before the task was written, or before the eventually consistent delay
+ * index showed it (well under a second as a rule; the sim draws up to 500 ms). That task was written
+ * before the seat was given back, so a read this long after the release lists it, and the holder
+ * hands over instead of leaving it to the next sweep, up to two minutes late (found by the sim with
+ * index lag and CPU by memory: a task delayed by 8 s started 50 to 96 s late).
+ */
+export const LAST_LOOK_DELAY_MS = 1_000;
+/** The last look is skipped with less time than this left (its wait, a read, an Invoke). */
+const LAST_LOOK_MIN_REMAINING_MS = LAST_LOOK_DELAY_MS + 4_000;
 
 export interface FleetInvocationDeps {
   worker: Pick<Worker, 'run'>;
@@ -41,6 +56,8 @@ export interface FleetInvocationDeps {
   clock: Clock;
   logger: Pick<Logger, 'warn' | 'info'>;
   clockSkewMs: number;
+  /** Waits `ms` (the last look's delay); a timer by default, instant in tests. */
+  pause?: (ms: number) => Promise<void>;
 }
 
 export type InvocationSummary =
@@ -111,7 +128,26 @@ export async function runFleetInvocation(
   }
   // Retries this run scheduled, or delayed tasks the timekeeper knew of, fall due after it: the next
   // invocation (seat 0 is free now, unless another timekeeper runs) promotes them on time.
-  const handOver = timekeeper?.nextDueAt !== undefined || summary.retriesWaiting > 0;
+  const handOver =
+    timekeeper?.nextDueAt !== undefined ||
+    summary.retriesWaiting > 0 ||
+    (timekeeper !== undefined && (await lastLookFindsDue(deps, timekeeper, remainingTimeMs)));
   if (handOver) await deps.invoker.start('leasehold.due', { keepTime: true });
   return { ...summary, seat: seat.index, timekeeper: timekeeper !== undefined, handedOver: handOver };
+}
+
+/** The last look (LAST_LOOK_DELAY_MS): seat 0 is free; does anything fall due that nobody keeps time for? */
+async function lastLookFindsDue(
+  deps: FleetInvocationDeps,
+  timekeeper: TimekeeperDuty,
+  remainingTimeMs: () => number,
+): Promise<boolean> {
+  if (remainingTimeMs() < LAST_LOOK_MIN_REMAINING_MS) return false;
+  await (deps.pause ?? ((ms) => new Promise<void>((resolve) => setTimeout(resolve, ms))))(LAST_LOOK_DELAY_MS);
+  return timekeeper.dueAfterRelease().catch((error: unknown) => {
+    deps.logger.warn('the last look at the delayed tasks failed; the recovery sweep promotes them', {
+      error: describeError(error),
+    });
+    return false;
+  });
 }

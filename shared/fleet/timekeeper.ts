@@ -129,6 +129,16 @@ export class Timekeeper {
     return next;
   }
 
+  /**
+   * Once stopped and seat 0 given back: whether any delayed task or retry falls due within the horizon
+   * (one read of a single entry), so its holder hands over (fleet-invocation.ts, LAST_LOOK_DELAY_MS).
+   */
+  async dueAfterRelease(): Promise<boolean> {
+    const { store, clock, horizonMs } = this.deps;
+    const found = await store.dueDelayed({ before: clock.now() + (horizonMs ?? KICK_HORIZON_MS), limit: 1 });
+    return found.length > 0;
+  }
+
   /** Whether it knows a task falling due within `ms` (the worker stays up for it). */
   dueWithin(ms: number): boolean {
     const next = this.nextDueAt;

@@ -3,28 +3,25 @@
  * the action (from X-Amz-Target) on the table or index ARN against the caller's IAM policies, and on
  * a table encrypted with a customer-managed key also checks kms:Decrypt (DynamoDB uses the table key as
  * the caller), answering AccessDeniedException as DynamoDB does; what is allowed goes on to the real
- * emulator behind it.
+ * emulator behind it, through strict-dynamodb.ts (GSI lag, on-demand throttling, TTL deletes).
  */
-import {
-  createServer,
-  request as httpRequest,
-  type IncomingMessage,
-  type Server,
-  type ServerResponse,
-} from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { listenOnLoopback } from '../loopback-server.js';
 import type { AccessLog } from '../iam/access-log.js';
 import type { IdentityStore } from '../iam/identity-store.js';
 import { awsErrorType, verifySigV4 } from '../iam/sigv4-verifier.js';
+import { StrictDynamoDb, type StrictOptions } from './strict-dynamodb.js';
 
 export interface GatedTable {
   name: string;
   arn: string;
   /** The customer-managed key the table is encrypted with, if any. */
   kmsKeyArn?: string;
+  /** The table's TTL attribute (TimeToLiveSpecification), if TTL is enabled. */
+  ttlAttribute?: string;
 }
 
-export interface IamGateOptions {
+export interface IamGateOptions extends StrictOptions {
   backend: string;
   region: string;
   tables: GatedTable[];
@@ -72,14 +69,22 @@ const denied = (res: ServerResponse, message: string) => {
     .end(payload);
 };
 
-export async function startIamGate(
-  options: IamGateOptions,
-): Promise<{ endpoint: string; close(): Promise<void>; server: Server }> {
+export interface IamGate {
+  endpoint: string;
+  server: Server;
+  /** Throttled requests, the index lag's pending copies, TTL deletions (GET /state's `dynamodb`). */
+  stats(): ReturnType<StrictDynamoDb['stats']>;
+  /** Runs a TTL sweep now (tests). */
+  sweepTtl(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startIamGate(options: IamGateOptions): Promise<IamGate> {
   const { identities, log } = options;
   const arnOf = (table: string) =>
     options.tables.find((t) => t.name === table)?.arn ??
     `arn:aws:dynamodb:${options.region}:${identities.accountId}:table/${table}`;
-  const backend = new URL(options.backend);
+  const strict = await StrictDynamoDb.start(options.backend, options.tables, options);
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
@@ -144,29 +149,28 @@ export async function startIamGate(
           );
       }
     }
-    const forward = httpRequest(
-      {
-        hostname: backend.hostname,
-        port: backend.port,
-        method: req.method,
-        path: req.url,
-        headers: { ...req.headers, host: backend.host },
-      },
-      (answer) => {
-        res.writeHead(answer.statusCode ?? 500, answer.headers);
-        answer.pipe(res);
-      },
-    );
-    forward.on('error', (error) => {
-      if (!res.headersSent)
-        res.writeHead(500, { 'content-type': 'application/x-amz-json-1.0' }).end(
-          JSON.stringify({
-            __type: 'com.amazonaws.dynamodb.v20120810#InternalServerError',
-            message: `sim: backend unreachable: ${error.message}`,
-          }),
-        );
-    });
-    forward.end(body);
+    let answer;
+    try {
+      answer = await strict.handle(
+        operation,
+        parsed,
+        body,
+        req.method ?? 'POST',
+        req.url ?? '/',
+        req.headers,
+      );
+    } catch (error) {
+      res.writeHead(500, { 'content-type': 'application/x-amz-json-1.0' }).end(
+        JSON.stringify({
+          __type: 'com.amazonaws.dynamodb.v20120810#InternalServerError',
+          message: `sim: backend unreachable: ${(error as Error).message}`,
+        }),
+      );
+      return;
+    }
+    const headers = { ...answer.headers, 'content-length': String(answer.body.length) };
+    delete headers['transfer-encoding'];
+    res.writeHead(answer.status, headers).end(answer.body);
   };
 
   const server = createServer((req, res) => {
@@ -181,5 +185,14 @@ export async function startIamGate(
     });
   });
   const { port, close } = await listenOnLoopback(server);
-  return { endpoint: `http://127.0.0.1:${port}`, server, close };
+  return {
+    endpoint: `http://127.0.0.1:${port}`,
+    server,
+    stats: () => strict.stats(),
+    sweepTtl: () => strict.sweepTtl(),
+    close: async () => {
+      strict.close();
+      await close();
+    },
+  };
 }

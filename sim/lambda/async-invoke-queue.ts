@@ -2,13 +2,17 @@
  * Lambda's internal queue for asynchronous invocations of one function (what EventBridge Scheduler's
  * invocations go through). A function error is retried after one minute, then two (up to
  * MaximumRetryAttempts, default 2); a throttled attempt goes back on the queue with a backoff from 1 s
- * up to 5 minutes; an event older than MaximumEventAgeInSeconds (default 6 hours) is not run again. What
- * is given up goes to the on-failure destination with Lambda's record, if one is configured.
- * (Lambda developer guide, "Asynchronous invocation" and PutFunctionEventInvokeConfig.)
+ * up to 5 minutes, and is given up once older than MaximumEventAgeInSeconds (default 6 hours); an
+ * event Lambda's recursive loop detection stops is not run at all. What is given up goes to the
+ * on-failure destination with Lambda's record, if one is configured. Each event keeps the trace
+ * lineage it was sent with, so the invocation it becomes is the next hop of its chain.
+ * (Lambda developer guide, "Asynchronous invocation", PutFunctionEventInvokeConfig and "Lambda
+ * recursive loop detection".)
  */
 import { randomUUID } from 'node:crypto';
 import type { InvocationResult } from './execution-environment.js';
 import { LambdaError } from './lambda-error.js';
+import type { Lineage } from './trace-lineage.js';
 
 export interface AsyncInvokeConfig {
   maximumRetryAttempts: number;
@@ -39,7 +43,11 @@ interface QueuedEvent {
   receivedAt: number;
   attempts: number;
   throttles: number;
+  lineage: Lineage | undefined;
 }
+
+/** Why an event was given up: Lambda's conditions, and the sim's name for a stopped recursive loop. */
+type GiveUpCondition = 'RetriesExhausted' | 'EventAgeExceeded' | 'RecursiveInvocationDetected';
 
 export class AsyncInvokeQueue {
   private readonly timers = new Set<NodeJS.Timeout>();
@@ -49,7 +57,7 @@ export class AsyncInvokeQueue {
   constructor(
     private readonly functionArn: string,
     private readonly config: AsyncInvokeConfig,
-    private readonly run: (payload: string) => Promise<InvocationResult>,
+    private readonly run: (payload: string, lineage: Lineage | undefined) => Promise<InvocationResult>,
     private readonly destinations: DestinationSender,
     private readonly log: (line: string) => void,
   ) {}
@@ -58,13 +66,14 @@ export class AsyncInvokeQueue {
     return this.pending;
   }
 
-  enqueue(payload: string): string {
+  enqueue(payload: string, lineage?: Lineage): string {
     const event: QueuedEvent = {
       requestId: randomUUID(),
       payload,
       receivedAt: Date.now(),
       attempts: 0,
       throttles: 0,
+      lineage,
     };
     this.pending++;
     this.later(event, 0);
@@ -91,13 +100,21 @@ export class AsyncInvokeQueue {
       return this.giveUp(event, 'EventAgeExceeded', undefined);
     let result: InvocationResult;
     try {
-      result = await this.run(event.payload);
+      result = await this.run(event.payload, event.lineage);
     } catch (error) {
       if (error instanceof LambdaError && error.code === 'TooManyRequestsException') {
         event.throttles++;
-        const backoff = Math.min(THROTTLE_BACKOFF_MAX_MS, 1_000 * 2 ** (event.throttles - 1));
+        // The backoff never waits past the event's age: the event is given up when it expires, not later.
+        const left = event.receivedAt + this.config.maximumEventAgeMs - Date.now() + 1;
+        const backoff = Math.min(
+          THROTTLE_BACKOFF_MAX_MS,
+          1_000 * 2 ** (event.throttles - 1),
+          Math.max(0, left),
+        );
         return this.later(event, backoff);
       }
+      if (error instanceof LambdaError && error.code === 'RecursiveInvocationException')
+        return this.giveUp(event, 'RecursiveInvocationDetected', undefined);
       this.log(`sim: async invocation ${event.requestId} could not run: ${String(error)}`);
       return this.giveUp(event, 'RetriesExhausted', undefined);
     }
@@ -118,7 +135,7 @@ export class AsyncInvokeQueue {
 
   private async giveUp(
     event: QueuedEvent,
-    condition: 'RetriesExhausted' | 'EventAgeExceeded',
+    condition: GiveUpCondition,
     result: InvocationResult | undefined,
   ): Promise<void> {
     this.pending--;

@@ -3,7 +3,8 @@
  * runtime client (bootstrap.cjs), talking to a Runtime API served here. As on Lambda it is frozen
  * (SIGSTOP) whenever its runtime waits for the next event, thawed (SIGCONT) for an invocation, so a
  * timer left armed fires inside a later invocation; it is killed at the function's timeout and after
- * a crash, and the next invocation starts a fresh one (a cold start).
+ * a crash, and the next invocation starts a fresh one (a cold start). Its process gets the CPU share
+ * of its memory (cpu-limiter.ts), init included, and a cold start's REPORT line has its Init Duration.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -11,6 +12,7 @@ import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { cpuLimitFor, type CpuLimit } from './cpu-limiter.js';
 import { lambdaNodeFlags } from './node-runtime.js';
 
 const BOOTSTRAP = fileURLToPath(new URL('./bootstrap.cjs', import.meta.url));
@@ -32,6 +34,8 @@ export interface EnvironmentSpec {
   environment: Record<string, string>;
   /** Where the environment's stdout and stderr go (the function's log group). */
   log: (line: string) => void;
+  /** Limit the process to the CPU share of its memory (default true). */
+  cpuLimit?: boolean;
 }
 
 export interface InvocationResult {
@@ -43,6 +47,8 @@ export interface InvocationResult {
   errorType?: string;
   durationMs: number;
   coldStart: boolean;
+  /** A cold start's init phase (process start to the runtime's first request for an event). */
+  initDurationMs?: number;
 }
 
 interface Pending {
@@ -50,6 +56,7 @@ interface Pending {
   payload: string;
   deadline: number;
   startedAt: number;
+  coldStart: boolean;
   resolve: (r: InvocationResult) => void;
   timer: NodeJS.Timeout;
 }
@@ -68,6 +75,8 @@ export class ExecutionEnvironment {
   private initError: string | undefined;
   private readyWaiters: ((ok: boolean) => void)[] = [];
   private rssTimer: NodeJS.Timeout | undefined;
+  private cpu: CpuLimit | undefined;
+  private initDurationMs: number | undefined;
 
   constructor(private readonly spec: EnvironmentSpec) {}
 
@@ -86,11 +95,15 @@ export class ExecutionEnvironment {
       AWS_LAMBDA_RUNTIME_API: `127.0.0.1:${port}`,
       AWS_LAMBDA_LOG_STREAM_NAME: `${new Date().toISOString().slice(0, 10).replace(/-/g, '/')}/[$LATEST]${this.id}`,
     };
-    this.child = spawn(this.spec.nodePath, [...lambdaNodeFlags(this.spec.memoryMb), BOOTSTRAP], {
+    this.cpu = cpuLimitFor(this.id, this.spec.memoryMb, this.spec.cpuLimit ?? true);
+    const command = this.cpu.wrap(this.spec.nodePath, [...lambdaNodeFlags(this.spec.memoryMb), BOOTSTRAP]);
+    const spawnedAt = performance.now();
+    this.child = spawn(command.command, command.args, {
       cwd: this.spec.taskRoot,
       env,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
+    if (this.child.pid) this.cpu.attach(this.child.pid);
     for (const stream of [this.child.stdout!, this.child.stderr!]) {
       let rest = '';
       stream.on('data', (d: Buffer) => {
@@ -104,6 +117,7 @@ export class ExecutionEnvironment {
       new Promise<boolean>((r) => this.readyWaiters.push(r)),
       new Promise<boolean>((r) => setTimeout(() => r(false), INIT_TIMEOUT_MS).unref()),
     ]);
+    this.initDurationMs = performance.now() - spawnedAt;
     if (!ok) {
       this.kill();
       throw new Error(
@@ -113,7 +127,7 @@ export class ExecutionEnvironment {
   }
 
   /** Runs one invocation; resolves with its result (never rejects: failures are results, as Invoke reports them). */
-  invoke(payload: string): Promise<InvocationResult> {
+  invoke(payload: string, traceId?: string): Promise<InvocationResult> {
     if (this.state !== 'idle' || !this.waitingNext)
       throw new Error(`environment ${this.id} is ${this.state}`);
     const coldStart = this.invocations === 0;
@@ -130,7 +144,15 @@ export class ExecutionEnvironment {
         payload,
         deadline,
         startedAt,
-        resolve: (r) => resolve({ ...r, coldStart }),
+        coldStart,
+        resolve: (r) =>
+          resolve({
+            ...r,
+            coldStart,
+            ...(coldStart && this.initDurationMs !== undefined
+              ? { initDurationMs: this.initDurationMs }
+              : {}),
+          }),
         timer,
       };
       this.thaw();
@@ -141,7 +163,9 @@ export class ExecutionEnvironment {
         'lambda-runtime-aws-request-id': requestId,
         'lambda-runtime-deadline-ms': String(deadline),
         'lambda-runtime-invoked-function-arn': this.spec.functionArn,
-        'lambda-runtime-trace-id': `Root=1-${Math.floor(startedAt / 1000).toString(16)}-${randomUUID().replace(/-/g, '').slice(0, 24)};Sampled=0`,
+        'lambda-runtime-trace-id':
+          traceId ??
+          `Root=1-${Math.floor(startedAt / 1000).toString(16)}-${randomUUID().replace(/-/g, '').slice(0, 24)};Sampled=0`,
       });
       next.end(payload);
       this.watchMemory();
@@ -176,10 +200,13 @@ export class ExecutionEnvironment {
   }
 
   private freeze(): void {
+    // The duty cycle (where there is no cgroup) stops first, so it never thaws a frozen environment.
+    this.cpu?.setRunning(false);
     if (this.child?.pid && this.child.exitCode === null) process.kill(this.child.pid, 'SIGSTOP');
   }
 
   private thaw(): void {
+    this.cpu?.setRunning(true);
     if (this.child?.pid && this.child.exitCode === null) process.kill(this.child.pid, 'SIGCONT');
   }
 
@@ -192,7 +219,7 @@ export class ExecutionEnvironment {
     const durationMs = Date.now() - current.startedAt;
     this.spec.log(`END RequestId: ${current.requestId}`);
     this.spec.log(
-      `REPORT RequestId: ${current.requestId}\tDuration: ${durationMs.toFixed(2)} ms\tMemory Size: ${this.spec.memoryMb} MB${result.errorType ? `\tStatus: ${result.errorType}` : ''}`,
+      `REPORT RequestId: ${current.requestId}\tDuration: ${durationMs.toFixed(2)} ms\tMemory Size: ${this.spec.memoryMb} MB${current.coldStart && this.initDurationMs !== undefined ? `\tInit Duration: ${this.initDurationMs.toFixed(2)} ms` : ''}${result.errorType ? `\tStatus: ${result.errorType}` : ''}`,
     );
     this.lastUsedAt = Date.now();
     current.resolve({ requestId: current.requestId, durationMs, coldStart: false, ...result });
@@ -245,6 +272,7 @@ export class ExecutionEnvironment {
   }
 
   private onExit(code: number | null, signal: NodeJS.Signals | null): void {
+    this.cpu?.release();
     const wasDead = this.state === 'dead';
     this.state = 'dead';
     this.server?.close();

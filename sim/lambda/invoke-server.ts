@@ -2,7 +2,8 @@
  * Lambda's Invoke API (lambda-2015-03-31, REST-JSON) on node:http, so that functions and local tools
  * call the sim's functions with `@aws-sdk/client-lambda` exactly as they would call Lambda:
  * `POST /2015-03-31/functions/{FunctionName}/invocations`, the invocation type in
- * `X-Amz-Invocation-Type`, the qualifier in the name or in `?Qualifier=`. Every request's SigV4
+ * `X-Amz-Invocation-Type`, the qualifier in the name or in `?Qualifier=`, the caller's trace header
+ * in `X-Amzn-Trace-Id` (its Lineage makes the invocation a hop of that chain). Every request's SigV4
  * signature is checked (service "lambda") and the caller's `lambda:InvokeFunction` permission is
  * decided by the LambdaService itself, which logs it. Errors go out as Lambda sends them
  * (`x-amzn-errortype` and a JSON body with `Type` and `message`/`Message`), which the SDK turns into
@@ -61,7 +62,12 @@ class InvokeRefusal extends Error {
 }
 
 /** The member the SDK's error shapes read the text from: `Message` on some, `message` on the others. */
-const CAPITAL_MESSAGE = new Set(['ResourceNotFoundException', 'ServiceException', 'AccessDeniedException']);
+const CAPITAL_MESSAGE = new Set([
+  'ResourceNotFoundException',
+  'ServiceException',
+  'AccessDeniedException',
+  'RecursiveInvocationException',
+]);
 
 function sendError(res: ServerResponse, e: InvokeRefusal): void {
   const body = JSON.stringify({
@@ -205,9 +211,11 @@ export async function startInvokeServer(options: InvokeServerOptions): Promise<I
     const type = invocationTypeOf(req.headers['x-amz-invocation-type']);
     const payload = payloadOf(body, type);
     const caller = { principalArn };
+    // What the AWS SDK's recursion-detection middleware sends from inside a function: its trace id.
+    const traceHeader = [req.headers['x-amzn-trace-id']].flat()[0];
 
     if (type === 'Event') {
-      const { requestId } = options.lambda.invokeAsync(arn, payload, caller);
+      const { requestId } = options.lambda.invokeAsync(arn, payload, caller, traceHeader);
       res.writeHead(202, { 'content-length': 0, 'x-amzn-requestid': requestId }).end();
       return;
     }
@@ -233,7 +241,7 @@ export async function startInvokeServer(options: InvokeServerOptions): Promise<I
       res.writeHead(204, { 'x-amzn-requestid': crypto.randomUUID() }).end();
       return;
     }
-    const result = await options.lambda.invoke(arn, payload, caller);
+    const result = await options.lambda.invoke(arn, payload, caller, traceHeader);
     res.writeHead(200, {
       'content-type': 'application/json',
       'content-length': Buffer.byteLength(result.payload),

@@ -3,7 +3,9 @@
  * policy, or the function's resource policy for a service such as API Gateway), run in warm execution
  * environments when one is idle or a new one (a cold start) while the function's reserved concurrency
  * and the account's concurrency allow, throttled beyond that; asynchronous invocations go through an
- * internal queue with the function's EventInvokeConfig (or Lambda's defaults).
+ * internal queue with the function's EventInvokeConfig (or Lambda's defaults). Each invocation is a hop
+ * of the chain its trace header names (trace-lineage.ts): past the recursion limit it is stopped unless
+ * the function's RecursiveLoop is Allow, and counted as RecursiveInvocationsDropped.
  */
 import { randomUUID } from 'node:crypto';
 import type { AccessLog } from '../iam/access-log.js';
@@ -12,6 +14,16 @@ import { wildcardMatch } from '../iam/policy-evaluator.js';
 import { AsyncInvokeQueue, type AsyncInvokeConfig, type DestinationSender } from './async-invoke-queue.js';
 import { ExecutionEnvironment, type InvocationResult } from './execution-environment.js';
 import { LambdaError } from './lambda-error.js';
+import {
+  RECURSION_LIMIT,
+  RECURSION_MESSAGE,
+  isStopped,
+  lineageOf,
+  nextHop,
+  runtimeTraceId,
+  type Lineage,
+  type RecursiveLoop,
+} from './trace-lineage.js';
 
 export { LambdaError };
 
@@ -30,6 +42,8 @@ export interface FunctionDefinition {
   /** The template's environment, resolved, plus Lambda's own variables except credentials. */
   environment: Record<string, string>;
   asyncConfig: AsyncInvokeConfig;
+  /** The template's RecursiveLoop (Lambda's default: Terminate). */
+  recursiveLoop?: RecursiveLoop;
   /** AWS::Lambda::Permission statements: which service may invoke it, from which source. */
   resourcePolicy: { principal: string; sourceArn?: string; action: string }[];
   log: (line: string) => void;
@@ -42,12 +56,16 @@ export interface FunctionStats {
   coldStarts: number;
   throttles: number;
   errors: Record<string, number>;
+  /** The function's CloudWatch metrics the sim counts (AWS/Lambda namespace names). */
+  metrics: { RecursiveInvocationsDropped: number };
   environments: { id: string; state: string; pid: number | undefined; invocations: number }[];
   recent: {
     requestId: string;
     startedAt: number;
     durationMs: number;
     coldStart: boolean;
+    /** A cold start's init phase, as the REPORT line's Init Duration. */
+    initDurationMs?: number;
     errorType?: string;
     environment: string;
   }[];
@@ -70,6 +88,10 @@ export interface LambdaServiceOptions {
   /** Idle environments are stopped after this long (Lambda keeps them for minutes, unpredictably). */
   idleEnvironmentTtlMs: number;
   destinations: DestinationSender;
+  /** Invocations of one chain that run before the next is stopped (Lambda: 16). */
+  recursionLimit?: number;
+  /** Give each environment the CPU share of its memory (default true; false: the host's CPUs, unlimited). */
+  cpuLimit?: boolean;
 }
 
 export class LambdaService {
@@ -83,11 +105,18 @@ export class LambdaService {
         def,
         environments: [],
         starting: 0,
-        stats: { invocations: 0, coldStarts: 0, throttles: 0, errors: {}, recent: [] },
+        stats: {
+          invocations: 0,
+          coldStarts: 0,
+          throttles: 0,
+          errors: {},
+          metrics: { RecursiveInvocationsDropped: 0 },
+          recent: [],
+        },
         queue: new AsyncInvokeQueue(
           def.arn,
           def.asyncConfig,
-          (payload) => this.run(state, payload),
+          (payload, lineage) => this.run(state, payload, lineage),
           options.destinations,
           def.log,
         ),
@@ -103,16 +132,29 @@ export class LambdaService {
     return [...new Set(this.fns.values())].map((s) => s.def);
   }
 
-  /** Invoke with InvocationType RequestResponse: the result, or LambdaError for throttling and access. */
-  async invoke(functionArnOrName: string, payload: string, caller: Caller): Promise<InvocationResult> {
+  /**
+   * Invoke with InvocationType RequestResponse: the result, or LambdaError for throttling, access and a
+   * stopped recursive loop. `traceHeader` is the caller's X-Amzn-Trace-Id (none: a new chain).
+   */
+  async invoke(
+    functionArnOrName: string,
+    payload: string,
+    caller: Caller,
+    traceHeader?: string,
+  ): Promise<InvocationResult> {
     const state = this.authorize(functionArnOrName, caller);
-    return this.run(state, payload);
+    return this.run(state, payload, lineageOf(traceHeader));
   }
 
   /** Invoke with InvocationType Event: accepted into the function's async queue (202), run later. */
-  invokeAsync(functionArnOrName: string, payload: string, caller: Caller): { requestId: string } {
+  invokeAsync(
+    functionArnOrName: string,
+    payload: string,
+    caller: Caller,
+    traceHeader?: string,
+  ): { requestId: string } {
     const state = this.authorize(functionArnOrName, caller);
-    return { requestId: state.queue.enqueue(payload) };
+    return { requestId: state.queue.enqueue(payload, lineageOf(traceHeader)) };
   }
 
   stats(): Record<string, FunctionStats & { queued: number }> {
@@ -197,8 +239,21 @@ export class LambdaService {
     return this.options.accountConcurrency - reserved;
   }
 
-  private async run(state: FunctionState, payload: string): Promise<InvocationResult> {
+  private async run(
+    state: FunctionState,
+    payload: string,
+    incoming: Lineage | undefined,
+  ): Promise<InvocationResult> {
     if (this.closed) throw new LambdaError('TooManyRequestsException', 429, 'the sim is shutting down');
+    const lineage = nextHop(incoming, state.def.arn);
+    const limit = this.options.recursionLimit ?? RECURSION_LIMIT;
+    if (isStopped(lineage, limit, state.def.recursiveLoop)) {
+      state.stats.metrics.RecursiveInvocationsDropped++;
+      state.def.log(
+        `sim: invocation stopped by recursive loop detection (hop ${lineage.hops} of chain ${lineage.hash}, limit ${limit}; RecursiveLoop is not Allow)`,
+      );
+      throw new LambdaError('RecursiveInvocationException', 400, RECURSION_MESSAGE);
+    }
     const idle = state.environments.find((e) => e.state === 'idle');
     if (
       !idle &&
@@ -214,7 +269,7 @@ export class LambdaService {
     }
     const environment = idle ?? (await this.startEnvironment(state));
     state.stats.invocations++;
-    const result = await environment.invoke(payload);
+    const result = await environment.invoke(payload, runtimeTraceId(Date.now(), lineage));
     if (result.coldStart) state.stats.coldStarts++;
     if (result.errorType)
       state.stats.errors[result.errorType] = (state.stats.errors[result.errorType] ?? 0) + 1;
@@ -223,6 +278,7 @@ export class LambdaService {
       startedAt: Date.now() - result.durationMs,
       durationMs: result.durationMs,
       coldStart: result.coldStart,
+      ...(result.initDurationMs !== undefined ? { initDurationMs: result.initDurationMs } : {}),
       ...(result.errorType ? { errorType: result.errorType } : {}),
       environment: environment.id,
     });
@@ -253,6 +309,7 @@ export class LambdaService {
           _X_AMZN_TRACE_ID: `Root=1-${randomUUID().slice(0, 8)}`,
         },
         log: def.log,
+        cpuLimit: this.options.cpuLimit ?? true,
       });
       await environment.start();
       // The sim closed while this one started: nothing may outlive it (a frozen child keeps its parent alive).

@@ -1,6 +1,6 @@
 /** The HTTP API in the deployed shape: what API Gateway answers itself, IAM identities as owners, and the size limits. */
 import { describe, expect, it } from 'vitest';
-import { api, functionDenials, sim, simState } from './support/sim-client.js';
+import { api, functionDenials, sim, simState, waitFor } from './support/sim-client.js';
 
 describe('API Gateway answers these itself, never the function', () => {
   it('an unsigned request is 403 {"message":"Forbidden"}, also for /health', async () => {
@@ -80,22 +80,34 @@ describe('API Gateway answers these itself, never the function', () => {
       expect(res.status).toBe(201);
       ids.add(res.body.task.id as string);
     }
-    const seen: string[] = [];
-    let cursor: string | undefined;
+    // The list reads an index, which shows a write after the index lag (as DynamoDB's GSIs): read it
+    // again until all 30 are there.
+    let seen: string[] = [];
     let pages = 0;
-    do {
-      const page = await api(
-        'GET',
-        `/tasks?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
-        undefined,
-        'other',
-      );
-      expect(page.status).toBe(200);
-      expect(JSON.stringify(page.body).length).toBeLessThan(200 * 1024);
-      seen.push(...(page.body.tasks as { id: string }[]).map((t) => t.id));
-      cursor = page.body.nextCursor;
-      pages++;
-    } while (cursor && pages < 10);
+    await waitFor(
+      'the 30 tasks listed',
+      async () => {
+        seen = [];
+        pages = 0;
+        let cursor: string | undefined;
+        do {
+          const page = await api(
+            'GET',
+            `/tasks?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+            undefined,
+            'other',
+          );
+          expect(page.status).toBe(200);
+          expect(JSON.stringify(page.body).length).toBeLessThan(200 * 1024);
+          seen.push(...(page.body.tasks as { id: string }[]).map((t) => t.id));
+          cursor = page.body.nextCursor;
+          pages++;
+        } while (cursor && pages < 10);
+        return seen.filter((id) => ids.has(id)).length === ids.size ? true : undefined;
+      },
+      10_000,
+      250,
+    );
     expect(pages).toBe(1);
     expect(seen.filter((id) => ids.has(id)).sort()).toEqual([...ids].sort());
     const one = await api('GET', `/tasks/${[...ids][7]!}`, undefined, 'other');

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { createClient, type ClientOptions, type LeaseholdClient } from 'leasehold/client';
 import { demoEcho } from '../../tasks/demo.js';
 import { startFaultProxy, throttledProblem, type FaultProxy } from '../support/http-fault-proxy.js';
-import { sim } from './support/sim-client.js';
+import { indexLagMaxMs, sim, sleep, waitFor } from './support/sim-client.js';
 
 const proxies: FaultProxy[] = [];
 afterAll(async () => {
@@ -62,11 +62,22 @@ describe('the client against the sim', () => {
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) ids.push((await client.enqueue(demoEcho, { page: i }, later)).task.id);
     // Other scenarios enqueue as admin meanwhile: ours come in their order, newest first, among theirs.
-    const found: string[] = [];
-    for await (const t of client.list({ type: 'demo.echo', status: 'QUEUED', pageSize: 2 })) {
-      if (ids.includes(t.id)) found.push(t.id);
-      if (found.length === ids.length) break;
-    }
+    // The list reads an index, which shows a write after the index lag (as DynamoDB's GSIs): read it
+    // again until every task is there.
+    let found: string[] = [];
+    await waitFor(
+      'the five tasks listed',
+      async () => {
+        found = [];
+        for await (const t of client.list({ type: 'demo.echo', status: 'QUEUED', pageSize: 2 })) {
+          if (ids.includes(t.id)) found.push(t.id);
+          if (found.length === ids.length) break;
+        }
+        return found.length === ids.length ? found : undefined;
+      },
+      10_000,
+      250,
+    );
     expect(found).toEqual([...ids].reverse());
     expect(listReads).toBeGreaterThanOrEqual(3);
   });
@@ -86,13 +97,26 @@ describe('the client against the sim', () => {
     ]);
     // The task the lost answer carried is the one the client answered with.
     expect(JSON.parse(posts[0]!.answer!).task.id).toBe(task.id);
-    // Exactly one task with this payload: every queued demo.echo since the test began, read back.
-    const mine: string[] = [];
-    for await (const t of client.list({ type: 'demo.echo', status: 'QUEUED' })) {
-      if (Date.parse(t.createdAt) < since) break;
-      if (((await client.get(t.id)).payload as { marker?: string } | undefined)?.marker === marker)
-        mine.push(t.id);
-    }
+    // Exactly one task with this payload: every queued demo.echo since the test began, read back. The
+    // list reads an index that shows writes after the index lag: read until ours is there, then once
+    // more after the longest lag, by which a duplicate written beside it would be listed too.
+    const queuedWithMarker = async () => {
+      const mine: string[] = [];
+      for await (const t of client.list({ type: 'demo.echo', status: 'QUEUED' })) {
+        if (Date.parse(t.createdAt) < since) break;
+        if (((await client.get(t.id)).payload as { marker?: string } | undefined)?.marker === marker)
+          mine.push(t.id);
+      }
+      return mine;
+    };
+    await waitFor(
+      'the task listed',
+      async () => ((await queuedWithMarker()).length > 0 ? true : undefined),
+      10_000,
+      250,
+    );
+    await sleep(await indexLagMaxMs());
+    const mine = await queuedWithMarker();
     expect(mine).toEqual([task.id]);
   });
 

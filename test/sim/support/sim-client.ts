@@ -110,6 +110,18 @@ export async function waitFor<T>(
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * The longest the sim's GSIs take to show a write (its index lag), plus the copies still waiting: a
+ * list read after this long shows every write made before the call.
+ */
+export async function indexLagMaxMs(): Promise<number> {
+  const state = (await (await fetch(`${sim().adminUrl}/state`)).json()) as {
+    dynamodb: { indexLag: { enabled: boolean; maxMs: number; oldestPendingMs?: number } };
+  };
+  const { enabled, maxMs, oldestPendingMs } = state.dynamodb.indexLag;
+  return enabled ? Math.max(maxMs, oldestPendingMs ?? 0) + 100 : 0;
+}
+
 /** The function named by the start of its logical id (Worker, Api, Recovery, Fire). */
 export function fn(state: SimState, prefix: string) {
   const entry = Object.entries(state.functions).find(([id]) => id.startsWith(prefix));

@@ -1,0 +1,188 @@
+/**
+ * GSI lag in the sim's DynamoDB gate: a Query on a GSI sees a write only after a delay drawn per write
+ * (here from injected draws), still lists a changed item under its old index key and old attributes
+ * and a deleted one until then, applies each item's writes in order, and leaves base-table reads current.
+ */
+import {
+  DeleteItemCommand,
+  GetItemCommand,
+  PutItemCommand,
+  QueryCommand,
+  UpdateItemCommand,
+} from '@aws-sdk/client-dynamodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { draws, GSI, sleep, startHarness, TABLE, type Harness } from './sim-dynamodb-harness.js';
+
+const MIN = 300;
+const MAX = 700;
+
+describe('sim DynamoDB: GSI propagation lag', () => {
+  let h: Harness;
+  // Per write: 0.5 (the first three tests), then 0.9, 0.6, 0.3, 0 for the ordering test's writes.
+  const random = draws(0.5, 0.5, 0.5, 0.5, 0.5, 0.9, 0.6, 0.3, 0);
+  beforeAll(async () => {
+    h = await startHarness({ indexLag: { minMs: MIN, maxMs: MAX }, random, throttleScale: 0, ttl: false });
+  });
+  afterAll(() => h.close());
+
+  const group = async (gpk: string) => {
+    const out = await h.client().send(
+      new QueryCommand({
+        TableName: TABLE,
+        IndexName: GSI,
+        KeyConditionExpression: 'gpk = :g',
+        ExpressionAttributeValues: { ':g': { S: gpk } },
+      }),
+    );
+    return (out.Items ?? []).map((i) => ({ pk: i.pk!.S, n: i.n?.N }));
+  };
+  /** Polls a group until the predicate holds; answers when it first held (ms since `from`). */
+  const until = async (gpk: string, ok: (items: { pk?: string; n?: string }[]) => boolean, from: number) => {
+    for (;;) {
+      if (ok(await group(gpk))) return Date.now() - from;
+      if (Date.now() - from > 5_000) throw new Error(`group ${gpk} never matched`);
+      await sleep(20);
+    }
+  };
+
+  it('an item written is not in a GSI query for at least minMs, and is there after maxMs', async () => {
+    const started = Date.now();
+    await h
+      .client()
+      .send(new PutItemCommand({ TableName: TABLE, Item: { pk: { S: 'a' }, gpk: { S: 'G1' } } }));
+    const written = Date.now();
+    expect(await group('G1')).toEqual([]);
+    // The base table is current at once.
+    const base = await h
+      .client()
+      .send(new GetItemCommand({ TableName: TABLE, Key: { pk: { S: 'a' } }, ConsistentRead: true }));
+    expect(base.Item?.gpk?.S).toBe('G1');
+    const seenAfter = await until('G1', (items) => items.length === 1, started);
+    // The draw of 0.5 makes this write's lag 500 ms: never before minMs, and not long after its lag.
+    expect(seenAfter).toBeGreaterThanOrEqual(MIN);
+    expect(Date.now() - written).toBeLessThan(MAX + 400);
+    await expect.poll(() => h.gate.stats().indexLag).toMatchObject({ enabled: true, pending: 0, applied: 1 });
+  });
+
+  it('an item moved from GSI key A to B stays listed under A, with its old attributes, until the lag passes', async () => {
+    await h
+      .client()
+      .send(
+        new PutItemCommand({ TableName: TABLE, Item: { pk: { S: 'm' }, gpk: { S: 'A' }, n: { N: '1' } } }),
+      );
+    await until('A', (items) => items.length === 1, Date.now());
+    const moved = Date.now();
+    await h.client().send(
+      new UpdateItemCommand({
+        TableName: TABLE,
+        Key: { pk: { S: 'm' } },
+        UpdateExpression: 'SET gpk = :b, n = :n',
+        ExpressionAttributeValues: { ':b': { S: 'B' }, ':n': { N: '2' } },
+      }),
+    );
+    expect(await group('A')).toEqual([{ pk: 'm', n: '1' }]);
+    expect(await group('B')).toEqual([]);
+    expect(Date.now() - moved).toBeLessThan(MIN);
+    const seenAfter = await until('B', (items) => items.length === 1, moved);
+    expect(seenAfter).toBeGreaterThanOrEqual(MIN);
+    expect(await group('A')).toEqual([]);
+    expect(await group('B')).toEqual([{ pk: 'm', n: '2' }]);
+  });
+
+  it('a deleted item is still listed, then gone', async () => {
+    await h
+      .client()
+      .send(new PutItemCommand({ TableName: TABLE, Item: { pk: { S: 'd' }, gpk: { S: 'D' } } }));
+    await until('D', (items) => items.length === 1, Date.now());
+    const deleted = Date.now();
+    await h.client().send(new DeleteItemCommand({ TableName: TABLE, Key: { pk: { S: 'd' } } }));
+    expect(await group('D')).toEqual([{ pk: 'd', n: undefined }]);
+    expect(Date.now() - deleted).toBeLessThan(MIN);
+    expect(await until('D', (items) => items.length === 0, deleted)).toBeGreaterThanOrEqual(MIN);
+  });
+
+  it("an item's writes reach the GSI in order, even when a later write draws a shorter lag", async () => {
+    // Lags 660, 540, 420 and 300 ms: each write's would land before the one before it.
+    const from = Date.now();
+    for (const n of [1, 2, 3, 4])
+      await h.client().send(
+        new PutItemCommand({
+          TableName: TABLE,
+          Item: { pk: { S: 'o' }, gpk: { S: 'O' }, n: { N: String(n) } },
+        }),
+      );
+    const seen: number[] = [];
+    await until(
+      'O',
+      (items) => {
+        if (items[0]) seen.push(Number(items[0].n));
+        return items[0]?.n === '4';
+      },
+      from,
+    );
+    await sleep(MAX + 200);
+    expect(await group('O')).toEqual([{ pk: 'o', n: '4' }]);
+    expect(seen).toEqual([...seen].sort((a, b) => a - b));
+  });
+});
+
+describe('sim DynamoDB: a gate over a table that already has items', () => {
+  it('lists them in GSI queries at once, and follows their later writes', async () => {
+    const h = await startHarness(
+      { indexLag: { minMs: 100, maxMs: 100 }, throttleScale: 0, ttl: false },
+      (emulator) =>
+        emulator.send(
+          new PutItemCommand({ TableName: TABLE, Item: { pk: { S: 'early' }, gpk: { S: 'E' } } }),
+        ),
+    );
+    try {
+      const query = async (gpk: string) =>
+        (
+          await h.client().send(
+            new QueryCommand({
+              TableName: TABLE,
+              IndexName: GSI,
+              KeyConditionExpression: 'gpk = :g',
+              ExpressionAttributeValues: { ':g': { S: gpk } },
+            }),
+          )
+        ).Items?.map((i) => i.pk!.S);
+      expect(await query('E')).toEqual(['early']);
+      // Its GSI key removed: it leaves the index after the lag (the gate knew where it was).
+      await h.client().send(
+        new UpdateItemCommand({
+          TableName: TABLE,
+          Key: { pk: { S: 'early' } },
+          UpdateExpression: 'REMOVE gpk',
+        }),
+      );
+      await sleep(300);
+      expect(await query('E')).toEqual([]);
+    } finally {
+      await h.close();
+    }
+  });
+});
+
+describe('sim DynamoDB: index lag off', () => {
+  it('--index-lag 0: a GSI query sees a write at once', async () => {
+    const h = await startHarness({ indexLag: false, throttleScale: 0, ttl: false });
+    try {
+      await h
+        .client()
+        .send(new PutItemCommand({ TableName: TABLE, Item: { pk: { S: 'x' }, gpk: { S: 'X' } } }));
+      const out = await h.client().send(
+        new QueryCommand({
+          TableName: TABLE,
+          IndexName: GSI,
+          KeyConditionExpression: 'gpk = :g',
+          ExpressionAttributeValues: { ':g': { S: 'X' } },
+        }),
+      );
+      expect(out.Items).toHaveLength(1);
+      expect(h.gate.stats().indexLag).toEqual({ enabled: false });
+    } finally {
+      await h.close();
+    }
+  });
+});
