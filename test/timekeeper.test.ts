@@ -130,6 +130,21 @@ describe('Timekeeper (in-memory store, fake timers)', () => {
     expect(k.store.promotions).toEqual([]);
   });
 
+  it('dueAfterRelease does not count a task it just promoted that a lagging read still lists', async () => {
+    const k = keeper();
+    k.store.delay('promoted', START + 1_000);
+    k.timekeeper.start();
+    await advance(1_000 + LATE_MS);
+    expect(k.store.promotions.map((p) => p.id)).toEqual(['promoted']);
+    await k.timekeeper.stop();
+    // A read sent within INDEX_LAG_MS of the promotion may still list it as delayed.
+    k.store.delay('promoted', START + 1_000);
+    expect(await k.timekeeper.dueAfterRelease()).toBe(false);
+    // Another task due soon is not hidden behind it.
+    k.store.delay('other', START + 9_000);
+    expect(await k.timekeeper.dueAfterRelease()).toBe(true);
+  });
+
   it('a task already overdue at the first read is promoted at once', async () => {
     const k = keeper();
     k.store.delay('overdue', START - 10_000);

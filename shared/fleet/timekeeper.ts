@@ -25,6 +25,8 @@ const READ_LIMIT = 20_000;
  * after a read is promoted up to this late.
  */
 export const MIN_REFRESH_MS = 1_000;
+/** The entries the last look reads: enough to see past the ones this timekeeper just promoted. */
+const LAST_LOOK_LIMIT = 100;
 /** A timer may fire a little early by the wall clock: aim this far past the due time. */
 const PAST_DUE_MS = 2;
 /**
@@ -130,13 +132,19 @@ export class Timekeeper {
   }
 
   /**
-   * Once stopped and seat 0 given back: whether any delayed task or retry falls due within the horizon
-   * (one read of a single entry), so its holder hands over (fleet-invocation.ts, LAST_LOOK_DELAY_MS).
+   * Once stopped and seat 0 given back: whether any delayed task or retry falls due within the horizon,
+   * so its holder hands over (fleet-invocation.ts, LAST_LOOK_DELAY_MS). An entry this timekeeper
+   * promoted lately, still listed by the lagging index, does not count: it would start an invocation
+   * only to find the task ready.
    */
   async dueAfterRelease(): Promise<boolean> {
     const { store, clock, horizonMs } = this.deps;
-    const found = await store.dueDelayed({ before: clock.now() + (horizonMs ?? KICK_HORIZON_MS), limit: 1 });
-    return found.length > 0;
+    const sentAt = clock.now();
+    const found = await store.dueDelayed({
+      before: sentAt + (horizonMs ?? KICK_HORIZON_MS),
+      limit: LAST_LOOK_LIMIT,
+    });
+    return found.some(({ id, dueAt }) => !this.staleEntry(id, dueAt, sentAt));
   }
 
   /** Whether it knows a task falling due within `ms` (the worker stays up for it). */
