@@ -175,6 +175,44 @@ describe('runFleetInvocation hand-over (seats on the emulator, fake worker, invo
     expect(w.starts).toEqual([]);
   });
 
+  it('claiming over while a long task runs: seat 0 and its duty go to a successor at once, not when the task ends', async () => {
+    const w = await handoverWorld();
+    const result = await w.invoke(async (options) => {
+      options.onClaimingOver!();
+      // The long task still runs: the successor was started into a free seat 0 meanwhile.
+      await vi.waitFor(() => expect(w.starts).toHaveLength(1));
+      expect(w.timekeepers[0]!.stop).toHaveBeenCalled();
+      expect(await w.seats.take('successor', w.t.clock.now() + 60_000)).toMatchObject({ index: 0 });
+      options.onClaimingOver!(); // told twice: still one successor
+      return summary;
+    });
+    expect(result).toMatchObject({ seat: 0, timekeeper: true, handedOver: true });
+    expect(w.starts).toEqual([{ source: 'leasehold.due', seatsHeld: 0 }]);
+    // Given back once: no failed second release, no last look.
+    expect(w.logger.warn).not.toHaveBeenCalled();
+    expect(w.pauses).toEqual([]);
+  });
+
+  it('claiming over on another seat frees it and starts nothing, unless retries wait', async () => {
+    const w = await handoverWorld(3);
+    await w.seats.take('the-timekeeper', w.t.clock.now() + 60_000);
+    const quiet = await w.invoke(async (options) => {
+      options.onClaimingOver!();
+      await vi.waitFor(async () => expect(await w.seats.running()).toBe(1));
+      return summary;
+    }, 'env-2/req-1');
+    expect(quiet).toMatchObject({ timekeeper: false, handedOver: false });
+    expect(quiet.seat).toBeGreaterThan(0);
+    expect(w.starts).toEqual([]);
+    const retrying = await w.invoke(async (options) => {
+      options.onClaimingOver!();
+      return { ...summary, retriesWaiting: 2 };
+    }, 'env-3/req-1');
+    expect(retrying).toMatchObject({ timekeeper: false, handedOver: true });
+    expect(w.starts).toEqual([{ source: 'leasehold.due', seatsHeld: 1 }]);
+    expect(w.logger.warn).not.toHaveBeenCalled();
+  });
+
   it('an invocation started only to keep time returns at once when another keeps time, and keeps time when none does', async () => {
     const w = await handoverWorld(3);
     const keeper = await w.seats.take('the-timekeeper', w.t.clock.now() + 60_000);

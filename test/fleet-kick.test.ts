@@ -354,7 +354,11 @@ describe('runFleetInvocation (seats on the emulator, fake worker)', () => {
     expect(seen).toEqual([{ running: 1, holders: ['env-1/req-1'] }]);
     // Seat 0 is the timekeeper's: this run keeps time; nothing was left due, so nothing is handed over.
     expect(result).toEqual({ ...summary, seat: 0, timekeeper: true, handedOver: false });
-    expect(run).toHaveBeenCalledWith({ remainingTimeMs: expect.any(Function), duty: expect.anything() });
+    expect(run).toHaveBeenCalledWith({
+      remainingTimeMs: expect.any(Function),
+      duty: expect.anything(),
+      onClaimingOver: expect.any(Function),
+    });
     expect(w.invoker.calls).toEqual([]);
     expect(await w.seats.running()).toBe(0);
     // Held until the invocation's end plus the skew margin, then given back.

@@ -179,3 +179,47 @@ describe('a dedicated worker pool (LEASEHOLD_WORKER_TYPES)', () => {
     );
   });
 });
+
+describe('the end of claiming', () => {
+  it('tells the run once when no type can be claimed any more while a task still runs, then drains it to SUCCESS', async () => {
+    let left = 60_000;
+    const w = await createWorkerWorld(server.endpoint, [
+      defineTask({
+        name: 'slowish',
+        schema: z.unknown(),
+        timeoutMs: 2_000,
+        handler: async () => {
+          // The invocation's clock runs on: 2 s + the drain margin no longer fit, the margin still does.
+          left = w.config.drainMarginMs + 300;
+          await new Promise((r) => setTimeout(r, 200));
+          return 'done';
+        },
+      }),
+    ]);
+    const { task } = await w.submitter.enqueue({ type: 'slowish', owner: 'o', payload: 1 });
+    let told = 0;
+    const summary = await w.worker('lambda-3').run({
+      remainingTimeMs: () => left,
+      idleStopMs: 5_000,
+      onClaimingOver: () => told++,
+    });
+    expect(told).toBe(1);
+    expect(summary).toMatchObject({ claimed: 1, stoppedBecause: 'deadline' });
+    expect(await w.store.get({ id: task.id })).toMatchObject({ status: 'SUCCESS', result: 'done' });
+  });
+
+  it('is not told while every type can still be claimed', async () => {
+    const w = await createWorkerWorld(server.endpoint, [
+      defineTask({ name: 'demo.echo', schema: z.unknown(), handler: (p) => p }),
+    ]);
+    await w.submitter.enqueue({ type: 'demo.echo', owner: 'o', payload: 1 });
+    let told = 0;
+    const summary = await w.worker('lambda-4').run({
+      remainingTimeMs: () => 60_000,
+      idleStopMs: 500,
+      onClaimingOver: () => told++,
+    });
+    expect(summary).toMatchObject({ claimed: 1, stoppedBecause: 'idle' });
+    expect(told).toBe(0);
+  });
+});

@@ -103,6 +103,29 @@ export async function runFleetInvocation(
     return { seat: undefined, stoppedBecause: 'fleet-full' };
   }
   const timekeeper = seat.index === TIMEKEEPER_SEAT ? deps.timekeeper() : undefined;
+  const heldSeat = seat;
+  let seatReleased: Promise<void> | undefined;
+  const releaseSeat = () =>
+    (seatReleased ??= seats.release(heldSeat).then(
+      () => undefined,
+      (error: unknown) =>
+        logger.warn('giving the fleet seat back failed; it frees itself at the invocation deadline', {
+          error: describeError(error),
+        }),
+    ));
+  // Claiming is over and only long tasks still run: the seat goes to a successor that can claim (and
+  // seat 0's duty with it), instead of staying held until the slowest task ends. Nothing readied
+  // meanwhile waits for the next tick behind a seat that claims nothing.
+  let gaveSeatAway: Promise<boolean> | undefined;
+  const onClaimingOver = () => {
+    gaveSeatAway ??= (async () => {
+      if (timekeeper) await timekeeper.stop();
+      await deps.scaler.settled();
+      await releaseSeat();
+      if (!timekeeper) return false;
+      return deps.invoker.start('leasehold.due', { keepTime: true });
+    })();
+  };
   let summary: RunSummary;
   try {
     if (hints.expectWorkAt !== undefined)
@@ -117,14 +140,20 @@ export async function runFleetInvocation(
       ...(timekeeper ? { duty: timekeeper } : {}),
       ...(hints.lookFirst ? { lookFirst: [hints.lookFirst] } : {}),
       ...(hints.expectWorkAt ? { expectWorkAt: hints.expectWorkAt } : {}),
+      onClaimingOver,
     });
   } finally {
+    await gaveSeatAway;
     await deps.scaler.settled();
-    await seats.release(seat).catch((error: unknown) =>
-      logger.warn('giving the fleet seat back failed; it frees itself at the invocation deadline', {
-        error: describeError(error),
-      }),
-    );
+    await releaseSeat();
+  }
+  if (gaveSeatAway !== undefined) {
+    // Seat 0's successor reads the delay partitions itself; retries this run scheduled from another
+    // seat start a timekeeper if none runs (one returns at once if one does).
+    const handedOver =
+      (await gaveSeatAway) ||
+      (summary.retriesWaiting > 0 && (await deps.invoker.start('leasehold.due', { keepTime: true })));
+    return { ...summary, seat: seat.index, timekeeper: timekeeper !== undefined, handedOver };
   }
   // Retries this run scheduled, or delayed tasks the timekeeper knew of, fall due after it: the next
   // invocation (seat 0 is free now, unless another timekeeper runs) promotes them on time.

@@ -99,6 +99,12 @@ export interface RunOptions {
    * the run, stopped before it returns, and the run stays up while it knows work due before the run must end.
    */
   duty?: RunDuty;
+  /**
+   * Called once when no type can be claimed any more (the time left no longer fits any type's timeout)
+   * while tasks still run: from then on the run only drains. The fleet gives its seat to a successor
+   * that can claim, instead of holding it until the slowest task ends.
+   */
+  onClaimingOver?: () => void;
 }
 
 export interface RunDuty {
@@ -273,6 +279,7 @@ export class Worker {
     run.keeper.start();
     // The duty starts after the first claim round: its reads must not slow the claim a kick is waiting for.
     let dutyStarted = false;
+    let claimingOverTold = false;
     try {
       let idleSince = this.clock.now();
       for (;;) {
@@ -294,6 +301,10 @@ export class Worker {
         if (claimable.length === 0 && this.active.size === 0) {
           run.summary.stoppedBecause = 'deadline';
           break;
+        }
+        if (claimable.length === 0 && !claimingOverTold) {
+          claimingOverTold = true;
+          runOptions.onClaimingOver?.();
         }
         // Out of offered entries while the burst lasts: read the delay partitions again (once a poll
         // interval) rather than every ready partition, which the burst's tasks never enter.
