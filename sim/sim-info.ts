@@ -13,7 +13,18 @@ export interface SimInfo {
   region: string;
   accountId: string;
   stackName: string;
-  dynamodb: { backend: string; version: string; endpoint: string; gatedEndpoint: string; tables: string[] };
+  dynamodb: {
+    backend: string;
+    version: string;
+    /**
+     * The emulator itself, for reading base-table items only: a write sent here bypasses the gate, so
+     * the index view its GSI reads answer from never sees it, and nothing throttles it.
+     */
+    endpoint: string;
+    /** What the functions call: SigV4 and IAM checked, GSIs lagging, throttling, TTL. */
+    gatedEndpoint: string;
+    tables: string[];
+  };
   schedulerEndpoint: string;
   /** Lambda's Invoke API (POST /2015-03-31/functions/{name}/invocations), SigV4-signed for "lambda". */
   lambdaEndpoint: string;
