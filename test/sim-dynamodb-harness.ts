@@ -5,7 +5,10 @@
  */
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { startDynalite, type DynaliteServer } from '../shared/local/dynalite.js';
+import type { Backend } from '../sim/dynamodb/backend.js';
 import { startIamGate, type IamGate, type IamGateOptions } from '../sim/dynamodb/iam-gate.js';
+import { describeTable } from '../sim/dynamodb/table-schemas.js';
+import { TtlSweeper } from '../sim/dynamodb/ttl-sweeper.js';
 import { AccessLog } from '../sim/iam/access-log.js';
 import { IdentityStore } from '../sim/iam/identity-store.js';
 import { TemplateResolver } from '../sim/template/resolver.js';
@@ -102,3 +105,16 @@ export function draws(...values: number[]): () => number {
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A promise and the function that resolves it. */
+export function signal(): { fire: () => void; fired: Promise<void> } {
+  let fire!: () => void;
+  const fired = new Promise<void>((resolve) => (fire = resolve));
+  return { fire, fired };
+}
+
+/** A TTL sweeper of the table through this backend, deleting at its first sweep, sweeping only when asked. */
+export async function sweeperThrough(backend: Backend): Promise<TtlSweeper> {
+  const schema = await describeTable(backend, { name: TABLE, arn: TABLE_ARN, ttlAttribute: 'expires' });
+  return new TtlSweeper(backend, [schema], { maxDelayMs: 0, sweepEveryMs: 60_000 }, () => () => {});
+}

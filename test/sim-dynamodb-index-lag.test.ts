@@ -11,7 +11,11 @@ import {
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { draws, GSI, sleep, startHarness, TABLE, type Harness } from './sim-dynamodb-harness.js';
+import { startDynalite } from '../shared/local/dynalite.js';
+import { Backend } from '../sim/dynamodb/backend.js';
+import { IndexLag } from '../sim/dynamodb/index-lag.js';
+import { describeTable, type TableDescription } from '../sim/dynamodb/table-schemas.js';
+import { draws, GSI, sleep, startHarness, TABLE, TABLE_ARN, type Harness } from './sim-dynamodb-harness.js';
 
 const MIN = 300;
 const MAX = 700;
@@ -183,6 +187,54 @@ describe('sim DynamoDB: index lag off', () => {
       expect(h.gate.stats().indexLag).toEqual({ enabled: false });
     } finally {
       await h.close();
+    }
+  });
+});
+
+describe('sim DynamoDB: the index view of a table with an LSI as well as a GSI', () => {
+  it('is made with only the attributes of its key schemas (not the LSI sort key)', async () => {
+    const dynalite = await startDynalite();
+    const backend = new Backend(dynalite.endpoint);
+    try {
+      await backend.call('CreateTable', {
+        TableName: TABLE,
+        BillingMode: 'PAY_PER_REQUEST',
+        KeySchema: [
+          { AttributeName: 'pk', KeyType: 'HASH' },
+          { AttributeName: 'sk', KeyType: 'RANGE' },
+        ],
+        AttributeDefinitions: ['pk', 'sk', 'gpk', 'lsk'].map((AttributeName) => ({
+          AttributeName,
+          AttributeType: 'S',
+        })),
+        GlobalSecondaryIndexes: [
+          {
+            IndexName: GSI,
+            KeySchema: [{ AttributeName: 'gpk', KeyType: 'HASH' }],
+            Projection: { ProjectionType: 'ALL' },
+          },
+        ],
+        LocalSecondaryIndexes: [
+          {
+            IndexName: 'by-lsk',
+            KeySchema: [
+              { AttributeName: 'pk', KeyType: 'HASH' },
+              { AttributeName: 'lsk', KeyType: 'RANGE' },
+            ],
+            Projection: { ProjectionType: 'KEYS_ONLY' },
+          },
+        ],
+      });
+      const schema = await describeTable(backend, { name: TABLE, arn: TABLE_ARN });
+      await new IndexLag(backend, { minMs: 0, maxMs: 1 }).createView(schema);
+      const { Table: view } = await backend.call<{ Table: TableDescription }>('DescribeTable', {
+        TableName: IndexLag.viewOf(TABLE),
+      });
+      expect(view.AttributeDefinitions.map((a) => a.AttributeName).sort()).toEqual(['gpk', 'pk', 'sk']);
+      expect(view.GlobalSecondaryIndexes?.map((g) => g.IndexName)).toEqual([GSI]);
+    } finally {
+      backend.close();
+      await dynalite.close();
     }
   });
 });

@@ -14,6 +14,7 @@ import {
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { Throttle, type Demand } from '../sim/dynamodb/throttle.js';
 import { GSI, GSI_ARN, startHarness, TABLE, TABLE_ARN, type Harness } from './sim-dynamodb-harness.js';
 
 let clock = 1_000_000;
@@ -153,5 +154,33 @@ describe('sim DynamoDB: throttling off', () => {
     } finally {
       await off.close();
     }
+  });
+});
+
+describe('sim DynamoDB: throughput buckets past 20,000 partition keys', () => {
+  const write = (partition?: string): Demand => ({
+    kind: 'write',
+    table: TABLE,
+    arn: TABLE_ARN,
+    ...(partition === undefined ? {} : { partition }),
+  });
+
+  it('a table bucket part-used is kept (not dropped and refilled) when the full key buckets are dropped', () => {
+    const throttle = new Throttle(0.01, () => clock);
+    // The table's 40 WCU: 25 used, leaving 15, more than a key bucket's full 10.
+    throttle.charge(write('used'), 25);
+    for (let i = 0; i < 20_010; i++) throttle.blocked([write(`k${i}`)]);
+    throttle.charge(write('more'), 15);
+    expect(throttle.blocked([write()])?.reason).toBe('TableWriteAccountLimitExceeded');
+  });
+
+  it('with every bucket in use, new keys do not rescan them all each time', () => {
+    let reads = 0;
+    // The clock is read once per request, once per new bucket, and once per pruning scan.
+    const throttle = new Throttle(0.01, () => (reads++, clock));
+    for (let i = 0; i < 20_010; i++) throttle.charge(write(`busy${i}`), 20);
+    reads = 0;
+    for (let i = 0; i < 1_000; i++) throttle.blocked([write(`new${i}`)]);
+    expect(reads).toBeLessThan(2 * 1_000 + 10);
   });
 });

@@ -13,9 +13,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { Backend } from '../sim/dynamodb/backend.js';
-import { describeTable } from '../sim/dynamodb/table-schemas.js';
-import { TtlSweeper } from '../sim/dynamodb/ttl-sweeper.js';
-import { draws, GSI, sleep, startHarness, TABLE, TABLE_ARN } from './sim-dynamodb-harness.js';
+import { draws, GSI, signal, sleep, startHarness, sweeperThrough, TABLE } from './sim-dynamodb-harness.js';
 
 const epoch = (ms: number) => ({ N: String(Math.floor(ms / 1000)) });
 /** Puts the item `pk` (with `extra` attributes) that expires at `expiresAtMs`. */
@@ -119,13 +117,7 @@ describe('sim DynamoDB: TTL', () => {
         }
       }
       const backend = new RacingBackend(h.dynalite.endpoint);
-      const schema = await describeTable(backend, { name: TABLE, arn: TABLE_ARN, ttlAttribute: 'expires' });
-      const sweeper = new TtlSweeper(
-        backend,
-        [schema],
-        { maxDelayMs: 0, sweepEveryMs: 60_000 },
-        () => () => {},
-      );
+      const sweeper = await sweeperThrough(backend);
       await sweeper.sweep();
       backend.close();
       const item = await c.send(
@@ -133,6 +125,43 @@ describe('sim DynamoDB: TTL', () => {
       );
       expect(item.Item?.expires).toEqual(epoch(now + 3_600_000));
       expect(sweeper.stats()).toMatchObject({ spared: 1, deleted: {} });
+    } finally {
+      await h.close();
+    }
+  });
+
+  it('a sweep under way at close deletes nothing more, and close waits for it', async () => {
+    const h = await startHarness({ ttl: false, indexLag: false, throttleScale: 0 });
+    try {
+      const c = h.client();
+      for (const pk of ['a', 'b']) await putExpiring(c, pk, Date.now() - 60_000);
+      const scanning = signal();
+      const release = signal();
+      class SlowScan extends Backend {
+        readonly calls: string[] = [];
+        override async call<T>(operation: string, input: unknown): Promise<T> {
+          this.calls.push(operation);
+          if (operation === 'Scan') {
+            scanning.fire();
+            await release.fired;
+          }
+          return super.call<T>(operation, input);
+        }
+      }
+      const backend = new SlowScan(h.dynalite.endpoint);
+      const sweeper = await sweeperThrough(backend);
+      let swept = false;
+      const sweep = sweeper.sweep().then(() => (swept = true));
+      await scanning.fired;
+      const closing = sweeper.close();
+      await sleep(20);
+      release.fire();
+      await closing;
+      expect(swept).toBe(true);
+      await sweep;
+      backend.close();
+      expect(backend.calls).not.toContain('DeleteItem');
+      expect((await c.send(new ScanCommand({ TableName: TABLE, Select: 'COUNT' }))).Count).toBe(2);
     } finally {
       await h.close();
     }

@@ -7,7 +7,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { cpuLimitMethod, dutyCycleLimit } from '../sim/lambda/cpu-limiter.js';
 import { cfsQuotaUs, dutyCycle, vcpuShare } from '../sim/lambda/cpu-share.js';
 import type { ExecutionEnvironment } from '../sim/lambda/execution-environment.js';
@@ -117,6 +117,41 @@ describe('the duty cycle (where no cgroup is writable)', () => {
     } finally {
       limit.release();
       child.kill('SIGKILL');
+    }
+  });
+
+  it('stops a thawed process after its run, not at the next tick, and still never thaws a frozen one', () => {
+    // Fake timers and a recorded process.kill: the order of signals, whatever the machine's load.
+    vi.useFakeTimers();
+    const signals: { at: number; signal: string }[] = [];
+    const kill = vi.spyOn(process, 'kill').mockImplementation((_pid, signal) => {
+      signals.push({ at: Date.now(), signal: String(signal) });
+      return true;
+    });
+    const cycle = dutyCycle(vcpuShare(256))!;
+    const limit = dutyCycleLimit(vcpuShare(256));
+    try {
+      limit.attach(4242);
+      vi.advanceTimersByTime(cycle.runMs + cycle.stopMs + 1); // a tick: SIGCONT, then SIGSTOP after the run
+      vi.advanceTimersByTime(cycle.runMs);
+      expect(signals.map((s) => s.signal)).toEqual(['SIGCONT', 'SIGSTOP']);
+      // Thawed by the environment 20 ms into the stop: stopped again after one run, not at the next tick.
+      vi.advanceTimersByTime(20);
+      limit.setRunning(false);
+      limit.setRunning(true);
+      const thawed = Date.now();
+      signals.length = 0;
+      vi.advanceTimersByTime(cycle.runMs);
+      expect(signals).toEqual([{ at: thawed + cycle.runMs, signal: 'SIGSTOP' }]);
+      // Frozen between invocations: no tick ever thaws it.
+      limit.setRunning(false);
+      signals.length = 0;
+      vi.advanceTimersByTime(10 * (cycle.runMs + cycle.stopMs));
+      expect(signals).toEqual([]);
+    } finally {
+      limit.release();
+      kill.mockRestore();
+      vi.useRealTimers();
     }
   });
 });

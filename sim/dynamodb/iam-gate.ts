@@ -173,8 +173,9 @@ export async function startIamGate(options: IamGateOptions): Promise<IamGate> {
     res.writeHead(answer.status, headers).end(answer.body);
   };
 
+  const inflight = new Set<Promise<void>>();
   const server = createServer((req, res) => {
-    handle(req, res).catch((error: unknown) => {
+    const handled = handle(req, res).catch((error: unknown) => {
       if (!res.headersSent)
         res.writeHead(500, { 'content-type': 'application/x-amz-json-1.0' }).end(
           JSON.stringify({
@@ -183,16 +184,25 @@ export async function startIamGate(options: IamGateOptions): Promise<IamGate> {
           }),
         );
     });
+    inflight.add(handled);
+    void handled.then(() => inflight.delete(handled));
   });
-  const { port, close } = await listenOnLoopback(server);
+  const { port } = await listenOnLoopback(server);
+  let closing: Promise<void> | undefined;
   return {
     endpoint: `http://127.0.0.1:${port}`,
     server,
     stats: () => strict.stats(),
     sweepTtl: () => strict.sweepTtl(),
-    close: async () => {
-      strict.close();
-      await close();
-    },
+    // The server stops taking requests first; those in flight are answered by a live backend.
+    close: () =>
+      (closing ??= (async () => {
+        const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+        while (inflight.size > 0) await Promise.all([...inflight]);
+        // Keep-alive connections, now idle, would hold the close open.
+        server.closeAllConnections();
+        await stopped;
+        await strict.close();
+      })()),
   };
 }

@@ -29,12 +29,55 @@ interface Copy {
 
 const RETRY_MS = 100;
 
+/** A min-heap of items by the time their next copy is due (or their retry). */
+class DueHeap {
+  private readonly heap: { at: number; id: string }[] = [];
+  get size(): number {
+    return this.heap.length;
+  }
+  peek(): number {
+    return this.heap[0]?.at ?? Infinity;
+  }
+  push(at: number, id: string): void {
+    const h = this.heap;
+    h.push({ at, id });
+    for (let i = h.length - 1; i > 0;) {
+      const parent = (i - 1) >> 1;
+      if (h[parent]!.at <= h[i]!.at) break;
+      [h[parent], h[i]] = [h[i]!, h[parent]!];
+      i = parent;
+    }
+  }
+  pop(): string {
+    const h = this.heap;
+    const top = h[0]!;
+    const last = h.pop()!;
+    if (h.length > 0) {
+      h[0] = last;
+      for (let i = 0; ;) {
+        const l = 2 * i + 1;
+        const m = l + 1 < h.length && h[l + 1]!.at < h[l]!.at ? l + 1 : l;
+        if (m >= h.length || h[i]!.at <= h[m]!.at) break;
+        [h[i], h[m]] = [h[m]!, h[i]!];
+        i = m;
+      }
+    }
+    return top.id;
+  }
+}
+
 export class IndexLag {
   /** Pending copies per item, in write order. */
   private readonly queues = new Map<string, Copy[]>();
   /** The due time of each item's last scheduled copy: later writes are never due before it. */
   private readonly lastDue = new Map<string, number>();
   private readonly busy = new Set<string>();
+  /**
+   * One entry per item with copies waiting and none being applied: when its first copy is due (or its
+   * retry). An item being applied has none; the apply schedules its next copies when it ends.
+   */
+  private readonly due = new DueHeap();
+  private readonly applying = new Set<Promise<void>>();
   private timer: NodeJS.Timeout | undefined;
   private timerAt = Infinity;
   private closed = false;
@@ -66,7 +109,12 @@ export class IndexLag {
       TableName: IndexLag.viewOf(schema.name),
       BillingMode: 'PAY_PER_REQUEST',
       KeySchema: d.KeySchema,
-      AttributeDefinitions: d.AttributeDefinitions,
+      // Only the view's key attributes: CreateTable refuses a definition no key schema uses (an LSI's).
+      AttributeDefinitions: d.AttributeDefinitions.filter((a) =>
+        [d.KeySchema, ...(d.GlobalSecondaryIndexes ?? []).map((g) => g.KeySchema)].some((keys) =>
+          keys.some((k) => k.AttributeName === a.AttributeName),
+        ),
+      ),
       GlobalSecondaryIndexes: (d.GlobalSecondaryIndexes ?? []).map((g) => ({
         IndexName: g.IndexName,
         KeySchema: g.KeySchema,
@@ -83,9 +131,15 @@ export class IndexLag {
     const due = Math.max(writtenAt + lag, this.lastDue.get(id) ?? 0);
     this.lastDue.set(id, due);
     const queue = this.queues.get(id) ?? [];
+    // A new queue gets its heap entry; an existing one has it, or its apply under way schedules it.
+    if (queue.length === 0) this.schedule(id, due);
     queue.push({ table, key, image, writtenAt, due });
     this.queues.set(id, queue);
-    this.arm(due);
+  }
+
+  private schedule(id: string, at: number): void {
+    this.due.push(at, id);
+    this.arm(at);
   }
 
   private arm(at: number): void {
@@ -100,12 +154,12 @@ export class IndexLag {
     this.timer = undefined;
     this.timerAt = Infinity;
     const now = Date.now();
-    let next = Infinity;
-    for (const [id, queue] of this.queues) {
-      if (queue[0]!.due <= now) void this.drain(id);
-      else next = Math.min(next, queue[0]!.due);
+    while (this.due.peek() <= now) {
+      const applying = this.drain(this.due.pop());
+      this.applying.add(applying);
+      void applying.then(() => this.applying.delete(applying));
     }
-    if (next < Infinity) this.arm(next);
+    if (this.due.size > 0) this.arm(this.due.peek());
   }
 
   /** Applies an item's due copies (the last of them: it carries the latest image), one apply at a time. */
@@ -130,11 +184,11 @@ export class IndexLag {
       if (queue.length === 0) {
         this.queues.delete(id);
         if (this.lastDue.get(id) === copy.due) this.lastDue.delete(id);
-      } else this.arm(queue[0]!.due);
+      } else this.schedule(id, queue[0]!.due);
     } catch {
       // The emulator is busy or restarting: the copies stay queued, in order, and are tried again.
       this.failures++;
-      this.arm(Date.now() + RETRY_MS);
+      this.schedule(id, Date.now() + RETRY_MS);
     } finally {
       this.busy.delete(id);
     }
@@ -159,8 +213,10 @@ export class IndexLag {
     };
   }
 
-  close(): void {
+  /** Stops applying copies; resolves once the ones under way are done. */
+  async close(): Promise<void> {
     this.closed = true;
     if (this.timer) clearTimeout(this.timer);
+    await Promise.all([...this.applying]);
   }
 }

@@ -172,9 +172,11 @@ export class StrictDynamoDb {
     };
   }
 
-  close(): void {
-    this.ttl?.close();
-    this.lag?.close();
+  /** Once the gate takes no more requests: lets the sweep and the copies under way end, then drops the backend. */
+  async close(): Promise<void> {
+    await this.ttl?.close();
+    await this.tracker.settled();
+    await this.lag?.close();
     this.backend.close();
   }
 }

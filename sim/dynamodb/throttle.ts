@@ -32,7 +32,7 @@ export interface ThrottleReason {
 class TokenBucket {
   private tokens: number;
   constructor(
-    private readonly rate: number,
+    readonly rate: number,
     private last: number,
   ) {
     this.tokens = rate;
@@ -48,6 +48,9 @@ class TokenBucket {
   }
 }
 
+/** Past this many buckets the full ones are dropped (a full bucket is what a new one would be). */
+const PRUNE_ABOVE = 20_000;
+
 const label = (d: Demand) => (d.index ? `${d.table}/index/${d.index}` : d.table);
 
 export class Throttle {
@@ -55,6 +58,8 @@ export class Throttle {
   private readonly byResource: Record<string, number> = {};
   private readonly byPartitionKey: Record<string, number> = {};
   private total = 0;
+  /** The size that triggers the next pruning: twice what the last one kept, so kept buckets are not rescanned for every new key. */
+  private pruneAbove = PRUNE_ABOVE;
 
   constructor(
     /** 1 is DynamoDB's limits; 0.01 makes them 40/120/10/30 a second. */
@@ -66,9 +71,10 @@ export class Throttle {
     let b = this.buckets.get(name);
     if (!b) {
       // One bucket per partition-key value ever seen: drop the full ones now and then.
-      if (this.buckets.size > 20_000) {
+      if (this.buckets.size > this.pruneAbove) {
         const now = this.now();
-        for (const [k, old] of this.buckets) if (old.level(now) >= rate) this.buckets.delete(k);
+        for (const [k, old] of this.buckets) if (old.level(now) >= old.rate) this.buckets.delete(k);
+        this.pruneAbove = Math.max(PRUNE_ABOVE, 2 * this.buckets.size);
       }
       b = new TokenBucket(rate, this.now());
       this.buckets.set(name, b);

@@ -23,6 +23,7 @@ const FIVE_YEARS_S = 5 * 365 * 24 * 3600;
 export class TtlSweeper {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
+  private closed = false;
   /** The delay drawn for each expired item (by table, key and expiry), so each draw is made once. */
   private readonly delays = new Map<string, number>();
   private readonly deleted: Record<string, number> = {};
@@ -51,6 +52,7 @@ export class TtlSweeper {
 
   /** One sweep of every table (a sweep already running is joined, not doubled). */
   sweep(): Promise<void> {
+    if (this.closed) return Promise.resolve();
     this.running ??= this.sweepAll().finally(() => (this.running = undefined));
     return this.running;
   }
@@ -82,7 +84,11 @@ export class TtlSweeper {
         },
         ...(ExclusiveStartKey ? { ExclusiveStartKey } : {}),
       });
-      for (const item of page.Items ?? []) seen.add(await this.consider(schema, attribute, item));
+      for (const item of page.Items ?? []) {
+        // Closed mid-sweep: delete nothing more (the backend is about to go).
+        if (this.closed) return;
+        seen.add(await this.consider(schema, attribute, item));
+      }
       ExclusiveStartKey = page.LastEvaluatedKey;
     } while (ExclusiveStartKey);
     // Forget the draws of items that were deleted or refreshed by others since.
@@ -138,8 +144,11 @@ export class TtlSweeper {
     };
   }
 
-  close(): void {
+  /** Stops sweeping; resolves once a sweep under way has stopped. */
+  async close(): Promise<void> {
+    this.closed = true;
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
+    await this.running;
   }
 }

@@ -161,21 +161,34 @@ export function dutyCycleLimit(share: number): CpuLimit {
       // the process ended
     }
   };
-  const tick = setInterval(() => {
-    if (!pid || !running) return;
-    signal('SIGCONT');
+  // Stops the process once its run is over (it runs now: thawed by a tick, or by the environment).
+  const stopAfterRun = () => {
+    clearTimeout(stopTimer);
     stopTimer = setTimeout(() => {
       // Checked again: the environment may have been frozen (or thawed for good) meanwhile.
       if (running) signal('SIGSTOP');
     }, cycle.runMs);
     stopTimer.unref();
-  }, cycle.runMs + cycle.stopMs);
-  tick.unref();
+  };
+  const cycleFromNow = () =>
+    setInterval(() => {
+      if (!pid || !running) return;
+      signal('SIGCONT');
+      stopAfterRun();
+    }, cycle.runMs + cycle.stopMs).unref();
+  let tick = cycleFromNow();
   return {
     method: 'duty-cycle',
     wrap: (command, args) => ({ command, args }),
     attach: (p) => void (pid = p),
-    setRunning: (r) => void (running = r),
+    setRunning: (r) => {
+      running = r;
+      if (!r) return;
+      // Thawed (the environment sends SIGCONT, never this): the cycle starts over with this run.
+      clearInterval(tick);
+      tick = cycleFromNow();
+      stopAfterRun();
+    },
     release: () => {
       clearInterval(tick);
       clearTimeout(stopTimer);
