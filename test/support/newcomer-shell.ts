@@ -2,9 +2,10 @@
  * A README command as a newcomer runs it: from the project's folder, with none of the test suite's
  * settings in the environment, and stopped with Ctrl-C as a terminal sends it (to the whole group).
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
+import { startNodeProcess } from './node-process.js';
 
 export const projectRoot = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -46,15 +47,15 @@ export interface NewcomerProcess {
 
 /** Starts `npm <args>` in its own process group and waits until its output matches `ready`. */
 export async function startNpm(args: string[], ready: RegExp, timeoutMs: number): Promise<NewcomerProcess> {
-  const child = spawn('npm', args, {
+  const { child, output } = await startNodeProcess(args, {
+    command: 'npm',
     cwd: projectRoot,
-    env: newcomerEnv,
     detached: true,
-    stdio: ['ignore', 'pipe', 'pipe'],
+    env: newcomerEnv,
+    ready,
+    what: `npm ${args.join(' ')}`,
+    timeoutMs,
   });
-  let text = '';
-  child.stdout!.on('data', (d: Buffer) => (text += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (text += d.toString()));
   const signalGroup = (signal: NodeJS.Signals) => {
     try {
       process.kill(-child.pid!, signal);
@@ -62,9 +63,9 @@ export async function startNpm(args: string[], ready: RegExp, timeoutMs: number)
       // the group is gone already
     }
   };
-  const started: NewcomerProcess = {
+  return {
     child,
-    output: () => text,
+    output,
     interrupt: async (ms) => {
       if (child.exitCode !== null || child.signalCode !== null) return [child.exitCode, child.signalCode];
       signalGroup('SIGINT');
@@ -75,12 +76,4 @@ export async function startNpm(args: string[], ready: RegExp, timeoutMs: number)
     },
     kill: () => signalGroup('SIGKILL'),
   };
-  for (const until = Date.now() + timeoutMs; !ready.test(text);) {
-    if (child.exitCode !== null || Date.now() > until) {
-      started.kill();
-      throw new Error(`npm ${args.join(' ')} did not start:\n${text}`);
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return started;
 }

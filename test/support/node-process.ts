@@ -22,13 +22,20 @@ export interface StartOptions {
   timeoutMs?: number;
   /** A pipe to the child's stdin (otherwise ignored). */
   stdin?: boolean;
+  /** What to run instead of this Node (`npm`, as a user types it); its folder (default: the current one). */
+  command?: string;
+  cwd?: string;
+  /** In a process group of its own, so a signal to `-pid` reaches its children too (npm's). */
+  detached?: boolean;
 }
 
-/** `node <args>` in this project's folder; throws with its output if it exits or takes too long to be ready. */
+/** `node <args>` (or `command <args>`); throws with its output if it exits or takes too long to be ready. */
 export async function startNodeProcess(args: string[], options: StartOptions): Promise<NodeProcess> {
-  const child = spawn(process.execPath, args, {
+  const child = spawn(options.command ?? process.execPath, args, {
     env: options.env,
     stdio: [options.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+    ...(options.cwd ? { cwd: options.cwd } : {}),
+    ...(options.detached ? { detached: true } : {}),
   });
   let text = '';
   child.stdout!.on('data', (d: Buffer) => (text += d.toString()));
@@ -37,10 +44,20 @@ export async function startNodeProcess(args: string[], options: StartOptions): P
   const timeoutMs = options.timeoutMs ?? 20_000;
   for (let waited = 0; !options.ready.test(text); waited += 25) {
     if (child.exitCode !== null || waited > timeoutMs) {
-      child.kill('SIGKILL');
+      killAll(child, options.detached === true);
       throw new Error(`${options.what} did not start:\n${text}`);
     }
     await new Promise((r) => setTimeout(r, 25));
   }
   return { child, output: () => text, exited };
+}
+
+/** SIGKILL to the child, or to its whole group when it has one (already gone: nothing to do). */
+function killAll(child: ChildProcess, group: boolean): void {
+  try {
+    if (group) process.kill(-child.pid!, 'SIGKILL');
+    else child.kill('SIGKILL');
+  } catch {
+    // the process (group) is gone already
+  }
 }
