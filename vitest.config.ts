@@ -6,6 +6,10 @@ export const LONGER_SUITES = [
   'test/sim/**',
   'test/schedule-stacks.test.ts',
   'test/**/*.slow.test.ts',
+  // Figures that need the machine to themselves (latency on two cores): `npm run test:quiet`.
+  'test/**/*.quiet.test.ts',
+  // The fleet's scenarios, each in a sim of its own: `npm run test:sim:fleet`.
+  'test/sim-fleet/**',
   // The dashboard in Chromium: `npm run test:browser` (vitest.browser.config.ts).
   'test/browser/**',
 ];

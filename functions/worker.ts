@@ -25,6 +25,7 @@ import { readQueueSummary } from '../shared/store/queue-summary.js';
 import { Timekeeper } from '../shared/fleet/timekeeper.js';
 import { workerStartEvent } from '../shared/fleet/worker-start-event.js';
 import { writeTargetOf } from '../shared/store/context.js';
+import { ChainInvoker } from '../shared/fleet/chain-invoker.js';
 
 const app = createTaskRuntime(loadConfig(process.env), taskDefinitions);
 const logger = new Logger({ serviceName: 'leasehold-worker' });
@@ -42,9 +43,11 @@ const seats = new FleetSeats({
 // The function starts more of itself by its own name (Lambda sets it), which needs no reference to
 // its own ARN in its configuration (that would be a circular dependency in the template).
 const functionName = process.env.AWS_LAMBDA_FUNCTION_NAME;
-const invoker: WorkerInvoker = functionName
+const lambdaInvoker: WorkerInvoker = functionName
   ? new LambdaWorkerInvoker(functionName, undefined, (message, detail) => logger.warn(message, detail))
   : { start: () => Promise.resolve(false) };
+// Every self-start carries its chain's generation; deep chains start only into reserved seats.
+const invoker = new ChainInvoker({ invoker: lambdaInvoker, seats, logger });
 const scaler = new FleetScaler({ seats, invoker, clock: app.clock, logger });
 
 /** The scheduled tick comes every minute (infra/schedules.ts). */
@@ -75,7 +78,9 @@ export const handler = async (
   context: Pick<Context, 'getRemainingTimeInMillis' | 'awsRequestId'>,
 ) => {
   const start = workerStartEvent(event);
-  logger.appendKeys({ requestId: context.awsRequestId, source: start.source });
+  const generation = start.hints.generation ?? 0;
+  invoker.enter(generation);
+  logger.appendKeys({ requestId: context.awsRequestId, source: start.source, generation });
   return runFleetInvocation(
     {
       worker,

@@ -5,7 +5,7 @@
  */
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import { Effect, PolicyDocument, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
-import { Architecture, Runtime } from 'aws-cdk-lib/aws-lambda';
+import { Architecture, RecursiveLoop, Runtime } from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat, type ICommandHooks } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
@@ -35,6 +35,11 @@ export interface LeaseholdFunctionProps {
   access: TableAccess;
   logRetention: RetentionDays;
   reservedConcurrentExecutions?: number;
+  /**
+   * Allow a function that invokes itself on purpose (the worker's fleet) to chain past Lambda's recursive
+   * loop detection, which would stop the ~16th hop; the function bounds its chains itself.
+   */
+  allowRecursiveLoop?: boolean;
 }
 
 /**
@@ -120,6 +125,7 @@ export class LeaseholdFunction extends Construct {
         // Stack traces point into the TypeScript sources through the bundled source maps.
         NODE_OPTIONS: '--enable-source-maps',
       },
+      ...(props.allowRecursiveLoop ? { recursiveLoop: RecursiveLoop.ALLOW } : {}),
       ...(props.reservedConcurrentExecutions === undefined
         ? {}
         : { reservedConcurrentExecutions: props.reservedConcurrentExecutions }),

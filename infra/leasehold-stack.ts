@@ -17,6 +17,7 @@ import { LeaseholdSchedules } from './schedules.js';
 import { sizeFunctions } from './sizing.js';
 import { TaskTable } from './task-table.js';
 import { UserSchedules } from './user-schedules.js';
+import { explainedInvocationsPerMinute } from '../shared/fleet/fleet-rules.js';
 
 export interface LeaseholdStackProps extends StackProps {
   /** Default: the defaults (the app reads CDK context: infra/deployment-settings.ts). Never the synth shell's environment. */
@@ -93,7 +94,7 @@ export class LeaseholdStack extends Stack {
       description: string,
       timeoutMs: number,
       memorySize: number,
-      reserved?: number,
+      options: { reserved?: number | undefined; allowRecursiveLoop?: boolean } = {},
     ) =>
       new LeaseholdFunction(this, `${name[0]!.toUpperCase()}${name.slice(1)}`, {
         entry: name,
@@ -108,7 +109,8 @@ export class LeaseholdStack extends Stack {
         taskTable: this.taskTable,
         access: FUNCTION_ACCESS[name],
         logRetention,
-        ...(reserved === undefined ? {} : { reservedConcurrentExecutions: reserved }),
+        ...(options.reserved === undefined ? {} : { reservedConcurrentExecutions: options.reserved }),
+        ...(options.allowRecursiveLoop ? { allowRecursiveLoop: true } : {}),
       });
     this.functions = {
       api: fn('api', 'Leasehold HTTP API', sizing.apiTimeoutMs, sizing.apiMemoryMb),
@@ -117,7 +119,8 @@ export class LeaseholdStack extends Stack {
         'Leasehold worker: claims, runs and renews tasks',
         sizing.workerTimeoutMs,
         sizing.workerMemoryMb,
-        props.workerReservedConcurrency,
+        // Its fleet starts more of itself on purpose, chains bounded by the seats (fleet-rules.ts).
+        { reserved: props.workerReservedConcurrency, allowRecursiveLoop: true },
       ),
       recovery: fn(
         'recovery',
@@ -175,6 +178,10 @@ export class LeaseholdStack extends Stack {
       recovery: this.functions.recovery.fn,
       api: this.functions.api.fn,
       deadLetters: this.schedules.deadLetters,
+      workerInvocationsPerMinute: explainedInvocationsPerMinute(
+        config.workerMaxConcurrency,
+        config.idleStopMs,
+      ),
     });
 
     new CfnOutput(this, 'ApiUrl', {

@@ -29,6 +29,8 @@ export interface MonitoringProps {
   api: IFunction;
   fire: IFunction;
   deadLetters: IQueue;
+  /** The most worker invocations a minute the fleet's cap explains (fleet-rules.ts); more for minutes is a loop. */
+  workerInvocationsPerMinute: number;
 }
 
 const minute = Duration.minutes(1);
@@ -186,6 +188,31 @@ export class Monitoring extends Construct {
       ComparisonOperator.GREATER_THAN_THRESHOLD,
       1,
       'Worker invocations were throttled (reserved concurrency reached).',
+    );
+    // The worker starts more of itself and allows recursive loops (RecursiveLoop: Allow), bounding its
+    // chains by its seats: this alarm is the guard Lambda's loop detection would have been.
+    alarm(
+      'WorkerInvocationsUnexplained',
+      props.worker.metricInvocations({ period: minute, statistic: 'Sum' }),
+      props.workerInvocationsPerMinute,
+      ComparisonOperator.GREATER_THAN_THRESHOLD,
+      3,
+      `More than ${props.workerInvocationsPerMinute} worker invocations a minute for 3 minutes, more than its seats explain: invocations are being started outside the fleet's bound (a loop). See the logs' source and generation keys.`,
+    );
+    // Lambda stops a chain only if RecursiveLoop is set back to Terminate; then a dropped start is lost work.
+    alarm(
+      'WorkerRecursionsDropped',
+      new Metric({
+        namespace: 'AWS/Lambda',
+        metricName: 'RecursiveInvocationsDropped',
+        dimensionsMap: { FunctionName: props.worker.functionName },
+        statistic: 'Sum',
+        period: Duration.minutes(5),
+      }),
+      0,
+      ComparisonOperator.GREATER_THAN_THRESHOLD,
+      1,
+      "Lambda's recursive loop detection dropped worker invocations: the fleet's scale-ups or hand-overs were stopped (is the worker's RecursiveLoop still Allow?).",
     );
     alarm(
       'FireErrors',

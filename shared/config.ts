@@ -195,6 +195,15 @@ export const settings = {
     schema: positiveMs,
     default: 250,
   },
+  // How long a fresh worker invocation can still claim a task of the longest allowed timeout
+  // (invocation-budget.ts): one tick period, so each minute's tick can start every type. A shorter
+  // window makes shorter invocations (each then hands its seat on sooner).
+  workerClaimWindowMs: {
+    audience: 'worker',
+    env: 'LEASEHOLD_WORKER_CLAIM_WINDOW_MS',
+    schema: positiveMs,
+    default: 60_000,
+  },
   drainMarginMs: {
     audience: 'worker',
     env: 'LEASEHOLD_DRAIN_MARGIN_MS',

@@ -47,7 +47,16 @@ export interface LeaseEventMap {
    */
   'task:readied': { taskId?: string };
   /** A new task was written (not an idempotent repeat): the kick on enqueue starts a worker for it. */
-  'task:enqueued': { taskId: string; type: string; availableAt: number };
+  'task:enqueued': {
+    taskId: string;
+    type: string;
+    availableAt: number;
+    /**
+     * Its key in the ready index when it entered it at once at the default priority: a claimer may take
+     * it by this key (one conditional write) without reading the index, which may not show it yet.
+     */
+    readySk?: string;
+  };
   /** A delayed retry moved into the ready index by the worker that scheduled it. */
   'task:promoted': { taskId: string };
   /**

@@ -5,19 +5,20 @@
  * sized the Lambda timeout exactly maxExecution + drain, which `getRemainingTimeInMillis()` never
  * reaches, so the deployed worker never claimed a type without a shorter timeout of its own).
  */
-import type { LeaseholdConfig } from './config.js';
+import { settings, type LeaseholdConfig } from './config.js';
 
 /**
- * How long a fresh worker invocation can still claim a task of the longest allowed timeout: one
- * schedule period, so the invocation each one-minute tick starts can take every type, and a type of
- * timeout T is claimable for the first (this + maxExecution - T) of the invocation.
+ * How long a fresh worker invocation can still claim a task of the longest allowed timeout, by default
+ * (LEASEHOLD_WORKER_CLAIM_WINDOW_MS): one schedule period, so the invocation each one-minute tick
+ * starts can take every type, and a type of timeout T is claimable for the first
+ * (window + maxExecution - T) of the invocation.
  */
-export const WORKER_CLAIM_WINDOW_MS = 60_000;
+export const WORKER_CLAIM_WINDOW_MS = settings.workerClaimWindowMs.default;
 
 /** Lambda's hard limit on a function's timeout. */
 export const LAMBDA_MAX_TIMEOUT_MS = 900_000;
 
-type Budget = Pick<LeaseholdConfig, 'maxExecutionMs' | 'drainMarginMs'>;
+type Budget = Pick<LeaseholdConfig, 'maxExecutionMs' | 'drainMarginMs' | 'workerClaimWindowMs'>;
 
 /** The longest a task of a type may run: its own timeout, never more than the maximum execution time. */
 export function typeTimeoutMs(
@@ -53,7 +54,7 @@ export function canStartWithin(
 
 /** The worker Lambda's timeout: the longest task, the drain after it, and the claim window before it. */
 export function workerInvocationTimeoutMs(config: Budget): number {
-  return config.maxExecutionMs + config.drainMarginMs + WORKER_CLAIM_WINDOW_MS;
+  return config.maxExecutionMs + config.drainMarginMs + config.workerClaimWindowMs;
 }
 
 /** A problem with the settings for a Lambda worker, or undefined when they fit Lambda's limit. */
@@ -61,7 +62,7 @@ export function workerTimeoutProblem(config: Budget): string | undefined {
   const needed = workerInvocationTimeoutMs(config);
   if (needed <= LAMBDA_MAX_TIMEOUT_MS) return undefined;
   return (
-    `LEASEHOLD_MAX_EXECUTION_MS (${config.maxExecutionMs}) + LEASEHOLD_DRAIN_MARGIN_MS (${config.drainMarginMs}) + a ${WORKER_CLAIM_WINDOW_MS} ms claim window ` +
-    `is ${needed} ms, over Lambda's ${LAMBDA_MAX_TIMEOUT_MS} ms limit: lower the maximum execution time to at most ${LAMBDA_MAX_TIMEOUT_MS - config.drainMarginMs - WORKER_CLAIM_WINDOW_MS} ms`
+    `LEASEHOLD_MAX_EXECUTION_MS (${config.maxExecutionMs}) + LEASEHOLD_DRAIN_MARGIN_MS (${config.drainMarginMs}) + LEASEHOLD_WORKER_CLAIM_WINDOW_MS (${config.workerClaimWindowMs}) ` +
+    `is ${needed} ms, over Lambda's ${LAMBDA_MAX_TIMEOUT_MS} ms limit: lower the maximum execution time to at most ${LAMBDA_MAX_TIMEOUT_MS - config.drainMarginMs - config.workerClaimWindowMs} ms`
   );
 }

@@ -4,12 +4,8 @@
  * next invocation, after giving its seat back so that one can take seat 0. And the worker function's
  * event, read leniently.
  */
-import { afterAll, beforeAll, describe, expect, it, vi, type Mock } from 'vitest';
-import {
-  LAST_LOOK_DELAY_MS,
-  runFleetInvocation,
-  type TimekeeperDuty,
-} from '../shared/fleet/fleet-invocation.js';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { LAST_LOOK_DELAY_MS, runFleetInvocation } from '../shared/fleet/fleet-invocation.js';
 import { FleetSeats } from '../shared/fleet/fleet-seats.js';
 import { workerStartEvent } from '../shared/fleet/worker-start-event.js';
 import type {
@@ -20,7 +16,7 @@ import type {
 } from '../shared/fleet/worker-invoker.js';
 import { writeTargetOf } from '../shared/store/context.js';
 import type { RunOptions, RunSummary } from '../shared/worker/worker.js';
-import { seededRandom } from './support/fleet-fakes.js';
+import { fakeTimekeeper, runSummary, seededRandom } from './support/fleet-fakes.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { createTestStore } from './support/test-store.js';
 
@@ -30,29 +26,7 @@ beforeAll(async () => {
 });
 afterAll(() => server.close());
 
-const summary: RunSummary = {
-  claimed: 1,
-  lostRaces: 0,
-  heartbeatRounds: 0,
-  maxEventLoopLagMs: 0,
-  stoppedBecause: 'idle',
-  timersArmed: 0,
-  retriesWaiting: 0,
-};
-
-/** A timekeeper duty whose `nextDueAt` the test sets (what it would know when the run ends). */
-function fakeTimekeeper(): TimekeeperDuty & {
-  nextDueAt: number | undefined;
-  dueAfterRelease: Mock<() => Promise<boolean>>;
-} {
-  return {
-    start: vi.fn(),
-    stop: vi.fn(async () => undefined),
-    dueWithin: vi.fn(() => false),
-    nextDueAt: undefined,
-    dueAfterRelease: vi.fn(async () => false),
-  };
-}
+const summary: RunSummary = runSummary(1);
 
 /** Real seats on a fresh table (cap 2: seat 0 keeps time, seat 1 does not), a recording invoker that also notes how many seats are held when it is called. */
 async function handoverWorld(cap = 2) {
@@ -86,7 +60,7 @@ async function handoverWorld(cap = 2) {
       {
         worker: { run: vi.fn(run) },
         seats,
-        scaler: { settled: async () => undefined },
+        scaler: { settled: async () => undefined, refill: async () => false },
         invoker,
         timekeeper: () => {
           const tk = fakeTimekeeper();
@@ -178,12 +152,12 @@ describe('runFleetInvocation hand-over (seats on the emulator, fake worker, invo
   it('claiming over while a long task runs: seat 0 and its duty go to a successor at once, not when the task ends', async () => {
     const w = await handoverWorld();
     const result = await w.invoke(async (options) => {
-      options.onClaimingOver!();
+      options.onClaimingOver!({ backlog: false });
       // The long task still runs: the successor was started into a free seat 0 meanwhile.
       await vi.waitFor(() => expect(w.starts).toHaveLength(1));
       expect(w.timekeepers[0]!.stop).toHaveBeenCalled();
       expect(await w.seats.take('successor', w.t.clock.now() + 60_000)).toMatchObject({ index: 0 });
-      options.onClaimingOver!(); // told twice: still one successor
+      options.onClaimingOver!({ backlog: false }); // told twice: still one successor
       return summary;
     });
     expect(result).toMatchObject({ seat: 0, timekeeper: true, handedOver: true });
@@ -197,7 +171,7 @@ describe('runFleetInvocation hand-over (seats on the emulator, fake worker, invo
     const w = await handoverWorld(3);
     await w.seats.take('the-timekeeper', w.t.clock.now() + 60_000);
     const quiet = await w.invoke(async (options) => {
-      options.onClaimingOver!();
+      options.onClaimingOver!({ backlog: false });
       await vi.waitFor(async () => expect(await w.seats.running()).toBe(1));
       return summary;
     }, 'env-2/req-1');
@@ -205,12 +179,42 @@ describe('runFleetInvocation hand-over (seats on the emulator, fake worker, invo
     expect(quiet.seat).toBeGreaterThan(0);
     expect(w.starts).toEqual([]);
     const retrying = await w.invoke(async (options) => {
-      options.onClaimingOver!();
+      options.onClaimingOver!({ backlog: false });
       return { ...summary, retriesWaiting: 2 };
     }, 'env-3/req-1');
     expect(retrying).toMatchObject({ timekeeper: false, handedOver: true });
     expect(w.starts).toEqual([{ source: 'leasehold.due', seatsHeld: 1 }]);
     expect(w.logger.warn).not.toHaveBeenCalled();
+  });
+
+  it('claiming over on another seat while taking a backlog starts a successor into a free seat (the scaler refills)', async () => {
+    const w = await handoverWorld(3);
+    await w.seats.take('the-timekeeper', w.t.clock.now() + 60_000);
+    const refill = vi.fn(async () => (await w.seats.running()) === 1);
+    const result = await runFleetInvocation(
+      {
+        worker: {
+          run: async (options) => {
+            options!.onClaimingOver!({ backlog: true });
+            await vi.waitFor(() => expect(refill).toHaveBeenCalledTimes(1));
+            return summary;
+          },
+        },
+        seats: w.seats,
+        scaler: { settled: async () => undefined, refill },
+        invoker: { start: async () => true },
+        timekeeper: fakeTimekeeper,
+        clock: w.t.clock,
+        logger: w.logger,
+        clockSkewMs: 5_000,
+        pause: async () => undefined,
+      },
+      'env-2/req-1',
+      () => 60_000,
+    );
+    // The refill ran after this run's seat was given back (only the timekeeper's seat was held then).
+    expect(await refill.mock.results[0]!.value).toBe(true);
+    expect(result).toMatchObject({ timekeeper: false, handedOver: true });
   });
 
   it('an invocation started only to keep time returns at once when another keeps time, and keeps time when none does', async () => {
@@ -296,13 +300,14 @@ describe('workerStartEvent (lenient parse of the worker function event)', () => 
     expect(workerStartEvent({})).toEqual({ source: 'unknown', hints: {} });
   });
 
-  it('reads the seat reserved for the invocation; a malformed one (or seat 0, never reserved) is dropped', () => {
+  it('reads the seat reserved for the invocation (seat 0 too: a refill or a deep hand-over); a malformed one is dropped', () => {
     const seat = { index: 3, holder: 'starting/abc', token: 7 };
-    expect(workerStartEvent({ source: 'leasehold.scale', seat })).toEqual({
-      source: 'leasehold.scale',
-      hints: { seat },
-    });
-    for (const bad of [{ ...seat, index: 0 }, { ...seat, token: 'x' }, { index: 2 }, 'seat'])
+    for (const reserved of [seat, { ...seat, index: 0 }])
+      expect(workerStartEvent({ source: 'leasehold.scale', seat: reserved })).toEqual({
+        source: 'leasehold.scale',
+        hints: { seat: reserved },
+      });
+    for (const bad of [{ ...seat, index: -1 }, { ...seat, token: 'x' }, { index: 2 }, 'seat'])
       expect(workerStartEvent({ source: 'leasehold.scale', seat: bad })).toEqual({
         source: 'leasehold.scale',
         hints: {},

@@ -308,7 +308,7 @@ describe('runFleetInvocation (seats on the emulator, fake worker)', () => {
     const invoker = new FakeInvoker();
     const deps = (
       worker: FleetInvocationDeps['worker'],
-      scaler: FleetInvocationDeps['scaler'] = { settled: async () => {} },
+      scaler: FleetInvocationDeps['scaler'] = { settled: async () => {}, refill: async () => false },
     ) => ({
       worker,
       seats,
@@ -340,7 +340,7 @@ describe('runFleetInvocation (seats on the emulator, fake worker)', () => {
       return summary;
     });
     const invocation = runFleetInvocation(
-      w.deps({ run }, { settled: () => scalerDone.promise }),
+      w.deps({ run }, { settled: () => scalerDone.promise, refill: async () => false }),
       'env-1/req-1',
       () => 60_000,
     ).then((r) => ((released = true), r));

@@ -108,6 +108,19 @@ describe('fleet seats (emulator)', () => {
     expect(heldNow(await rawSeats(t), t.clock.now())).toHaveLength(5);
   });
 
+  it('a reservation takes seat 0 last: only when no other seat is free (the timekeeper of a full fleet returned)', async () => {
+    const { t, seats } = await fleet(3);
+    const until = t.clock.now() + 60_000;
+    const held = await Promise.all([0, 1, 2].map((i) => seats().take(`a-${i}`, until)));
+    await seats().release(held.find((l) => l!.index === 0)!);
+    await seats().release(held.find((l) => l!.index === 2)!);
+    expect((await seats().reserve())?.index).toBe(2);
+    expect((await seats().reserve())?.index).toBe(TIMEKEEPER_SEAT);
+    expect(await seats().reserve()).toBeUndefined();
+    // A hand-over reserves seat 0 only, and only while it is free.
+    expect(await seats().reserveTimekeeper()).toBeUndefined();
+  });
+
   it('a second wave of takers racing for one freed seat: exactly one wins it', async () => {
     const { t, seats } = await fleet(3);
     const until = t.clock.now() + 60_000;

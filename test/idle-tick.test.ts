@@ -10,7 +10,7 @@ import { planIdleTick } from '../shared/fleet/idle-tick.js';
 import { writeTargetOf } from '../shared/store/context.js';
 import { readQueueSummary, writeQueueSummary, type QueueSummary } from '../shared/store/queue-summary.js';
 import type { RunSummary } from '../shared/worker/worker.js';
-import { seededRandom } from './support/fleet-fakes.js';
+import { runSummary, seededRandom } from './support/fleet-fakes.js';
 import { RecordingMetrics } from '../shared/metrics.js';
 import { runRecoverySweep } from '../shared/recovery/recovery-sweep.js';
 import { silentLogger } from './support/worker-world.js';
@@ -55,15 +55,7 @@ describe('planIdleTick (pure, fixed clock)', () => {
   });
 });
 
-const ran: RunSummary = {
-  claimed: 0,
-  lostRaces: 0,
-  heartbeatRounds: 0,
-  maxEventLoopLagMs: 0,
-  stoppedBecause: 'idle',
-  timersArmed: 0,
-  retriesWaiting: 0,
-};
+const ran: RunSummary = runSummary();
 
 /** One scheduled tick through runFleetInvocation on the emulator: real seats, the summary read from the table. */
 async function tickWorld() {
@@ -80,7 +72,7 @@ async function tickWorld() {
       {
         worker: { run },
         seats,
-        scaler: { settled: async () => undefined },
+        scaler: { settled: async () => undefined, refill: async () => false },
         invoker: { start: async () => true },
         timekeeper: () => ({
           start: vi.fn(),

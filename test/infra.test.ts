@@ -172,6 +172,10 @@ describe('the functions', () => {
     expect(sizing).toMatchObject({ workerTimeoutMs: 380_000, overlappingWorkers: 7 });
     // Reserved concurrency is opt-in (leasehold:workerReservedConcurrency): on a young account it fails the deploy.
     for (const [, fn] of fns) expect(fn.Properties.ReservedConcurrentExecutions).toBeUndefined();
+    // The worker's fleet chains invocations on purpose and bounds them itself (fleet-rules.ts); the
+    // others keep Lambda's loop detection.
+    expect(byName('Worker').RecursiveLoop).toBe('Allow');
+    for (const name of ['Api', 'Recovery', 'Fire']) expect(byName(name).RecursiveLoop).toBeUndefined();
     expect(byName('Recovery')).toMatchObject({ Timeout: 60 });
     expect(byName('Api')).toMatchObject({ Timeout: 10 });
   });
@@ -353,8 +357,22 @@ describe('observability', () => {
       'ScheduleDeadLetters',
       'TasksFailed',
       'WorkerErrors',
+      'WorkerInvocationsUnexplained',
+      'WorkerRecursionsDropped',
       'WorkerThrottles',
     ]);
+    // Cap 10, idle window 2 s: each seat cycles at most 30 times a minute, plus a bounce each and the tick.
+    expect(alarms.WorkerInvocationsUnexplained).toMatchObject({
+      MetricName: 'Invocations',
+      Namespace: 'AWS/Lambda',
+      Threshold: 10 * 30 + 10 + 1,
+      EvaluationPeriods: 3,
+    });
+    expect(alarms.WorkerRecursionsDropped).toMatchObject({
+      MetricName: 'RecursiveInvocationsDropped',
+      Namespace: 'AWS/Lambda',
+      Threshold: 0,
+    });
     expect(alarms.OldestDueTaskAge).toMatchObject({
       MetricName: 'OldestDueAgeMs',
       Threshold: 600_000,

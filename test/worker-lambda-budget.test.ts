@@ -208,6 +208,50 @@ describe('the end of claiming', () => {
     expect(await w.store.get({ id: task.id })).toMatchObject({ status: 'SUCCESS', result: 'done' });
   });
 
+  it("is told once the longest type's window closes though shorter ones still fit; then claims nothing, of any type, and says whether it was taking a backlog", async () => {
+    let left = 60_000;
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const w = await createWorkerWorld(
+      server.endpoint,
+      [
+        defineTask({
+          name: 'long',
+          schema: z.unknown(),
+          timeoutMs: 5_000,
+          handler: async () => {
+            // The window for `long` closes (5 s + the margin no longer fit); `short` would still fit.
+            left = w.config.drainMarginMs + 2_000;
+            await held;
+            return 'long done';
+          },
+        }),
+        defineTask({ name: 'short', schema: z.unknown(), timeoutMs: 1_000, handler: (p) => p }),
+      ],
+      { workerConcurrency: 1 },
+    );
+    const long = await w.submitter.enqueue({ type: 'long', owner: 'o', payload: 1 });
+    const told: { backlog: boolean }[] = [];
+    const running = w.worker('lambda-5').run({
+      remainingTimeMs: () => left,
+      idleStopMs: 5_000,
+      onClaimingOver: (context) => {
+        told.push(context);
+        // Enqueued after the seat was given away: this run must leave it to the successor.
+        void w.submitter
+          .enqueue({ type: 'short', owner: 'o', payload: 2 })
+          .then(() => setTimeout(release, 300));
+      },
+    });
+    const summary = await running;
+    // Its one slot was filled by the first round: it was taking a backlog.
+    expect(told).toEqual([{ backlog: true }]);
+    expect(summary).toMatchObject({ claimed: 1, stoppedBecause: 'deadline' });
+    expect(await w.store.get({ id: long.task.id })).toMatchObject({ status: 'SUCCESS' });
+    const shorts = await w.store.list({ owner: 'o', status: 'QUEUED' });
+    expect(shorts.tasks.map((t) => t.type)).toEqual(['short']);
+  });
+
   it('is not told while every type can still be claimed', async () => {
     const w = await createWorkerWorld(server.endpoint, [
       defineTask({ name: 'demo.echo', schema: z.unknown(), handler: (p) => p }),

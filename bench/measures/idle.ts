@@ -91,7 +91,7 @@ async function idleFigures(endpoint: string, n: number) {
       {
         worker,
         seats,
-        scaler: { settled: async () => undefined },
+        scaler: { settled: async () => undefined, refill: async () => false },
         invoker: { start: async () => true },
         timekeeper: () =>
           new Timekeeper({ store, clock, timers: worker.timers, logger, refreshMs: config.pollIntervalMs }),

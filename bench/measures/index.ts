@@ -1,4 +1,4 @@
-/** The benchmark's measures, in the order docs/benchmark.md numbers them (1-11). */
+/** The benchmark's measures, in the order docs/benchmark.md numbers them (1-12). */
 import type { BenchContext, Measure } from '../measure.js';
 import { claimContention } from './contention.js';
 import { coldStart } from './cold-start.js';
@@ -10,6 +10,7 @@ import { lockThroughput } from './locks.js';
 import { memoryUse } from './memory.js';
 import { recoveryLatency } from './recovery.js';
 import { requestsPerTask } from './requests-per-task.js';
+import { serveLatency } from './serve-latency.js';
 import { throughputRatio } from './throughput.js';
 
 export const MEASURES: { name: string; run: (ctx: BenchContext) => Promise<Measure[]> }[] = [
@@ -24,4 +25,5 @@ export const MEASURES: { name: string; run: (ctx: BenchContext) => Promise<Measu
   { name: 'depth-gauge', run: depthGauge },
   { name: 'idle', run: idleMinute },
   { name: 'enqueue-batch', run: batchEnqueue },
+  { name: 'serve-latency', run: serveLatency },
 ];

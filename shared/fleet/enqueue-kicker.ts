@@ -40,8 +40,12 @@ export class EnqueueKicker {
 
   /** Kicks for every task enqueued through this stream (the store emits 'task:enqueued'). Returns the unsubscribe. */
   listen(events: LeaseEvents): () => void {
-    return events.on('task:enqueued', ({ taskId, type, availableAt }) =>
-      this.taskArrived(availableAt, { type, shard: shardForId(taskId) }),
+    return events.on('task:enqueued', ({ taskId, type, availableAt, readySk }) =>
+      this.taskArrived(availableAt, {
+        type,
+        shard: shardForId(taskId),
+        ...(readySk === undefined ? {} : { taskId, readySk }),
+      }),
     );
   }
 

@@ -8,7 +8,7 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { Clock } from '../clock.js';
 import { describeError } from '../errors.js';
-import type { RunDuty, RunSummary, Worker } from '../worker/worker.js';
+import type { RunDuty, RunOptions, RunSummary, Worker } from '../worker/worker.js';
 import { seatUntil, TIMEKEEPER_SEAT } from './fleet-rules.js';
 import type { FleetSeats, SeatLease } from './fleet-seats.js';
 import type { FleetScaler } from './fleet-scaler.js';
@@ -38,7 +38,7 @@ const LAST_LOOK_MIN_REMAINING_MS = LAST_LOOK_DELAY_MS + 4_000;
 export interface FleetInvocationDeps {
   worker: Pick<Worker, 'run'>;
   seats: Pick<FleetSeats, 'take' | 'takeTimekeeper' | 'adopt' | 'release'>;
-  scaler: Pick<FleetScaler, 'settled'>;
+  scaler: Pick<FleetScaler, 'settled' | 'refill'>;
   invoker: WorkerInvoker;
   /**
    * For an invocation started ahead of a burst: reads the delayed tasks due by then and offers them to
@@ -113,17 +113,18 @@ export async function runFleetInvocation(
           error: describeError(error),
         }),
     ));
-  // Claiming is over and only long tasks still run: the seat goes to a successor that can claim (and
-  // seat 0's duty with it), instead of staying held until the slowest task ends. Nothing readied
-  // meanwhile waits for the next tick behind a seat that claims nothing.
+  // The claim window closed for a type while tasks still run: the seat goes to a successor that can
+  // claim every type (and seat 0's duty with it), instead of staying held until the slowest task ends.
+  // Work of that type enqueued meanwhile then starts at once (a kick finds the seat free), and a
+  // backlog this run was taking is taken on by the successor started into the seat.
   let gaveSeatAway: Promise<boolean> | undefined;
-  const onClaimingOver = () => {
+  const onClaimingOver = ({ backlog }: { backlog: boolean }) => {
     gaveSeatAway ??= (async () => {
       if (timekeeper) await timekeeper.stop();
       await deps.scaler.settled();
       await releaseSeat();
-      if (!timekeeper) return false;
-      return deps.invoker.start('leasehold.due', { keepTime: true });
+      if (timekeeper) return deps.invoker.start('leasehold.due', { keepTime: true });
+      return backlog ? deps.scaler.refill() : false;
     })();
   };
   let summary: RunSummary;
@@ -138,7 +139,10 @@ export async function runFleetInvocation(
     summary = await deps.worker.run({
       remainingTimeMs,
       ...(timekeeper ? { duty: timekeeper } : {}),
-      ...(hints.lookFirst ? { lookFirst: [hints.lookFirst] } : {}),
+      ...(hints.lookFirst
+        ? { lookFirst: [{ type: hints.lookFirst.type, shard: hints.lookFirst.shard }] }
+        : {}),
+      ...offeredBy(hints),
       ...(hints.expectWorkAt ? { expectWorkAt: hints.expectWorkAt } : {}),
       onClaimingOver,
     });
@@ -179,4 +183,11 @@ async function lastLookFindsDue(
     });
     return false;
   });
+}
+
+/** The task a kick was sent for, by key, when the kick named it: the first round takes it without a read. */
+function offeredBy(hints: StartHints): Pick<RunOptions, 'offerReady'> {
+  const where = hints.lookFirst;
+  if (!where?.taskId || !where.readySk) return {};
+  return { offerReady: [{ id: where.taskId, type: where.type, shard: where.shard, readySk: where.readySk }] };
 }

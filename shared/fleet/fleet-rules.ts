@@ -100,3 +100,32 @@ export class KickGate {
     return true;
   }
 }
+
+/**
+ * How deep a chain of self-started invocations (scale-ups, hand-overs, prewarms) grows before every
+ * further start must hold a seat reserved for it. Lambda's own loop detection would stop such a chain
+ * at about its 16th hop; the worker sets RecursiveLoop to Allow (the fleet is a loop on purpose: a
+ * backlog at the cap is refilled by invocations started from invocations, one hop a lifetime, for as
+ * long as it lasts) and bounds the loop itself instead: past this generation, an invocation is started
+ * only into a seat it already owns, so a chain never runs more invocations than the cap has seats.
+ */
+export const CHAIN_GENERATION_BOUND = 16;
+
+/**
+ * Whether a self-started invocation of `generation` may be sent (the scheduled tick, a kick from the
+ * API and the fire function start generation 0; each self-start adds one): within the bound always,
+ * past it only with a seat reserved for it.
+ */
+export function chainStartAllowed(generation: number, seatReserved: boolean): boolean {
+  return generation <= CHAIN_GENERATION_BOUND || seatReserved;
+}
+
+/**
+ * The most worker invocations a minute the fleet can explain: each seat cycles at most once per idle
+ * window (an invocation returns after `idleStopMs` without work, and a kick or scale-up refills it),
+ * plus the scheduled tick and one bounce per seat (an invocation that found every seat held returns at
+ * once). More than this for minutes means invocations are being started outside the seats: a loop.
+ */
+export function explainedInvocationsPerMinute(cap: number, idleStopMs: number): number {
+  return cap * Math.ceil(60_000 / idleStopMs) + cap + 1;
+}

@@ -66,6 +66,21 @@ export class FleetScaler {
     void step.finally(() => this.inFlight.delete(step));
   }
 
+  /**
+   * Starts one invocation into a free seat for a run that gave its seat away while taking a backlog (its
+   * claim window closed): the backlog keeps its invocation. False when no seat is free or the start failed.
+   */
+  async refill(): Promise<boolean> {
+    try {
+      return await this.startWithSeat('leasehold.scale', {});
+    } catch (error) {
+      this.deps.logger.warn('reading the fleet failed; the backlog waits for a scale-up or the tick', {
+        error: describeError(error),
+      });
+      return false;
+    }
+  }
+
   /** Waits for invocations still being started (Lambda freezes the process after the handler returns). */
   async settled(): Promise<void> {
     await Promise.all([...this.inFlight]);

@@ -114,21 +114,41 @@ export class FleetSeats {
   }
 
   /**
-   * Takes a free seat (not seat 0, which an invocation takes on its own) for an invocation about to be
-   * started, which adopts it: the fleet counts invocations being started, so deciders acting at once
-   * never start more than the free seats (each one started past the cap would be a cold start for
-   * nothing). Undefined when every seat is held.
+   * Takes a free seat for an invocation about to be started, which adopts it: the fleet counts
+   * invocations being started, so deciders acting at once never start more than the free seats (each
+   * one started past the cap would be a cold start for nothing). Seat 0 comes last: the invocation that
+   * adopts it keeps time too, which a kicked one (it takes seat 0 first) does better, but a backlog at
+   * the cap whose timekeeper returned must still refill it, or the fleet runs a seat short until the
+   * next tick. Undefined when every seat is held.
    */
   async reserve(): Promise<SeatLease | undefined> {
     const { clock, random, cap } = this.options;
-    const holder = `starting/${Math.floor(random() * 2 ** 48).toString(36)}`;
+    const holder = this.startingHolder();
     const seats = await this.read();
-    for (const index of seatsToTry(seats, cap, clock.now(), random)) {
-      if (index === TIMEKEEPER_SEAT) continue;
+    const order = seatsToTry(seats, cap, clock.now(), random);
+    const seatZeroLast = [
+      ...order.filter((i) => i !== TIMEKEEPER_SEAT),
+      ...order.filter((i) => i === TIMEKEEPER_SEAT),
+    ];
+    for (const index of seatZeroLast) {
       const lease = await this.takeSeat(index, holder, clock.now() + RESERVATION_MS);
       if (lease) return lease;
     }
     return undefined;
+  }
+
+  /**
+   * Reserves seat 0 for a timekeeper about to be started (a hand-over deep in a chain, which is started
+   * only into a seat of its own: fleet-rules.ts, CHAIN_GENERATION_BOUND). Undefined when another
+   * invocation keeps time already, and then none needs starting.
+   */
+  reserveTimekeeper(): Promise<SeatLease | undefined> {
+    return this.takeSeat(TIMEKEEPER_SEAT, this.startingHolder(), this.options.clock.now() + RESERVATION_MS);
+  }
+
+  /** The holder name of a seat reserved for an invocation not started yet. */
+  private startingHolder(): string {
+    return `starting/${Math.floor(this.options.random() * 2 ** 48).toString(36)}`;
   }
 
   /**

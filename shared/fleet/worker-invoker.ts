@@ -12,10 +12,15 @@ export const SCHEDULED_TICK_SOURCE = 'leasehold.worker';
 /** Why an invocation was started (its event's `source`; the scheduled tick's is SCHEDULED_TICK_SOURCE). */
 export type InvocationSource = 'leasehold.kick' | 'leasehold.scale' | 'leasehold.due';
 
-/** Where the task that caused a kick waits: the started invocation reads that partition first. */
+/**
+ * Where the task that caused a kick waits: the started invocation reads that partition first, or, with
+ * the task's id and ready key, takes it by key without a read (the ready index may not show it yet).
+ */
 export interface LookFirst {
   type: string;
   shard: number;
+  taskId?: string;
+  readySk?: string;
 }
 
 /** What the starter knows that helps the started invocation. */
@@ -31,6 +36,11 @@ export interface StartHints {
   keepTime?: boolean;
   /** The seat reserved for this invocation by whoever started it (fleet-seats.ts, reserve/adopt). */
   seat?: SeatReservation;
+  /**
+   * How many self-starts led to this invocation (chain-invoker.ts): 0 for the scheduled tick and for
+   * kicks from the API or the fire function, its starter's plus one for a scale-up, hand-over or prewarm.
+   */
+  generation?: number;
 }
 
 /** The event a worker invocation started by Leasehold receives. */

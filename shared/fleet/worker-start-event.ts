@@ -17,6 +17,8 @@ const startEvent = z.object({
         .int()
         .min(0)
         .max(SHARD_COUNT - 1),
+      taskId: z.string().min(1).max(128).optional().catch(undefined),
+      readySk: z.string().min(1).max(256).optional().catch(undefined),
     })
     .optional()
     .catch(undefined),
@@ -24,18 +26,19 @@ const startEvent = z.object({
   keepTime: z.boolean().optional().catch(undefined),
   seat: z
     .object({
-      index: z.number().int().min(1).max(100_000),
+      index: z.number().int().min(0).max(100_000),
       holder: z.string().min(1).max(128),
       token: z.number().int().positive(),
     })
     .optional()
     .catch(undefined),
+  generation: z.number().int().min(0).max(1_000_000_000).optional().catch(undefined),
 });
 
 export function workerStartEvent(event: unknown): { source: string; hints: StartHints } {
   const parsed = startEvent.safeParse(event);
   if (!parsed.success) return { source: 'unknown', hints: {} };
-  const { lookFirst, expectWorkAt, keepTime, seat } = parsed.data;
+  const { lookFirst, expectWorkAt, keepTime, seat, generation } = parsed.data;
   return {
     source: parsed.data.source ?? 'unknown',
     hints: {
@@ -43,6 +46,7 @@ export function workerStartEvent(event: unknown): { source: string; hints: Start
       ...(expectWorkAt ? { expectWorkAt } : {}),
       ...(keepTime ? { keepTime } : {}),
       ...(seat ? { seat } : {}),
+      ...(generation ? { generation } : {}),
     },
   };
 }

@@ -37,7 +37,10 @@ export class LaneRound {
       this.started = true;
       const now = this.ctx.clock.now();
       const due = this.types.filter((type) =>
-        laneReadDue(this.state.lastLaneRead(type), now, this.ctx.config),
+        // An idle worker backs off its lane reads with its polls (ClaimState.idleWaitMs).
+        laneReadDue(this.state.lastLaneRead(type), now, {
+          pollIntervalMs: Math.max(this.ctx.config.pollIntervalMs, this.state.idleWaitMs),
+        }),
       );
       await Promise.all(due.map((type) => this.read(type, window)));
     } else if (this.readMore !== undefined) {

@@ -34,6 +34,9 @@ export type UnknownClaim = { writeId: string; leaseUntil: number } & (
 /** Partitions a round reads first on a hint: beyond these, a burst has spread over every shard anyway. */
 const MAX_HINTS = 4;
 
+/** Ready tasks offered by key that a worker keeps (a burst of enqueues beyond it is found by reads). */
+const MAX_OFFERED = 64;
+
 /** Rounds without a lost race after which a worker counts as calm again. */
 const CALM_AFTER_ROUNDS = 8;
 
@@ -109,10 +112,17 @@ export class ClaimState {
     this.lanes.set(type, seen);
   }
 
+  /**
+   * How long the worker now waits between idle rounds (its polls backed off: poll-rules.ts). A partition
+   * found empty stays empty for at least this long, so a round woken early (a task of its own finished)
+   * does not read again every partition its last round found empty.
+   */
+  idleWaitMs = 0;
+
   isDrained(partition: string, now: number, maxAgeMs: number): boolean {
     const readAt = this.drained.get(partition);
     if (readAt === undefined) return false;
-    if (now - readAt <= maxAgeMs) return true;
+    if (now - readAt <= Math.max(maxAgeMs, this.idleWaitMs)) return true;
     this.drained.delete(partition);
     return false;
   }
@@ -132,6 +142,36 @@ export class ClaimState {
     const all = this.unknownClaims;
     this.unknownClaims = [];
     return all;
+  }
+
+  /**
+   * Ready tasks known by key (enqueued in this process, or named by the kick that started this run):
+   * the round tries each with one conditional write before it reads any partition, and between its
+   * reads, so one offered mid-round starts within a read's time, and a lagging index that does not
+   * show it yet costs nothing. A stale one (taken by another worker) loses its write like any head.
+   */
+  private offered: Candidate[] = [];
+
+  offerReady(candidate: Candidate): void {
+    if (this.offered.some((c) => c.id === candidate.id)) return;
+    this.offered.push(candidate);
+    // Bounded: past this the partition reads find them anyway.
+    if (this.offered.length > MAX_OFFERED) this.offered.shift();
+  }
+
+  /** Up to `max` offered tasks of these types, oldest offer first. */
+  takeOffered(types: readonly string[], max: number): Candidate[] {
+    if (this.offered.length === 0 || max <= 0) return [];
+    const wanted = new Set(types);
+    const taken: Candidate[] = [];
+    this.offered = this.offered.filter((c) =>
+      taken.length < max && wanted.has(c.type) ? (taken.push(c), false) : true,
+    );
+    return taken;
+  }
+
+  get offeredWaiting(): number {
+    return this.offered.length;
   }
 
   /** Partitions where a task was just enqueued: the next round reads them first. */

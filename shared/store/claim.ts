@@ -49,6 +49,11 @@ export interface ClaimResult {
   claimed: Claimed[];
   /** Conditional writes that lost a race to another claimer (billed, but harmless). */
   lostRaces: number;
+  /**
+   * The round won only tasks handed to it by key and read no partition: it says nothing of other work
+   * waiting, so the worker need not read again at once.
+   */
+  handedOnly?: boolean;
 }
 
 /**
@@ -149,6 +154,12 @@ async function claimRound(
       .map((unknown) => undoClaim(ctx, unknown, { resends: 0 }).catch(() => state.noteUnknownClaim(unknown))),
   );
   const onUnknown = (unknown: UnknownClaim) => state.noteUnknownClaim(unknown);
+  const endRound = () => {
+    state.noteRound(result.lostRaces, ctx.random);
+    // A round that won nothing and fixed nothing reports its failure; one that did either returns it.
+    if (errors.length > 0 && result.claimed.length === 0 && gate.recovered === 0) throw errors[0];
+    return result;
+  };
 
   // Heads this round already tried (a spare may also come back in a partition read): never twice.
   const tried = new Set<string>();
@@ -237,6 +248,16 @@ async function claimRound(
     }
   });
 
+  // 1a. Ready tasks offered by key (an enqueue in this process, the kick that started this run): one
+  // write each, no read; offers that arrive during the reads below are taken between their waves.
+  // A round that won an offered task returns at once, so it starts now (the next round reads on).
+  const takeOffered = async () => {
+    if (room() <= 0 || errors.length > 0) return false;
+    const offered = state.takeOffered(input.types, room());
+    return offered.length > 0 && (await take(offered)).some((a) => a.outcome === 'won');
+  };
+  if (await takeOffered()) return { ...endRound(), handedOnly: true };
+
   // 1b. Delayed tasks this worker was told fall due, once due (a burst it was started ahead of): claimed
   // straight from their delay partition, at the default priority only (every head above it was just
   // taken), by types it may take without a concurrency slot. No promotion write, no ready read.
@@ -293,8 +314,12 @@ async function claimRound(
   // there returns at once, so its tasks start now; the worker's next round reads on for the room
   // left (starting them at the end of a longer round kept them waiting for up to 16 more reads).
   const waves = hinted ? [hints.length, ...READ_WAVES] : READ_WAVES;
-  let endedOnHint = false;
+  let endedEarly = false;
   for (let w = 0, from = 0; from < partitions.length && room() > 0 && errors.length === 0; w++) {
+    if (w > 0 && (await takeOffered())) {
+      endedEarly = true;
+      break;
+    }
     const size = waves[w] ?? LATER_WAVE;
     const wave = partitions.slice(from, from + size);
     from += size;
@@ -332,7 +357,7 @@ async function claimRound(
       }
     }
     if (w === 0 && hinted && result.claimed.length > 0) {
-      endedOnHint = true;
+      endedEarly = true;
       break;
     }
   }
@@ -340,7 +365,7 @@ async function claimRound(
     state.keepSpare(leftOver.slice(0, MAX_WINDOW), leftOverReadAt);
 
   // 3. Below the default priority: only once no default-priority task of a type served waits.
-  if (room() > 0 && errors.length === 0 && !endedOnHint && lanes.hasBelowDefault()) {
+  if (room() > 0 && errors.length === 0 && !endedEarly && lanes.hasBelowDefault()) {
     const now = ctx.clock.now();
     const defaultsEmpty = partitions.every(({ type, shard }) => {
       const partition = shardPartition(type, shard);
@@ -358,10 +383,7 @@ async function claimRound(
         state.noteLane(type, { readAt: now, waiting: true, below: true });
     }
   }
-  state.noteRound(result.lostRaces, ctx.random);
-  // A round that won nothing and fixed nothing reports its failure; one that did either returns it.
-  if (errors.length > 0 && result.claimed.length === 0 && gate.recovered === 0) throw errors[0];
-  return result;
+  return endRound();
 }
 
 /**

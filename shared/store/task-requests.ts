@@ -10,6 +10,7 @@ import { systemClock, type Clock } from '../clock.js';
 import { LeaseEvents } from '../events.js';
 import { mathRandom, randomId, type IdGenerator, type RandomSource } from '../ids.js';
 import type { Task } from '../task-model.js';
+import { DEFAULT_PRIORITY, readySortKey } from '../table-layout.js';
 import { requestCancel } from './cancel.js';
 import type { StoreConfig, StoreContext } from './context.js';
 import { enqueue, type EnqueueResult } from './enqueue.js';
@@ -65,9 +66,17 @@ export class TaskRequests implements Pick<TaskReads, 'get' | 'list' | 'stats'>, 
   async enqueue(input: EnqueueInput): Promise<EnqueueResult> {
     const result = await enqueue(this.ctx, input);
     if (!result.created) return result;
-    const { id, type, availableAt } = result.task;
-    this.ctx.events.emit('task:enqueued', { taskId: id, type, availableAt });
-    if (availableAt <= this.ctx.clock.now()) this.ctx.events.emit('task:readied', { taskId: id });
+    const { id, type, availableAt, priority, createdAt } = result.task;
+    const ready = availableAt <= this.ctx.clock.now();
+    this.ctx.events.emit('task:enqueued', {
+      taskId: id,
+      type,
+      availableAt,
+      ...(ready && priority === DEFAULT_PRIORITY
+        ? { readySk: readySortKey(priority, availableAt, createdAt, id) }
+        : {}),
+    });
+    if (ready) this.ctx.events.emit('task:readied', { taskId: id });
     return result;
   }
 

@@ -13,7 +13,7 @@ import { settings, type LeaseholdConfig } from '../config.js';
 import { ConfigError, describeError, LeaseholdError } from '../errors.js';
 import { LeaseEvents } from '../events.js';
 import { canStartWithin, effectiveTimeoutMs, typeTimeoutMs } from '../invocation-budget.js';
-import { ClaimState } from '../store/claim-state.js';
+import { ClaimState, type Candidate } from '../store/claim-state.js';
 import { shardForId } from '../table-layout.js';
 import type { LeaseStore } from '../store/ports.js';
 import type { Claimed } from '../store/claim.js';
@@ -26,7 +26,7 @@ import { METRICS_FLUSH_INTERVAL_MS, RecordingMetrics, type LeaseholdMetrics } fr
 import { flushOutcomesEvery } from './outcome-flushes.js';
 import { RetryPromoter } from './retry-promoter.js';
 import { TimerSet } from './timers.js';
-import { expectingWork, pollWait } from './poll-rules.js';
+import { expectingWork, idlePollWait, pollWait } from './poll-rules.js';
 
 /** The settings a worker uses. */
 export type WorkerConfig = Pick<
@@ -78,6 +78,12 @@ export interface WorkerOptions {
    * such a run goes back to reading the ready partitions.
    */
   refillDue?: (now: number) => Promise<readonly DueTask[]>;
+  /**
+   * The longest wait between an idle worker's rounds (poll-rules.ts, idlePollWait; never below the poll
+   * interval). Default: eight intervals, at most a second. The local stack, where every writer wakes the
+   * worker, lets a short interval back off to a second.
+   */
+  idlePollCeilingMs?: number;
 }
 
 export interface RunOptions {
@@ -94,17 +100,21 @@ export interface RunOptions {
   expectWorkAt?: number;
   /** Partitions to read first in the first round (where the task that caused this run was enqueued). */
   lookFirst?: { type: string; shard: number }[];
+  /** Ready tasks known by key (the task that caused this run): the first round takes them without a read. */
+  offerReady?: Candidate[];
   /**
    * Work this run does beside claiming, on the worker's timers (the fleet's timekeeper): started with
    * the run, stopped before it returns, and the run stays up while it knows work due before the run must end.
    */
   duty?: RunDuty;
   /**
-   * Called once when no type can be claimed any more (the time left no longer fits any type's timeout)
-   * while tasks still run: from then on the run only drains. The fleet gives its seat to a successor
-   * that can claim, instead of holding it until the slowest task ends.
+   * Called once when a type this worker serves can no longer be claimed (the time left no longer fits
+   * its timeout: the invocation's claim window for it closed); from then on the run claims nothing and
+   * only drains. The fleet gives its seat to a successor that can claim every type (started at once
+   * when `backlog`: a round of this run filled every free slot), instead of holding it until the
+   * slowest task ends while work of that type waits. Without it, a run claims what still fits.
    */
-  onClaimingOver?: () => void;
+  onClaimingOver?: (context: { backlog: boolean }) => void;
 }
 
 export interface RunDuty {
@@ -244,11 +254,19 @@ export class Worker {
     // enqueue in this process starts its task within milliseconds, not half a poll interval.
     // A task readied while a round is in flight may sit in a partition that round already marked
     // empty: the next pause is then skipped and the marks forgotten again.
+    // Claim rounds in a row that won nothing: the idle polls back off (poll-rules.ts, idlePollWait).
+    let idlePolls = 0;
     const lookAgain = () => {
       this.claimMemory.forgetDrained();
+      idlePolls = 0;
+      wakeUp();
+    };
+    const wakeUp = () => {
       if (this.wake) this.wake();
       else this.lookAgainPending = true;
     };
+    // Tasks this worker was handed by key: their 'task:readied' wakes it without re-reading every partition.
+    const offeredIds = new Set<string>();
     const unsubscribe = [
       countLifecycle(this.events, this.metrics, {
         monotonic: this.monotonic,
@@ -258,13 +276,32 @@ export class Worker {
       }),
       // A write in this process readied a task, or this worker put one back: look at every partition
       // again at once.
-      this.processEvents.on('task:readied', lookAgain),
-      // A task enqueued in this process: one waiting worker reads its partition first (before the
-      // readied wake-up). One only: workers sharing a process that all read it first collide on its heads.
+      this.processEvents.on('task:readied', ({ taskId }) => {
+        if (taskId !== undefined && offeredIds.delete(taskId)) wakeUp();
+        else lookAgain();
+      }),
+      // A task enqueued in this process: one worker serving its type takes it by key in its next round,
+      // or between the reads of the round under way (before the readied wake-up); or, without its key
+      // (another priority), reads its partition first. One only: workers sharing a process that all
+      // went for it would collide on it.
       this.processEvents.on('task:enqueued', (enqueued) => {
-        if (enqueued.availableAt > this.clock.now() || !this.wake || hintsTaken.has(enqueued)) return;
-        hintsTaken.add(enqueued);
-        this.claimMemory.lookFirst(enqueued.type, shardForId(enqueued.taskId));
+        if (enqueued.availableAt > this.clock.now() || !this.types.includes(enqueued.type)) return;
+        if (hintsTaken.has(enqueued)) return;
+        const shard = shardForId(enqueued.taskId);
+        if (enqueued.readySk !== undefined) {
+          if (this.active.size >= this.options.config.workerConcurrency) return;
+          hintsTaken.add(enqueued);
+          offeredIds.add(enqueued.taskId);
+          this.claimMemory.offerReady({
+            id: enqueued.taskId,
+            type: enqueued.type,
+            shard,
+            readySk: enqueued.readySk,
+          });
+        } else if (this.wake) {
+          hintsTaken.add(enqueued);
+          this.claimMemory.lookFirst(enqueued.type, shard);
+        }
       }),
       this.events.on('task:promoted', lookAgain),
       this.events.on('task:finished', ({ status }) => {
@@ -276,10 +313,12 @@ export class Worker {
       monotonic: this.monotonic,
     });
     for (const { type, shard } of runOptions.lookFirst ?? []) this.claimMemory.lookFirst(type, shard);
+    for (const candidate of runOptions.offerReady ?? []) this.claimMemory.offerReady(candidate);
     run.keeper.start();
     // The duty starts after the first claim round: its reads must not slow the claim a kick is waiting for.
     let dutyStarted = false;
     let claimingOverTold = false;
+    let saturatedInRun = false;
     try {
       let idleSince = this.clock.now();
       for (;;) {
@@ -298,29 +337,38 @@ export class Worker {
           canStartWithin(left, typeTimeoutMs(this.options.registry.get(type)?.timeoutMs, config), config),
         );
         const free = config.workerConcurrency - this.active.size;
+        const narrowed = claimable.length < this.types.length;
+        if (narrowed && !claimingOverTold && (runOptions.onClaimingOver || claimable.length === 0)) {
+          claimingOverTold = true;
+          runOptions.onClaimingOver?.({ backlog: saturatedInRun });
+        }
+        // Told the fleet its claiming is over: it gave the seat away, so nothing more may be claimed.
+        if (claimingOverTold && runOptions.onClaimingOver) claimable.length = 0;
         if (claimable.length === 0 && this.active.size === 0) {
           run.summary.stoppedBecause = 'deadline';
           break;
-        }
-        if (claimable.length === 0 && !claimingOverTold) {
-          claimingOverTold = true;
-          runOptions.onClaimingOver?.();
         }
         // Out of offered entries while the burst lasts: read the delay partitions again (once a poll
         // interval) rather than every ready partition, which the burst's tasks never enter.
         const refill =
           free > 0 && this.inBurst && this.claimMemory.dueWaiting === 0 ? await this.refill() : 'none';
         if (free > 0 && claimable.length > 0 && refill !== 'wait') {
-          const won = await this.claim(run, claimable, free);
+          const { won, handedOnly } = await this.claim(run, claimable, free);
+          // Tasks handed over by key are no sign of more work: the next poll keeps its pace.
+          const handedOver = won > 0 && handedOnly && won < free;
+          if (!handedOver) idlePolls = won > 0 ? 0 : idlePolls + 1;
           if (!dutyStarted) {
             dutyStarted = true;
             runOptions.duty?.start();
           }
           if (won > 0) {
             this.wonSinceRefill += won;
-            if (won === free) this.options.onSaturated?.({ inBurst: this.inBurst });
+            if (won === free) {
+              saturatedInRun = true;
+              this.options.onSaturated?.({ inBurst: this.inBurst });
+            }
             idleSince = this.clock.now();
-            continue;
+            if (!handedOver) continue;
           }
         }
         if (!dutyStarted) {
@@ -354,11 +402,17 @@ export class Worker {
         const poll =
           refill === 'wait'
             ? this.refilledAt + config.pollIntervalMs - this.clock.now()
-            : pollWait(
+            : idlePollWait(
+                pollWait(
+                  config.pollIntervalMs,
+                  runOptions.expectWorkAt ?? this.claimMemory.nextDueAt,
+                  this.clock.now(),
+                ),
                 config.pollIntervalMs,
-                runOptions.expectWorkAt ?? this.claimMemory.nextDueAt,
-                this.clock.now(),
+                idlePolls,
+                this.options.idlePollCeilingMs,
               );
+        this.claimMemory.idleWaitMs = idlePolls > 1 ? poll : 0;
         await this.pause(Math.max(0, Math.min(poll, left - config.drainMarginMs)));
       }
       await this.drain(run);
@@ -487,7 +541,11 @@ export class Worker {
   }
 
   /** One claim round; each task won starts running at once. Returns how many were won. */
-  private async claim(run: Run, types: string[], free: number): Promise<number> {
+  private async claim(
+    run: Run,
+    types: string[],
+    free: number,
+  ): Promise<{ won: number; handedOnly: boolean }> {
     const { store, workerId } = this.options;
     try {
       const round = await store.claim({ workerId, types, max: free }, this.claimMemory);
@@ -495,10 +553,10 @@ export class Worker {
       run.summary.lostRaces += round.lostRaces;
       this.events.emit('claim:round', { claimed: round.claimed.length, lostRaces: round.lostRaces });
       for (const claimed of round.claimed) this.startClaimed(run, claimed);
-      return round.claimed.length;
+      return { won: round.claimed.length, handedOnly: round.handedOnly === true };
     } catch (error) {
       this.logger.error('claim failed', { error: describeError(error) });
-      return 0;
+      return { won: 0, handedOnly: false };
     }
   }
 

@@ -58,6 +58,8 @@ export class Throttle {
   private readonly byResource: Record<string, number> = {};
   private readonly byPartitionKey: Record<string, number> = {};
   private total = 0;
+  /** Capacity units consumed, table and GSIs together (what on-demand bills: sim:cost prices them). */
+  private readonly consumed = { readUnits: 0, writeUnits: 0 };
   /** The size that triggers the next pruning: twice what the last one kept, so kept buckets are not rescanned for every new key. */
   private pruneAbove = PRUNE_ABOVE;
 
@@ -139,6 +141,7 @@ export class Throttle {
 
   /** Charges what a request consumed. */
   charge(d: Demand, units: number): void {
+    if (units > 0) this.consumed[d.kind === 'write' ? 'writeUnits' : 'readUnits'] += units;
     if (this.scale <= 0 || units <= 0) return;
     const now = this.now();
     const { level, partition } = this.levels(d);
@@ -153,6 +156,7 @@ export class Throttle {
         Object.entries(ON_DEMAND_LIMITS).map(([k, v]) => [k, v * this.scale]),
       ) as Record<keyof typeof ON_DEMAND_LIMITS, number>,
       total: this.total,
+      consumed: { ...this.consumed },
       byResource: { ...this.byResource },
       byPartitionKey: { ...this.byPartitionKey },
     };

@@ -58,6 +58,12 @@ export interface FunctionStats {
   errors: Record<string, number>;
   /** The function's CloudWatch metrics the sim counts (AWS/Lambda namespace names). */
   metrics: { RecursiveInvocationsDropped: number };
+  /** The most hops of one chain an invocation that ran was (its trace lineage; 0 before any ran). */
+  deepestChain: number;
+  /** Billed duration of every invocation so far, init phases included (Lambda bills both, by the ms). */
+  billedMs: number;
+  /** The function's memory, which prices its GB-seconds. */
+  memoryMb: number;
   environments: { id: string; state: string; pid: number | undefined; invocations: number }[];
   recent: {
     requestId: string;
@@ -111,6 +117,9 @@ export class LambdaService {
           throttles: 0,
           errors: {},
           metrics: { RecursiveInvocationsDropped: 0 },
+          deepestChain: 0,
+          billedMs: 0,
+          memoryMb: def.memoryMb,
           recent: [],
         },
         queue: new AsyncInvokeQueue(
@@ -269,8 +278,10 @@ export class LambdaService {
     }
     const environment = idle ?? (await this.startEnvironment(state));
     state.stats.invocations++;
+    state.stats.deepestChain = Math.max(state.stats.deepestChain, lineage.hops);
     const result = await environment.invoke(payload, runtimeTraceId(Date.now(), lineage));
     if (result.coldStart) state.stats.coldStarts++;
+    state.stats.billedMs += Math.ceil(result.durationMs) + Math.ceil(result.initDurationMs ?? 0);
     if (result.errorType)
       state.stats.errors[result.errorType] = (state.stats.errors[result.errorType] ?? 0) + 1;
     state.stats.recent.push({

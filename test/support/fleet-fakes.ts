@@ -1,5 +1,35 @@
-/** Fakes for the fleet's tests: a seeded random, a promise the test settles, an invoker that records. */
+/** Fakes for the fleet's tests: a seeded random, a promise the test settles, an invoker that records, a run's summary, a timekeeper. */
+import { vi, type Mock } from 'vitest';
+import type { TimekeeperDuty } from '../../shared/fleet/fleet-invocation.js';
 import type { InvocationSource, StartHints, WorkerInvoker } from '../../shared/fleet/worker-invoker.js';
+import type { RunSummary } from '../../shared/worker/worker.js';
+
+/** What a worker run that claimed `claimed` tasks and left nothing waiting returns. */
+export function runSummary(claimed = 0): RunSummary {
+  return {
+    claimed,
+    lostRaces: 0,
+    heartbeatRounds: 0,
+    maxEventLoopLagMs: 0,
+    stoppedBecause: 'idle',
+    timersArmed: 0,
+    retriesWaiting: 0,
+  };
+}
+
+/** A timekeeper duty whose `nextDueAt` the test sets (what it would know when the run ends). */
+export function fakeTimekeeper(): TimekeeperDuty & {
+  nextDueAt: number | undefined;
+  dueAfterRelease: Mock<() => Promise<boolean>>;
+} {
+  return {
+    start: vi.fn(),
+    stop: vi.fn(async () => undefined),
+    dueWithin: vi.fn(() => false),
+    nextDueAt: undefined,
+    dueAfterRelease: vi.fn(async () => false),
+  };
+}
 
 /** A reproducible random in [0, 1) (mulberry32). */
 export function seededRandom(seed: number): () => number {

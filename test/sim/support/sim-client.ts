@@ -19,7 +19,18 @@ export async function api(
   as: string | null = 'admin',
   extraHeaders: Record<string, string> = {},
 ): Promise<Answer> {
-  const info = sim();
+  return apiOf(sim(), method, path, body, as, extraHeaders);
+}
+
+/** The same request to a sim of the test's own (one started with other settings than the suite's). */
+export async function apiOf(
+  info: SimInfo,
+  method: string,
+  path: string,
+  body?: unknown,
+  as: string | null = 'admin',
+  extraHeaders: Record<string, string> = {},
+): Promise<Answer> {
   const url = new URL(path.replace(/^\//, ''), info.apiUrl);
   const text = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
   let headers: Record<string, string> = {
@@ -54,6 +65,8 @@ export interface SimState {
       coldStarts: number;
       throttles: number;
       errors: Record<string, number>;
+      metrics: { RecursiveInvocationsDropped: number };
+      deepestChain: number;
       environments: { id: string; state: string; pid?: number; invocations: number }[];
       recent: {
         requestId: string;
@@ -80,8 +93,8 @@ export interface SimState {
   queues: { name: string; arn: string; messages: { body: string; attributes: Record<string, string> }[] }[];
 }
 
-export async function simState(since = 0): Promise<SimState> {
-  const res = await fetch(`${sim().adminUrl}/state?since=${since}`);
+export async function simState(since = 0, info: SimInfo = sim()): Promise<SimState> {
+  const res = await fetch(`${info.adminUrl}/state?since=${since}`);
   return (await res.json()) as SimState;
 }
 

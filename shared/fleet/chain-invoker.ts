@@ -1,0 +1,80 @@
+/**
+ * Self-starts (scale-ups, hand-overs, prewarms) go through this invoker, which keeps the fleet's own
+ * bound on its chains of invocations in place of Lambda's recursive loop detection (the worker sets
+ * RecursiveLoop to Allow: see fleet-rules.ts, CHAIN_GENERATION_BOUND). It stamps each start with its
+ * generation, the running invocation's plus one; past the bound it sends a start only into a seat
+ * reserved for it, reserving one itself (seat 0 for a timekeeper) when the caller did not, and sends
+ * nothing when every seat is held.
+ */
+import type { Logger } from '@aws-lambda-powertools/logger';
+import { describeError } from '../errors.js';
+import { chainStartAllowed } from './fleet-rules.js';
+import type { FleetSeats, SeatLease } from './fleet-seats.js';
+import type { InvocationSource, StartHints, WorkerInvoker } from './worker-invoker.js';
+
+export class ChainInvoker implements WorkerInvoker {
+  private generation = 0;
+  /** Starts sent, and refused past the bound for want of a free seat (figures and tests). */
+  readonly counts = { sent: 0, refused: 0 };
+
+  constructor(
+    private readonly deps: {
+      invoker: WorkerInvoker;
+      seats: Pick<FleetSeats, 'reserve' | 'reserveTimekeeper' | 'release'>;
+      logger: Pick<Logger, 'warn' | 'info'>;
+    },
+  ) {}
+
+  /** The running invocation's generation (its start event's; 0 when it has none): invocations in one environment run one at a time. */
+  enter(generation: number): void {
+    this.generation = generation;
+  }
+
+  /** The generation the next start carries. */
+  get nextGeneration(): number {
+    return this.generation + 1;
+  }
+
+  async start(source: InvocationSource, hints: StartHints = {}): Promise<boolean> {
+    const generation = this.nextGeneration;
+    let reserved: SeatLease | undefined;
+    if (!chainStartAllowed(generation, hints.seat !== undefined)) {
+      reserved = await this.reserve(hints);
+      if (!reserved) {
+        this.counts.refused++;
+        this.deps.logger.info('a deep chain starts no invocation while every seat is held', {
+          source,
+          generation,
+        });
+        return false;
+      }
+    }
+    const seat = reserved
+      ? { index: reserved.index, holder: reserved.holder, token: reserved.token }
+      : hints.seat;
+    const sent = await this.deps.invoker.start(source, { ...hints, ...(seat ? { seat } : {}), generation });
+    if (sent) this.counts.sent++;
+    else if (reserved) await this.giveBack(reserved);
+    return sent;
+  }
+
+  private async reserve(hints: StartHints): Promise<SeatLease | undefined> {
+    const { seats, logger } = this.deps;
+    try {
+      return await (hints.keepTime ? seats.reserveTimekeeper() : seats.reserve());
+    } catch (error) {
+      logger.warn('reserving a seat for a deep chain failed; starting nothing', {
+        error: describeError(error),
+      });
+      return undefined;
+    }
+  }
+
+  private async giveBack(seat: SeatLease): Promise<void> {
+    await this.deps.seats.release(seat).catch((error: unknown) =>
+      this.deps.logger.warn('giving back a reserved seat failed; it frees itself shortly', {
+        error: describeError(error),
+      }),
+    );
+  }
+}
