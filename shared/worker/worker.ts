@@ -354,8 +354,9 @@ export class Worker {
           free > 0 && this.inBurst && this.claimMemory.dueWaiting === 0 ? await this.refill() : 'none';
         if (free > 0 && claimable.length > 0 && refill !== 'wait') {
           const { won, handedOnly } = await this.claim(run, claimable, free);
-          // Tasks handed over by key are no sign of more work: the next poll keeps its pace.
-          const handedOver = won > 0 && handedOnly && won < free;
+          // Tasks handed over by key to an idle worker are no sign of more work: its next poll keeps
+          // its pace. A fresh run (a kick's) reads on at once: the kick may stand for several tasks.
+          const handedOver = won > 0 && handedOnly && won < free && idlePolls > 0;
           if (!handedOver) idlePolls = won > 0 ? 0 : idlePolls + 1;
           if (!dutyStarted) {
             dutyStarted = true;
