@@ -31,6 +31,33 @@ describe('claim memory', () => {
     expect(s.startPartition('worker-a', 16)).toBe((Math.floor(0.999 * 2 ** 31) + 2) % 16);
   });
 
+  it('keeps tasks handed over by key once each, hands out those of the wanted types oldest first, and at most 64', () => {
+    const s = new ClaimState();
+    s.offerReady(head('a'));
+    s.offerReady(head('a'));
+    s.offerReady(head('b', 'other'));
+    s.offerReady(head('c'));
+    expect(s.offeredWaiting).toBe(3);
+    expect(s.takeOffered(['t'], 1).map((c) => c.id)).toEqual(['a']);
+    expect(s.takeOffered(['t'], 0)).toEqual([]);
+    expect(s.takeOffered(['t', 'other'], 5).map((c) => c.id)).toEqual(['b', 'c']);
+    for (let i = 0; i < 70; i++) s.offerReady(head(`x${i}`));
+    const kept = s.takeOffered(['t'], 100).map((c) => c.id);
+    expect(kept).toHaveLength(64);
+    expect(kept[0]).toBe('x6');
+  });
+
+  it('an idle wait keeps a partition found empty skipped for as long as the worker waits', () => {
+    const s = new ClaimState();
+    s.noteDrained('t#3', 1_000);
+    expect(s.isDrained('t#3', 1_900, 1_000)).toBe(true);
+    expect(s.isDrained('t#3', 2_500, 1_000)).toBe(false);
+    s.noteDrained('t#3', 1_000);
+    s.idleWaitMs = 4_000;
+    expect(s.isDrained('t#3', 4_900, 1_000)).toBe(true);
+    expect(s.isDrained('t#3', 5_100, 1_000)).toBe(false);
+  });
+
   it('hands out spare heads of the wanted types while they are fresh, and none once stale', () => {
     const s = new ClaimState();
     s.keepSpare([head('a'), head('b', 'other'), head('c')], 1_000);

@@ -300,6 +300,29 @@ describe('workerStartEvent (lenient parse of the worker function event)', () => 
     expect(workerStartEvent({})).toEqual({ source: 'unknown', hints: {} });
   });
 
+  it("reads the kicked task's key with its partition, and drops a malformed key but keeps the partition", () => {
+    const keyed = { type: 'mail', shard: 3, taskId: 'abc', readySk: '1000#0000000000001#0000000000001#abc' };
+    expect(workerStartEvent({ source: 'leasehold.kick', lookFirst: keyed }).hints).toEqual({
+      lookFirst: keyed,
+    });
+    expect(
+      workerStartEvent({ source: 'leasehold.kick', lookFirst: { ...keyed, taskId: 7, readySk: '' } }).hints,
+    ).toEqual({ lookFirst: { type: 'mail', shard: 3 } });
+  });
+
+  it('lookFirst with a key reaches worker.run as the partition and as a task handed over by key', async () => {
+    const w = await handoverWorld();
+    let options: RunOptions | undefined;
+    await w.invoke(async (o) => ((options = o), summary), 'env-1/req-1', {
+      type: 'mail',
+      shard: 3,
+      taskId: 'abc',
+      readySk: 'sk-abc',
+    });
+    expect(options?.lookFirst).toEqual([{ type: 'mail', shard: 3 }]);
+    expect(options?.offerReady).toEqual([{ id: 'abc', type: 'mail', shard: 3, readySk: 'sk-abc' }]);
+  });
+
   it('reads the seat reserved for the invocation (seat 0 too: a refill or a deep hand-over); a malformed one is dropped', () => {
     const seat = { index: 3, holder: 'starting/abc', token: 7 };
     for (const reserved of [seat, { ...seat, index: 0 }])

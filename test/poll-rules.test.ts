@@ -3,6 +3,7 @@ import {
   EXPECTED_WORK_POLL_MS,
   EXPECTED_WORK_WINDOW_MS,
   expectingWork,
+  idlePollWait,
   pollWait,
 } from '../shared/worker/poll-rules.js';
 
@@ -26,5 +27,20 @@ describe('poll rules', () => {
     expect(expectingWork(AT, AT + EXPECTED_WORK_WINDOW_MS - 1)).toBe(true);
     expect(expectingWork(AT, AT + EXPECTED_WORK_WINDOW_MS)).toBe(false);
     expect(pollWait(1_000, AT, AT + EXPECTED_WORK_WINDOW_MS)).toBe(1_000);
+  });
+
+  it('idle polls back off: doubling after the first empty round, up to 8 intervals and a second, never below the interval', () => {
+    const waits = (poll: number, ceiling?: number) =>
+      [0, 1, 2, 3, 4, 5, 6, 12].map((empty) => idlePollWait(poll, poll, empty, ceiling));
+    expect(waits(50)).toEqual([50, 50, 100, 200, 400, 400, 400, 400]);
+    expect(waits(20)).toEqual([20, 20, 40, 80, 160, 160, 160, 160]);
+    expect(waits(200)).toEqual([200, 200, 400, 800, 1_000, 1_000, 1_000, 1_000]);
+    // The default interval and longer ones are never stretched.
+    expect(waits(1_000)).toEqual(Array(8).fill(1_000));
+    expect(waits(5_000)).toEqual(Array(8).fill(5_000));
+    // Where every writer wakes the worker (the local stack): up to a second whatever the interval.
+    expect(waits(50, 1_000)).toEqual([50, 50, 100, 200, 400, 800, 1_000, 1_000]);
+    // A shorter wait (a burst's window, a retry due) is kept as it is.
+    expect(idlePollWait(30, 1_000, 9)).toBe(30);
   });
 });

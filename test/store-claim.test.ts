@@ -173,15 +173,7 @@ describe('a claim round woken by a hint', () => {
     // Calm (no random order), as a worker is after a few quiet rounds; told where the task went.
     for (let i = 0; i < 8; i++) memory.noteRound(0, () => 0.5);
     memory.lookFirst('hinted', shardForId(task.id));
-    const sent: string[] = [];
-    own.client.middlewareStack.add(
-      (next, context) => async (args) => {
-        const input = args.input as { ExpressionAttributeValues?: Record<string, unknown> };
-        sent.push(`${String(context.commandName)} ${String(input.ExpressionAttributeValues?.[':p'] ?? '')}`);
-        return next(args);
-      },
-      { step: 'initialize', name: 'testRequestLog' },
-    );
+    const sent = requestLog(own);
     const round = await own.store.claim({ workerId: 'w1', types: ['hinted'], max: 8 }, memory);
     expect(round.claimed.map((c) => c.task.id)).toEqual([task.id]);
     // The hinted partition's read and the lane's (read beside it), the claim, and nothing else: the
@@ -195,6 +187,41 @@ describe('a claim round woken by a hint', () => {
     const next = await own.store.claim({ workerId: 'w1', types: ['hinted'], max: 7 }, memory);
     expect(next.claimed).toEqual([]);
     expect(sent.filter((r) => /^QueryCommand hinted#\d+$/.test(r)).length).toBeGreaterThanOrEqual(15);
+  });
+});
+
+describe('a claim round handed a task by key', () => {
+  it('claims it with one write and no ready read (the lane only), marks the round handedOnly, and leaves a stale key to lose its write', async () => {
+    const own = await createTestStore(server.endpoint);
+    const enqueued: { taskId: string; readySk?: string }[] = [];
+    own.store.events.on('task:enqueued', (e) => void enqueued.push(e));
+    const { task } = await own.store.enqueue({ type: 'keyed', owner: 'o', payload: {} });
+    const { readySk } = enqueued[0]!;
+    expect(readySk).toBeDefined();
+    const memory = new ClaimState();
+    memory.offerReady({ id: task.id, type: 'keyed', shard: shardForId(task.id), readySk: readySk! });
+    const sent = requestLog(own);
+    const round = await own.store.claim({ workerId: 'w1', types: ['keyed'], max: 8 }, memory);
+    expect(round.claimed.map((c) => c.task.id)).toEqual([task.id]);
+    expect(round.handedOnly).toBe(true);
+    // Only the lane is read (a higher priority would come first); no shard of the ready index.
+    expect(sent.filter((r) => r.startsWith('QueryCommand'))).toEqual(['QueryCommand keyed#lane']);
+    expect(sent.filter((r) => r.startsWith('UpdateItemCommand'))).toHaveLength(1);
+    // The same key again (another worker took it, or this one did): its write loses, nothing else breaks.
+    memory.offerReady({ id: task.id, type: 'keyed', shard: shardForId(task.id), readySk: readySk! });
+    const again = await own.store.claim({ workerId: 'w2', types: ['keyed'], max: 8 }, memory);
+    expect(again.claimed).toEqual([]);
+    expect(again.lostRaces).toBe(1);
+    expect(again.handedOnly).toBeUndefined();
+  });
+
+  it('a delayed task or one at another priority carries no key in its enqueue event', async () => {
+    const own = await createTestStore(server.endpoint);
+    const enqueued: { readySk?: string }[] = [];
+    own.store.events.on('task:enqueued', (e) => void enqueued.push(e));
+    await own.store.enqueue({ type: 'keyed', owner: 'o', payload: {}, delayMs: 60_000 });
+    await own.store.enqueue({ type: 'keyed', owner: 'o', payload: {}, priority: 5 });
+    expect(enqueued.map((e) => e.readySk)).toEqual([undefined, undefined]);
   });
 });
 
@@ -262,3 +289,17 @@ describe('writes under a lease', () => {
     });
   });
 });
+
+/** Every request the store sends from now on, as `<command> <its :p value>` (the partition a query reads). */
+function requestLog(store: TestStore): string[] {
+  const sent: string[] = [];
+  store.client.middlewareStack.add(
+    (next, context) => async (args) => {
+      const input = args.input as { ExpressionAttributeValues?: Record<string, unknown> };
+      sent.push(`${String(context.commandName)} ${String(input.ExpressionAttributeValues?.[':p'] ?? '')}`);
+      return next(args);
+    },
+    { step: 'initialize', name: 'testRequestLog' },
+  );
+  return sent;
+}
