@@ -15,18 +15,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { signedCaller } from './signed-caller.js';
+import { PRICES } from './prices.js';
 import { startSim } from './sim.js';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
-/** us-east-1 on-demand prices (2026): DynamoDB Standard table class, Lambda on ARM. */
-export const PRICES = {
-  readUnit: 0.125 / 1e6,
-  writeUnit: 0.625 / 1e6,
-  lambdaGbSecond: 0.0000133334,
-  lambdaRequest: 0.2 / 1e6,
-  httpApiRequest: 1.0 / 1e6,
-};
 const HOURS_PER_MONTH = 730;
 
 const { values } = parseArgs({

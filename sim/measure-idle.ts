@@ -10,15 +10,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { signedCaller } from './signed-caller.js';
+import { PRICES } from './prices.js';
 import { startSim } from './sim.js';
 
-const PRICES = {
-  /** On-demand, us-east-1: an eventually consistent read up to 4 KB is half a read unit, a strongly consistent one a whole unit; empty queries still pay the minimum. */
-  readUnit: 0.125 / 1e6,
-  writeUnit: 0.625 / 1e6,
-  lambdaGbSecondArm: 0.0000133334,
-  lambdaRequest: 0.2 / 1e6,
-};
 const MINUTES_PER_MONTH = 43_200;
 
 // The sim's own SDK clients run on this Node; the functions run on their runtime's.
@@ -78,7 +72,7 @@ for (const [id, f] of Object.entries(after.functions)) {
   const billedMs = f.recent.filter((r) => r.startedAt >= from).reduce((sum, r) => sum + r.durationMs, 0);
   const short = id.replace(/Function\w*$/, '');
   const gbSeconds = (billedMs / 1000) * ((memoryOf[short] ?? 256) / 1024);
-  lambdaCost += (gbSeconds * PRICES.lambdaGbSecondArm + invocations * PRICES.lambdaRequest) / minutes;
+  lambdaCost += (gbSeconds * PRICES.lambdaGbSecond + invocations * PRICES.lambdaRequest) / minutes;
   process.stdout.write(
     `  ${short.padEnd(9)} ${(invocations / minutes).toFixed(2)} invocations, ${(billedMs / minutes / 1000).toFixed(1)} s billed\n`,
   );

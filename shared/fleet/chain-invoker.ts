@@ -30,13 +30,8 @@ export class ChainInvoker implements WorkerInvoker {
     this.generation = generation;
   }
 
-  /** The generation the next start carries. */
-  get nextGeneration(): number {
-    return this.generation + 1;
-  }
-
   async start(source: InvocationSource, hints: StartHints = {}): Promise<boolean> {
-    const generation = this.nextGeneration;
+    const generation = this.generation + 1;
     let reserved: SeatLease | undefined;
     if (!chainStartAllowed(generation, hints.seat !== undefined)) {
       reserved = await this.reserve(hints);

@@ -12,15 +12,8 @@ export interface Answer {
 }
 
 /** A request to the sim's HTTP API, signed as the named caller (unsigned with `as: null`). */
-export async function api(
-  method: string,
-  path: string,
-  body?: unknown,
-  as: string | null = 'admin',
-  extraHeaders: Record<string, string> = {},
-): Promise<Answer> {
-  return apiOf(sim(), method, path, body, as, extraHeaders);
-}
+export const api = (...args: Parameters<typeof apiOf> extends [SimInfo, ...infer Rest] ? Rest : never) =>
+  apiOf(sim(), ...args);
 
 /** The same request to a sim of the test's own (one started with other settings than the suite's). */
 export async function apiOf(
