@@ -15,6 +15,7 @@ import { Worker } from '../shared/worker/worker.js';
 import { FleetSeats } from '../shared/fleet/fleet-seats.js';
 import { FleetScaler } from '../shared/fleet/fleet-scaler.js';
 import { runFleetInvocation } from '../shared/fleet/fleet-invocation.js';
+import { kickHorizonMs, SCHEDULED_TICK_INTERVAL_MS } from '../shared/fleet/fleet-rules.js';
 import {
   LambdaWorkerInvoker,
   SCHEDULED_TICK_SOURCE,
@@ -49,9 +50,6 @@ const lambdaInvoker: WorkerInvoker = functionName
 // Every self-start carries its chain's generation; deep chains start only into reserved seats.
 const invoker = new ChainInvoker({ invoker: lambdaInvoker, seats, logger });
 const scaler = new FleetScaler({ seats, invoker, clock: app.clock, logger });
-
-/** The scheduled tick comes every minute (infra/schedules.ts). */
-const SCHEDULED_TICK_INTERVAL_MS = 60_000;
 
 /** A burst is the tasks due within this second of its instant (what the timekeeper counted as one). */
 const BURST_WINDOW_MS = 1_000;
@@ -111,6 +109,7 @@ export const handler = async (
           timers: worker.timers,
           logger,
           refreshMs: app.config.pollIntervalMs,
+          horizonMs: kickHorizonMs(app.config.recoveryIntervalMs),
           // A prewarmed worker takes about this many short tasks in the first seconds of a burst.
           onBurstAhead: (at, count) => scaler.prewarm(at, count, app.config.workerConcurrency * 25),
           offerDue: (entries) => worker.offerDue(entries),

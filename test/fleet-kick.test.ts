@@ -4,7 +4,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { LeaseEvents } from '../shared/events.js';
-import { EnqueueKicker, KICK_HORIZON_MS } from '../shared/fleet/enqueue-kicker.js';
+import { EnqueueKicker } from '../shared/fleet/enqueue-kicker.js';
+import { kickHorizonMs } from '../shared/fleet/fleet-rules.js';
 import { runFleetInvocation, type FleetInvocationDeps } from '../shared/fleet/fleet-invocation.js';
 import { FleetScaler, SCALE_INTERVAL_MS } from '../shared/fleet/fleet-scaler.js';
 import { FleetSeats, RESERVATION_MS } from '../shared/fleet/fleet-seats.js';
@@ -16,6 +17,8 @@ import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { createTestStore } from './support/test-store.js';
 
 const INTERVAL = 250;
+/** The horizon with the default recovery interval (a minute). */
+const KICK_HORIZON_MS = kickHorizonMs(60_000);
 
 let server: TestDynamo;
 beforeAll(async () => {
@@ -27,7 +30,7 @@ function kickWorld() {
   const clock = new ManualClock();
   const invoker = new FakeInvoker();
   const events = new LeaseEvents();
-  const kicker = new EnqueueKicker(invoker, clock, INTERVAL);
+  const kicker = new EnqueueKicker(invoker, clock, INTERVAL, KICK_HORIZON_MS);
   const unsubscribe = kicker.listen(events);
   const enqueued = (availableAt = clock.now(), taskId = 't') =>
     events.emit('task:enqueued', { taskId, type: 'demo.echo', availableAt });
@@ -104,7 +107,7 @@ describe('EnqueueKicker on a real TaskStore (emulator)', () => {
   it('enqueueing a due task starts one kick; an idempotent repeat starts none; a delayed task none', async () => {
     const t = await createTestStore(server.endpoint);
     const invoker = new FakeInvoker();
-    const kicker = new EnqueueKicker(invoker, t.clock, INTERVAL);
+    const kicker = new EnqueueKicker(invoker, t.clock, INTERVAL, KICK_HORIZON_MS);
     kicker.listen(t.store.events);
 
     const first = await t.store.enqueue({
@@ -147,7 +150,7 @@ describe('EnqueueKicker reading the fleet (emulator)', () => {
       cap: 2,
     });
     const invoker = new FakeInvoker();
-    const kicker = new EnqueueKicker(invoker, t.clock, INTERVAL, seats);
+    const kicker = new EnqueueKicker(invoker, t.clock, INTERVAL, KICK_HORIZON_MS, seats);
     kicker.listen(t.store.events);
     const enqueue = async (delayMs?: number) => {
       t.clock.advance(INTERVAL);

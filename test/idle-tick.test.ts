@@ -3,7 +3,9 @@
  * returns at once (one read, whatever the number of types and shards); a tick with work, or without a
  * summary it can trust, runs as before.
  */
+import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { kickHorizonMs } from '../shared/fleet/fleet-rules.js';
 import { runFleetInvocation } from '../shared/fleet/fleet-invocation.js';
 import { FleetSeats } from '../shared/fleet/fleet-seats.js';
 import { planIdleTick } from '../shared/fleet/idle-tick.js';
@@ -52,6 +54,45 @@ describe('planIdleTick (pure, fixed clock)', () => {
     });
     // Already due and not promoted (a timekeeper missed it): this tick keeps time.
     expect(planIdleTick({ ...quiet, nextDueAt: NOW - 5_000 }, NOW, RULES).because).toBe('due-soon');
+  });
+});
+
+describe('kick horizon and idle tick together (pure)', () => {
+  // A delayed task is either kicked for at its enqueue (which starts a timekeeper) or seen by a
+  // scheduled tick at or before its due time: a tick that reads a summary written after the enqueue
+  // and plans to keep time for it. Recovery writes the summary every interval and the tick comes every
+  // minute, each at its own phase and with jitter; the task is enqueued at any instant.
+  it('no delayed task falls between the kick and the tick, for any phases and recovery interval', () => {
+    const TICK = 60_000;
+    const JITTER = 5_000;
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 30_000, max: 120_000 }), // recovery interval
+        fc.integer({ min: 0, max: 1_000_000 }), // recovery phase
+        fc.integer({ min: 0, max: 1_000_000 }), // tick phase
+        fc.integer({ min: 0, max: JITTER }), // each tick and sweep late by up to this
+        fc.integer({ min: 0, max: 10_000_000 }), // enqueue instant
+        fc.integer({ min: 1, max: 180_000 }), // delay beyond the kick horizon (nearest are the hardest)
+        (interval, recoveryPhase, tickPhase, late, enqueuedAt, beyond) => {
+          // Delays within the horizon are kicked for.
+          const dueAt = enqueuedAt + kickHorizonMs(interval) + beyond;
+          const rules = { recoveryIntervalMs: interval, tickIntervalMs: TICK };
+          // The first summary written after the enqueue.
+          const k = Math.ceil((enqueuedAt - recoveryPhase) / interval);
+          const writtenAt = recoveryPhase + k * interval + late;
+          // The last tick at or before the due time.
+          const tickAt = tickPhase + Math.floor((dueAt - tickPhase) / TICK) * TICK;
+          expect(writtenAt, 'a summary after the enqueue comes before that tick').toBeLessThanOrEqual(tickAt);
+          const plan = planIdleTick(
+            { writtenAt, readyTypes: [], leased: 0, nextDueAt: dueAt },
+            tickAt + late,
+            rules,
+          );
+          expect(plan.run).toBe(true);
+        },
+      ),
+      { numRuns: 2_000 },
+    );
   });
 });
 

@@ -15,7 +15,10 @@ import {
   Timekeeper,
   type TimekeeperDeps,
 } from '../shared/fleet/timekeeper.js';
-import { KICK_HORIZON_MS } from '../shared/fleet/enqueue-kicker.js';
+import { kickHorizonMs } from '../shared/fleet/fleet-rules.js';
+
+/** The horizon with the default recovery interval (a minute). */
+const KICK_HORIZON_MS = kickHorizonMs(60_000);
 import { ClaimState } from '../shared/store/claim-state.js';
 import { shardForId } from '../shared/table-layout.js';
 import { TimerSet } from '../shared/worker/timers.js';
@@ -45,7 +48,7 @@ describe('Timekeeper (in-memory store, fake timers)', () => {
       timers,
       logger,
       refreshMs: options.refreshMs ?? MIN_REFRESH_MS,
-      ...(options.horizonMs === undefined ? {} : { horizonMs: options.horizonMs }),
+      horizonMs: options.horizonMs ?? KICK_HORIZON_MS,
       ...(options.onBurstAhead ? { onBurstAhead: options.onBurstAhead } : {}),
       ...(options.offerDue ? { offerDue: options.offerDue } : {}),
     });
@@ -452,6 +455,7 @@ describe('Timekeeper and dueDelayed on dynalite (real TaskStore)', () => {
       logger: { warn: vi.fn() },
       // Refreshes land inside the burst, as in production: they must not repeat its writes.
       refreshMs: MIN_REFRESH_MS,
+      horizonMs: KICK_HORIZON_MS,
     });
     offset = dueAt - LEAD_MS - Date.now();
     timekeeper.start();

@@ -15,6 +15,7 @@ import { runFleetInvocation } from '../../shared/fleet/fleet-invocation.js';
 import { FleetSeats } from '../../shared/fleet/fleet-seats.js';
 import { planIdleTick } from '../../shared/fleet/idle-tick.js';
 import { Timekeeper } from '../../shared/fleet/timekeeper.js';
+import { kickHorizonMs } from '../../shared/fleet/fleet-rules.js';
 import { RecordingMetrics } from '../../shared/metrics.js';
 import { workerInvocationTimeoutMs } from '../../shared/invocation-budget.js';
 import { runRecoverySweep } from '../../shared/recovery/recovery-sweep.js';
@@ -94,7 +95,14 @@ async function idleFigures(endpoint: string, n: number) {
         scaler: { settled: async () => undefined, refill: async () => false },
         invoker: { start: async () => true },
         timekeeper: () =>
-          new Timekeeper({ store, clock, timers: worker.timers, logger, refreshMs: config.pollIntervalMs }),
+          new Timekeeper({
+            store,
+            clock,
+            timers: worker.timers,
+            logger,
+            refreshMs: config.pollIntervalMs,
+            horizonMs: kickHorizonMs(config.recoveryIntervalMs),
+          }),
         clock,
         logger,
         clockSkewMs: config.clockSkewMs,

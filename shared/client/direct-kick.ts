@@ -11,6 +11,7 @@ import type { LeaseholdConfig } from '../config.js';
 import type { LeaseEvents } from '../events.js';
 import { EnqueueKicker } from '../fleet/enqueue-kicker.js';
 import { FleetSeats } from '../fleet/fleet-seats.js';
+import { kickHorizonMs } from '../fleet/fleet-rules.js';
 import { LambdaWorkerInvoker } from '../fleet/worker-invoker.js';
 import { mathRandom } from '../ids.js';
 import type { WriteTarget } from '../store/conditional-write.js';
@@ -28,7 +29,7 @@ export function directKick(options: {
   endpoint: string | undefined;
   region: string;
   credentials: DynamoDBClientConfig['credentials'];
-  config: Pick<LeaseholdConfig, 'kickIntervalMs' | 'workerMaxConcurrency'>;
+  config: Pick<LeaseholdConfig, 'kickIntervalMs' | 'workerMaxConcurrency' | 'recoveryIntervalMs'>;
   events: LeaseEvents;
   clock: Clock;
   /** The task table, where the fleet's seats are read. */
@@ -48,7 +49,13 @@ export function directKick(options: {
     random: mathRandom,
     cap: options.config.workerMaxConcurrency,
   });
-  const kicker = new EnqueueKicker(invoker, options.clock, options.config.kickIntervalMs, seats);
+  const kicker = new EnqueueKicker(
+    invoker,
+    options.clock,
+    options.config.kickIntervalMs,
+    kickHorizonMs(options.config.recoveryIntervalMs),
+    seats,
+  );
   const unsubscribe = kicker.listen(options.events);
   return {
     settled: () => kicker.settled(),

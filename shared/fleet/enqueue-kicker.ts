@@ -12,12 +12,6 @@ import { kickFor, KickGate } from './fleet-rules.js';
 import type { FleetSeats } from './fleet-seats.js';
 import type { LookFirst, WorkerInvoker } from './worker-invoker.js';
 
-/**
- * A task due within this long is kicked for: the next scheduled tick's timekeeper looks this far
- * ahead (one tick period plus its jitter), so a later due time is certainly seen by a tick.
- */
-export const KICK_HORIZON_MS = 70_000;
-
 /** The longest an enqueue's answer waits for its kick to be sent (an async Invoke answers in tens of ms). */
 export const KICK_WAIT_MS = 300;
 
@@ -26,6 +20,8 @@ export class EnqueueKicker {
   private readonly inFlight = new Set<Promise<boolean>>();
 
   /**
+   * `horizonMs`: a task due within this long is kicked for (fleet-rules.ts kickHorizonMs: a later one is
+   * certainly seen by a scheduled tick).
    * `seats`: when given, each kick first reads the fleet (one eventually consistent query) and starts
    * nothing the fleet does not need: no worker at the cap, no timekeeper while one keeps time.
    */
@@ -33,6 +29,7 @@ export class EnqueueKicker {
     private readonly invoker: WorkerInvoker,
     private readonly clock: Clock,
     intervalMs: number,
+    private readonly horizonMs: number,
     private readonly seats?: Pick<FleetSeats, 'read' | 'cap'>,
   ) {
     this.gate = new KickGate(intervalMs);
@@ -52,7 +49,7 @@ export class EnqueueKicker {
   /** A task due at `availableAt` was enqueued (in the partition `where`, which the started worker reads first). */
   taskArrived(availableAt: number, where?: LookFirst): void {
     const now = this.clock.now();
-    if (availableAt - now > KICK_HORIZON_MS || !this.gate.admit(now)) return;
+    if (availableAt - now > this.horizonMs || !this.gate.admit(now)) return;
     const sent = this.kick(availableAt <= now, where);
     this.inFlight.add(sent);
     void sent.finally(() => this.inFlight.delete(sent));

@@ -129,3 +129,20 @@ export function chainStartAllowed(generation: number, seatReserved: boolean): bo
 export function explainedInvocationsPerMinute(cap: number, idleStopMs: number): number {
   return cap * Math.ceil(60_000 / idleStopMs) + cap + 1;
 }
+
+/** The scheduled tick comes every minute (infra/schedules.ts). */
+export const SCHEDULED_TICK_INTERVAL_MS = 60_000;
+
+/** EventBridge Scheduler's start jitter plus a sweep's own duration, with room to spare. */
+const TICK_AND_SWEEP_SLACK_MS = 10_000;
+
+/**
+ * How far ahead a delayed task is kicked for (the kick starts a timekeeper) and how far ahead a
+ * timekeeper looks (and hands over for). A task due later is certainly seen by a scheduled tick: the
+ * tick runs only when recovery's queue summary shows work, and a summary written after the enqueue
+ * (at most one recovery interval later) comes before the last tick ahead of the due time only if the
+ * due time is at least a tick period plus a recovery interval away (plus the schedules' jitter).
+ */
+export function kickHorizonMs(recoveryIntervalMs: number): number {
+  return SCHEDULED_TICK_INTERVAL_MS + recoveryIntervalMs + TICK_AND_SWEEP_SLACK_MS;
+}

@@ -11,10 +11,14 @@ import { mathRandom } from '../ids.js';
 import type { WriteTarget } from '../store/conditional-write.js';
 import { EnqueueKicker } from './enqueue-kicker.js';
 import { FleetSeats } from './fleet-seats.js';
+import { kickHorizonMs } from './fleet-rules.js';
 import { LambdaWorkerInvoker } from './worker-invoker.js';
 
 export function lambdaKicker(
-  config: Pick<LeaseholdConfig, 'workerFunctionArn' | 'kickIntervalMs' | 'workerMaxConcurrency'>,
+  config: Pick<
+    LeaseholdConfig,
+    'workerFunctionArn' | 'kickIntervalMs' | 'workerMaxConcurrency' | 'recoveryIntervalMs'
+  >,
   events: LeaseEvents,
   clock: Clock,
   logger: Pick<Logger, 'warn'>,
@@ -31,7 +35,13 @@ export function lambdaKicker(
     random: mathRandom,
     cap: config.workerMaxConcurrency,
   });
-  const kicker = new EnqueueKicker(invoker, clock, config.kickIntervalMs, seats);
+  const kicker = new EnqueueKicker(
+    invoker,
+    clock,
+    config.kickIntervalMs,
+    kickHorizonMs(config.recoveryIntervalMs),
+    seats,
+  );
   kicker.listen(events);
   return kicker;
 }

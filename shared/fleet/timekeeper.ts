@@ -13,7 +13,6 @@ import { describeError } from '../errors.js';
 import type { Timekeeping } from '../store/ports.js';
 import type { DueTask } from '../store/delayed-reads.js';
 import type { TimerHandle, TimerSet } from '../worker/timers.js';
-import { KICK_HORIZON_MS } from './enqueue-kicker.js';
 
 /** Promotions in flight at once: enough to ready thousands a second, few enough not to starve the lease path. */
 const PROMOTE_CONCURRENCY = 64;
@@ -46,8 +45,8 @@ export interface TimekeeperDeps {
   logger: Pick<Logger, 'warn'>;
   /** How often the delay partitions are read again (tasks delayed meanwhile by anyone). */
   refreshMs: number;
-  /** How far ahead each read looks (default: what an enqueue is kicked for, so none falls between). */
-  horizonMs?: number;
+  /** How far ahead each read looks: what an enqueue is kicked for (fleet-rules.ts kickHorizonMs), so none falls between. */
+  horizonMs: number;
   /**
    * Told, PREWARM_LEAD_MS ahead, of an instant at which at least BURST_MIN_TASKS fall due (the
    * scaler starts invocations that wait for it, so the burst starts on many workers, not one).
@@ -141,7 +140,7 @@ export class Timekeeper {
     const { store, clock, horizonMs } = this.deps;
     const sentAt = clock.now();
     const found = await store.dueDelayed({
-      before: sentAt + (horizonMs ?? KICK_HORIZON_MS),
+      before: sentAt + horizonMs,
       limit: LAST_LOOK_LIMIT,
     });
     return found.some(({ id, dueAt }) => !this.staleEntry(id, dueAt, sentAt));
@@ -166,7 +165,7 @@ export class Timekeeper {
     try {
       const sentAt = clock.now();
       const found = await store.dueDelayed({
-        before: sentAt + (this.deps.horizonMs ?? KICK_HORIZON_MS),
+        before: sentAt + this.deps.horizonMs,
         limit: READ_LIMIT,
       });
       if (this.stopped) return;
