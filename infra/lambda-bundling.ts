@@ -3,6 +3,8 @@
  * benchmark (bench/measures/cold-start.ts) hands the same values to esbuild to measure what ships.
  * Plain values, no CDK import, so the benchmark does not load aws-cdk-lib.
  */
+import { fileURLToPath } from 'node:url';
+
 export const LAMBDA_BUNDLING = {
   minify: true,
   sourceMap: true,
@@ -13,3 +15,14 @@ export const LAMBDA_BUNDLING = {
   externalModules: [] as string[],
   mainFields: ['module', 'main'],
 } as const;
+
+/**
+ * Modules the bundles take from elsewhere (esbuild's alias; absolute paths, so they resolve from any
+ * working directory the CDK bundles in). The SDK's credential chain becomes the environment's
+ * credentials alone: see shared/lambda-credentials.ts.
+ */
+export const LAMBDA_ALIASES: Record<string, string> = {
+  '@aws-sdk/credential-provider-node': fileURLToPath(
+    new URL('../shared/lambda-credentials.ts', import.meta.url),
+  ),
+};

@@ -10,7 +10,7 @@ import { NodejsFunction, OutputFormat, type ICommandHooks } from 'aws-cdk-lib/aw
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { fileURLToPath } from 'node:url';
-import { LAMBDA_BUNDLING } from './lambda-bundling.js';
+import { LAMBDA_ALIASES, LAMBDA_BUNDLING } from './lambda-bundling.js';
 import { dirname, join } from 'node:path';
 import type { TaskTable } from './task-table.js';
 import { OPENAPI_ASSET } from '../shared/api/openapi-file.js';
@@ -135,6 +135,7 @@ export class LeaseholdFunction extends Construct {
         ...LAMBDA_BUNDLING,
         format: OutputFormat.CJS,
         mainFields: [...LAMBDA_BUNDLING.mainFields],
+        esbuildArgs: { '--alias': Object.entries(LAMBDA_ALIASES).map(([from, to]) => `${from}=${to}`) },
         ...(ASSET_FILES[props.entry] ? { commandHooks: copyingFiles(ASSET_FILES[props.entry]!) } : {}),
       },
     });

@@ -7,7 +7,6 @@
  * destination for an event, and the RecursiveInvocationsDropped metric either way.
  */
 import { InvokeCommand, type LambdaClient, RecursiveInvocationException } from '@aws-sdk/client-lambda';
-import { existsSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { AccessLog } from '../sim/iam/access-log.js';
 import type { SimPrincipal } from '../sim/iam/identity-store.js';
@@ -18,8 +17,9 @@ import {
   ACCOUNT,
   addUser,
   arnOf,
-  functionDefinition,
+  chainFunctionDefinition,
   identitiesWithRole,
+  jsonLines,
   REGION,
   requireLambdaSdk,
   startInvokeStack,
@@ -63,15 +63,7 @@ const identities = identitiesWithRole({
 const caller = addUser(identities, 'caller', 'lambda:InvokeFunction', '*');
 
 const def = (name: string, logicalId: string, extra: Partial<FunctionDefinition> = {}): FunctionDefinition =>
-  functionDefinition(
-    { name, logicalId, taskRoot: root, roleName: 'loop-role' },
-    {
-      timeoutMs: 20_000,
-      memoryMb: 512,
-      asyncConfig: { maximumRetryAttempts: 0, maximumEventAgeMs: 60_000, onFailure: DLQ },
-      ...extra,
-    },
-  );
+  chainFunctionDefinition({ name, logicalId, taskRoot: root, roleName: 'loop-role', onFailure: DLQ }, extra);
 
 let server: InvokeServer;
 let lambda: LambdaService;
@@ -103,13 +95,8 @@ afterAll(async () => {
 
 const client = () => clientFor(caller);
 const logFile = (name: string) => uniqueFile(root, name, '.jsonl');
-const seen = (file: string): { n: number; trace: string }[] =>
-  existsSync(file)
-    ? readFileSync(file, 'utf8')
-        .trim()
-        .split('\n')
-        .map((l) => JSON.parse(l))
-    : [];
+/** What each hop of a chain appended to its log: its number and the trace id its runtime got. */
+const seen = (file: string) => jsonLines<{ n: number; trace: string }>(file);
 
 describe('the trace lineage rules', () => {
   it('reads the current and the first Lineage formats, and counts one hop per invocation', () => {

@@ -4,7 +4,6 @@
  * entry points' wiring) does not take: it builds its client from the process's environment.
  * Without a worker function nothing is kicked, and the worker's scheduled tick finds the task.
  */
-import { LambdaClient } from '@aws-sdk/client-lambda';
 import type { DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import type { Clock } from '../clock.js';
 import type { LeaseholdConfig } from '../config.js';
@@ -12,6 +11,7 @@ import type { LeaseEvents } from '../events.js';
 import { EnqueueKicker } from '../fleet/enqueue-kicker.js';
 import { FleetSeats } from '../fleet/fleet-seats.js';
 import { kickHorizonMs } from '../fleet/fleet-rules.js';
+import { LambdaAsyncInvoke } from '../fleet/lambda-invoke.js';
 import { LambdaWorkerInvoker } from '../fleet/worker-invoker.js';
 import { mathRandom } from '../ids.js';
 import type { WriteTarget } from '../store/conditional-write.js';
@@ -36,7 +36,7 @@ export function directKick(options: {
   table: WriteTarget;
 }): DirectKick | undefined {
   if (options.functionName === undefined) return undefined;
-  const lambda = new LambdaClient({
+  const lambda = new LambdaAsyncInvoke({
     region: options.region,
     ...(options.endpoint === undefined ? {} : { endpoint: options.endpoint }),
     ...(options.credentials === undefined ? {} : { credentials: options.credentials }),

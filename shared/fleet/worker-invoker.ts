@@ -4,7 +4,7 @@
  * hint, never a correctness step: a lost or throttled Invoke only means the next tick, poll or kick
  * finds the work, so failures are logged and counted, never thrown at the enqueue that caused them.
  */
-import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
+import { LambdaAsyncInvoke } from './lambda-invoke.js';
 import type { SeatReservation } from './fleet-seats.js';
 
 /** The scheduled tick's event source (infra/schedules.ts): the floor, started every minute whether or not there is work. */
@@ -60,20 +60,17 @@ export class LambdaWorkerInvoker implements WorkerInvoker {
 
   constructor(
     private readonly functionName: string,
-    private readonly client: Pick<LambdaClient, 'send'> = new LambdaClient({}),
+    private readonly client: Pick<LambdaAsyncInvoke, 'invoke'> = new LambdaAsyncInvoke(),
     private readonly warn: (message: string, detail: Record<string, unknown>) => void = () => undefined,
   ) {}
 
   async start(source: InvocationSource, hints: StartHints = {}): Promise<boolean> {
     const event: WorkerStartEvent = { source, ...hints };
     try {
-      await this.client.send(
-        new InvokeCommand({
-          FunctionName: this.functionName,
-          InvocationType: 'Event',
-          Payload: new TextEncoder().encode(JSON.stringify(event)),
-        }),
-        { abortSignal: AbortSignal.timeout(INVOKE_DEADLINE_MS) },
+      await this.client.invoke(
+        this.functionName,
+        JSON.stringify(event),
+        AbortSignal.timeout(INVOKE_DEADLINE_MS),
       );
       this.counts.sent++;
       return true;

@@ -4,7 +4,7 @@
  * Invoke endpoint with a LambdaService behind it, and bare ExecutionEnvironments.
  */
 import { LambdaClient } from '@aws-sdk/client-lambda';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -37,6 +37,15 @@ export function writeBundle(prefix: string, source: string): string {
   writeFileSync(join(root, 'index.js'), source);
   return root;
 }
+
+/** The JSON lines a function appended to `file` (none yet: empty). */
+export const jsonLines = <T>(file: string): T[] =>
+  existsSync(file)
+    ? readFileSync(file, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as T)
+    : [];
 
 /** A path in `root` that no other call answers (a file for one test's function to write). */
 export const uniqueFile = (root: string, name: string, extension: string) =>
@@ -125,6 +134,21 @@ export const functionDefinition = (
   log: () => undefined,
   ...overrides,
 });
+
+/**
+ * A function that invokes itself in a chain (loop detection's subject): 20 s to run, 512 MB, and its
+ * failed events (a stopped hop among them) sent to `onFailure` without a retry.
+ */
+export const chainFunctionDefinition = (
+  fn: { name: string; logicalId: string; taskRoot: string; roleName: string; onFailure: string },
+  overrides: Partial<FunctionDefinition> = {},
+): FunctionDefinition =>
+  functionDefinition(fn, {
+    timeoutMs: 20_000,
+    memoryMb: 512,
+    asyncConfig: { maximumRetryAttempts: 0, maximumEventAgeMs: 60_000, onFailure: fn.onFailure },
+    ...overrides,
+  });
 
 /**
  * The Invoke endpoint and the LambdaService behind it, and SDK clients of the endpoint signed as `who`.
