@@ -333,17 +333,18 @@ export class Worker {
         }
         // Only types whose timeout still fits in this invocation, with the drain margin to spare. A task
         // never runs longer than its type allows (effectiveTimeoutMs), so what is claimed here can finish.
-        const claimable = this.types.filter((type) =>
+        const fitting = this.types.filter((type) =>
           canStartWithin(left, typeTimeoutMs(this.options.registry.get(type)?.timeoutMs, config), config),
         );
         const free = config.workerConcurrency - this.active.size;
-        const narrowed = claimable.length < this.types.length;
-        if (narrowed && !claimingOverTold && (runOptions.onClaimingOver || claimable.length === 0)) {
+        const narrowed = fitting.length < this.types.length;
+        if (narrowed && !claimingOverTold && (runOptions.onClaimingOver || fitting.length === 0)) {
           claimingOverTold = true;
           runOptions.onClaimingOver?.({ backlog: saturatedInRun });
         }
         // Told the fleet its claiming is over: it gave the seat away, so nothing more may be claimed.
-        if (claimingOverTold && runOptions.onClaimingOver) claimable.length = 0;
+        const seatGivenAway = claimingOverTold && runOptions.onClaimingOver !== undefined;
+        const claimable = seatGivenAway ? [] : fitting;
         if (claimable.length === 0 && this.active.size === 0) {
           run.summary.stoppedBecause = 'deadline';
           break;
