@@ -12,6 +12,7 @@ import { recoveryLatency } from './recovery.js';
 import { requestsPerTask } from './requests-per-task.js';
 import { serveLatency } from './serve-latency.js';
 import { throughputRatio } from './throughput.js';
+import { burstRatio } from './burst.js';
 
 export const MEASURES: { name: string; run: (ctx: BenchContext) => Promise<Measure[]> }[] = [
   { name: 'requests', run: requestsPerTask },
@@ -26,4 +27,5 @@ export const MEASURES: { name: string; run: (ctx: BenchContext) => Promise<Measu
   { name: 'idle', run: idleMinute },
   { name: 'enqueue-batch', run: batchEnqueue },
   { name: 'serve-latency', run: serveLatency },
+  { name: 'burst', run: burstRatio },
 ];
