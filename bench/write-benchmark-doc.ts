@@ -38,7 +38,7 @@ export function renderBenchmarkDoc(report: BenchReport): string {
     '- `npm run bench` writes `bench/results.json` and prints the table.',
     '- `npm run bench -- --quick` (under a minute) writes `bench/results-quick.json` instead; `--only <measure>` runs one measure (also to `bench/results-quick.json`).',
     '- A missed target is reported, not an error: the run exits non-zero only when a measure cannot run.',
-    '- `npm test` runs the bundle sizes and the request counts (`test/bench.test.ts`), so those cannot regress unnoticed.',
+    '- `npm run test:slow` (in CI) runs the bundle sizes and the request counts (`test/bench.slow.test.ts`), so those cannot regress unnoticed.',
     '- To refresh this page: `npm run bench`, then `npm run bench:doc`.',
     '',
     '## Last run',

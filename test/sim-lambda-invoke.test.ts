@@ -128,7 +128,8 @@ describe('Invoke through the sim endpoint', () => {
     });
     expect(out.StatusCode).toBe(202);
     expect(out.Payload?.length ?? 0).toBe(0);
-    await until(() => existsSync(file));
+    // The function's writeFileSync creates the file before it writes the record: wait for the record.
+    await until(() => existsSync(file) && readFileSync(file, 'utf8').length > 0);
     expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual({ event: { mark: file, n: 1 }, fn: 'probe' });
     expect(lambda.stats().Probe!.invocations).toBeGreaterThan(before);
   });

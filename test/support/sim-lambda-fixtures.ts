@@ -44,6 +44,8 @@ export const jsonLines = <T>(file: string): T[] =>
     ? readFileSync(file, 'utf8')
         .trim()
         .split('\n')
+        // A file just created and not yet written reads empty.
+        .filter((l) => l.length > 0)
         .map((l) => JSON.parse(l) as T)
     : [];
 
