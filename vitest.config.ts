@@ -15,7 +15,7 @@ export const LONGER_SUITES = [
 ];
 
 /** Files that wait on wall-clock time (minute ticks, child processes, cdk synth): started first, so the rest runs beside them. */
-const LONG_RUNNING = ['schedule-stacks', 'local-stack', 'infra', 'store-claim'];
+const LONG_RUNNING = ['schedule-stacks', 'local-stack.slow', 'infra', 'store-claim'];
 
 class LongestFirst extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {

@@ -17,7 +17,7 @@ export default defineConfig({
       'test/api.test.ts',
       'test/functions.test.ts',
       'test/cli.test.ts',
-      'test/local-stack.test.ts',
+      'test/local-stack.slow.test.ts',
       'test/schedule-stacks.test.ts',
     ],
     exclude: ['test/repro/**', '**/node_modules/**'],
