@@ -50,8 +50,8 @@ export interface ClaimResult {
   /** Conditional writes that lost a race to another claimer (billed, but harmless). */
   lostRaces: number;
   /**
-   * The round won only tasks handed to it by key and read no partition: it says nothing of other work
-   * waiting, so the worker need not read again at once.
+   * The round won only tasks handed to it by key (what it read, if anything, held no other): it says
+   * nothing of other work waiting, so the worker need not read again at once.
    */
   handedOnly?: boolean;
 }
@@ -251,10 +251,15 @@ async function claimRound(
   // 1a. Ready tasks offered by key (an enqueue in this process, the kick that started this run): one
   // write each, no read; offers that arrive during the reads below are taken between their waves.
   // A round that won an offered task returns at once, so it starts now (the next round reads on).
+  // Won by key: a round whose every win was handed to it found no other work in what it read.
+  let wonByKey = 0;
   const takeOffered = async () => {
     if (room() <= 0 || errors.length > 0) return false;
     const offered = state.takeOffered(input.types, room());
-    return offered.length > 0 && (await take(offered)).some((a) => a.outcome === 'won');
+    if (offered.length === 0) return false;
+    const won = (await take(offered)).filter((a) => a.outcome === 'won').length;
+    wonByKey += won;
+    return won > 0;
   };
   if (await takeOffered()) return { ...endRound(), handedOnly: true };
 
@@ -383,7 +388,12 @@ async function claimRound(
         state.noteLane(type, { readAt: now, waiting: true, below: true });
     }
   }
-  return endRound();
+  // Ended early for an offer that arrived between its reads, with nothing else won: as handed only (the
+  // worker keeps its idle pace instead of reading every partition again at once).
+  const ended = endRound();
+  return ended.claimed.length > 0 && wonByKey === ended.claimed.length
+    ? { ...ended, handedOnly: true }
+    : ended;
 }
 
 /**
