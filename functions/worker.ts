@@ -83,6 +83,7 @@ export const handler = async (
     {
       worker,
       seats,
+      rings: true,
       scaler,
       invoker,
       // Started ahead of the instant, the worker works the burst's shards from their heads; started into

@@ -10,6 +10,15 @@ export const randomId: IdGenerator = () => randomUUID();
 
 export const mathRandom: RandomSource = () => Math.random();
 
+/** Puts `items` in random order, in place (Fisher-Yates), with the given random source. */
+export function shuffleInPlace<T>(items: T[], random: RandomSource): T[] {
+  for (let i = items.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [items[i], items[j]] = [items[j]!, items[i]!];
+  }
+  return items;
+}
+
 /**
  * The task id for an idempotent enqueue: the same owner and key always give the same id, so a
  * retried enqueue meets its own first write at the `attribute_not_exists` condition.

@@ -8,11 +8,12 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { LAST_LOOK_DELAY_MS, runFleetInvocation } from '../shared/fleet/fleet-invocation.js';
 import { FleetSeats } from '../shared/fleet/fleet-seats.js';
 import { workerStartEvent } from '../shared/fleet/worker-start-event.js';
-import type {
-  InvocationSource,
-  LookFirst,
-  StartHints,
-  WorkerInvoker,
+import {
+  MAX_OFFERS_PER_KICK,
+  type InvocationSource,
+  type LookFirst,
+  type StartHints,
+  type WorkerInvoker,
 } from '../shared/fleet/worker-invoker.js';
 import { writeTargetOf } from '../shared/store/context.js';
 import type { RunOptions, RunSummary } from '../shared/worker/worker.js';
@@ -308,6 +309,19 @@ describe('workerStartEvent (lenient parse of the worker function event)', () => 
     expect(
       workerStartEvent({ source: 'leasehold.kick', lookFirst: { ...keyed, taskId: 7, readySk: '' } }).hints,
     ).toEqual({ lookFirst: { type: 'mail', shard: 3 } });
+  });
+
+  it("reads a kick's tasks handed over by key and its readAll; drops a malformed or oversized list whole", () => {
+    const offer = { taskId: 'abc', type: 'mail', shard: 3, readySk: '1000#0000000000001#0000000000001#abc' };
+    expect(workerStartEvent({ source: 'leasehold.kick', offers: [offer], readAll: true }).hints).toEqual({
+      offers: [offer],
+      readAll: true,
+    });
+    expect(workerStartEvent({ source: 'leasehold.kick', offers: [{ ...offer, shard: 16 }] }).hints).toEqual(
+      {},
+    );
+    const tooMany = Array.from({ length: MAX_OFFERS_PER_KICK + 1 }, () => offer);
+    expect(workerStartEvent({ source: 'leasehold.kick', offers: tooMany, readAll: 'yes' }).hints).toEqual({});
   });
 
   it('lookFirst with a key reaches worker.run as the partition and as a task handed over by key', async () => {

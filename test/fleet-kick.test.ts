@@ -2,15 +2,16 @@
  * Starting worker invocations: the kick on enqueue (coalesced, due tasks only), the scaler of a
  * saturated worker (once per interval, below the cap), and one fleet invocation around its seat.
  */
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { LeaseEvents } from '../shared/events.js';
 import { EnqueueKicker } from '../shared/fleet/enqueue-kicker.js';
 import { kickHorizonMs } from '../shared/fleet/fleet-rules.js';
 import { runFleetInvocation, type FleetInvocationDeps } from '../shared/fleet/fleet-invocation.js';
 import { FleetScaler, SCALE_INTERVAL_MS } from '../shared/fleet/fleet-scaler.js';
-import { FleetSeats, RESERVATION_MS } from '../shared/fleet/fleet-seats.js';
+import { FleetSeats, RESERVATION_MS, type SeatLease } from '../shared/fleet/fleet-seats.js';
+import { MAX_OFFERS_PER_KICK } from '../shared/fleet/worker-invoker.js';
 import { writeTargetOf } from '../shared/store/context.js';
-import type { RunSummary } from '../shared/worker/worker.js';
+import type { RunOptions, RunSummary } from '../shared/worker/worker.js';
 import { deferred, FakeInvoker, flush, seededRandom } from './support/fleet-fakes.js';
 import { ManualClock } from './support/manual-clock.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
@@ -34,28 +35,64 @@ function kickWorld() {
   const unsubscribe = kicker.listen(events);
   const enqueued = (availableAt = clock.now(), taskId = 't') =>
     events.emit('task:enqueued', { taskId, type: 'demo.echo', availableAt });
-  return { clock, invoker, events, kicker, unsubscribe, enqueued };
+  /** A due task of the default priority: the store's event names its ready key. */
+  const enqueuedByKey = (taskId: string) =>
+    events.emit('task:enqueued', {
+      taskId,
+      type: 'demo.echo',
+      availableAt: clock.now(),
+      readySk: `sk-${taskId}`,
+    });
+  return { clock, invoker, events, kicker, unsubscribe, enqueued, enqueuedByKey };
 }
 
 describe('EnqueueKicker (fake invoker, manual clock)', () => {
-  it('a burst of 1,000 enqueues within one interval starts one invocation; the next interval another', async () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('a burst of 1,000 enqueues within one interval: the first kicked at once by key, the rest in one kick at the interval', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
     const k = kickWorld();
     for (let i = 0; i < 1_000; i++) {
-      k.enqueued(k.clock.now(), `t-${i}`);
+      k.enqueuedByKey(`t-${i}`);
       if (i % 5 === 4) k.clock.advance(1); // spread over 200 ms, all inside one 250 ms interval
     }
     expect(k.invoker.calls).toEqual(['leasehold.kick']);
+    expect(k.invoker.hints[0]).toEqual({
+      offers: [{ taskId: 't-0', type: 'demo.echo', shard: expect.any(Number), readySk: 'sk-t-0' }],
+    });
+    await flush();
     k.clock.advance(INTERVAL - 200 - 1);
-    k.enqueued();
+    await vi.advanceTimersByTimeAsync(INTERVAL - 200 - 1);
     expect(k.invoker.calls).toHaveLength(1);
-    k.clock.advance(1); // one interval after the first kick
-    k.enqueued();
-    k.enqueued();
+    k.clock.advance(1); // one interval after the first kick: the rest go in one kick
+    await vi.advanceTimersByTimeAsync(1);
     expect(k.invoker.calls).toEqual(['leasehold.kick', 'leasehold.kick']);
+    const second = k.invoker.hints[1]!;
+    // The first MAX_OFFERS_PER_KICK by key, in order; the invocation reads for the others.
+    expect(second.offers?.map((o) => o.taskId)).toEqual(
+      Array.from({ length: MAX_OFFERS_PER_KICK }, (_, i) => `t-${i + 1}`),
+    );
+    expect(second).toMatchObject({ readAll: true, lookFirst: { type: 'demo.echo' } });
+    // Nothing is left: no third kick.
+    k.clock.advance(INTERVAL);
+    await vi.advanceTimersByTimeAsync(INTERVAL);
+    expect(k.invoker.calls).toHaveLength(2);
     await k.kicker.settled();
   });
 
-  it('kicks only for tasks due within the horizon; a later task does not use up the interval', () => {
+  it('settled() waits for a kick still waiting for its interval, so a Lambda answers only after it went out', async () => {
+    const k = kickWorld();
+    k.enqueuedByKey('a');
+    k.enqueuedByKey('b'); // within the interval: waits for it
+    expect(k.invoker.calls).toHaveLength(1);
+    await k.kicker.settled(INTERVAL + 200);
+    expect(k.invoker.calls).toHaveLength(2);
+    expect(k.invoker.hints[1]?.offers?.map((o) => o.taskId)).toEqual(['b']);
+  });
+
+  it('kicks only for tasks due within the horizon; a later task does not use up the interval', async () => {
     const k = kickWorld();
     k.enqueued(k.clock.now() + KICK_HORIZON_MS + 1);
     k.enqueued(k.clock.now() + 24 * 3_600_000);
@@ -64,11 +101,15 @@ describe('EnqueueKicker (fake invoker, manual clock)', () => {
     k.enqueued(k.clock.now() + KICK_HORIZON_MS);
     expect(k.invoker.calls).toEqual(['leasehold.due']);
     expect(k.invoker.hints).toEqual([{ keepTime: true }]);
+    await flush();
     // Overdue tasks (availableAt in the past) are due now: a worker that reads their partition first.
     k.clock.advance(INTERVAL);
     k.enqueued(k.clock.now() - 60_000);
     expect(k.invoker.calls).toEqual(['leasehold.due', 'leasehold.kick']);
-    expect(k.invoker.hints[1]).toEqual({ lookFirst: { type: 'demo.echo', shard: expect.any(Number) } });
+    expect(k.invoker.hints[1]).toEqual({
+      readAll: true,
+      lookFirst: { type: 'demo.echo', shard: expect.any(Number) },
+    });
   });
 
   it('stops kicking once unsubscribed', () => {
@@ -141,7 +182,7 @@ describe('EnqueueKicker on a real TaskStore (emulator)', () => {
 });
 
 describe('EnqueueKicker reading the fleet (emulator)', () => {
-  it('starts no worker at the cap and no timekeeper while one keeps time; starts each when there is room', async () => {
+  it('starts no timekeeper while one keeps time, one when none does; a due task is kicked for without a read, at the cap too', async () => {
     const t = await createTestStore(server.endpoint);
     const seats = new FleetSeats({
       target: writeTargetOf(t.store.ctx),
@@ -164,12 +205,15 @@ describe('EnqueueKicker reading the fleet (emulator)', () => {
     await enqueue(); // due, 1 of 2 seats held: a worker
     expect(invoker.calls).toEqual(['leasehold.kick']);
     const other = (await seats.take('worker', until))!;
-    await enqueue(); // due, at the cap: nothing
-    expect(invoker.calls).toEqual(['leasehold.kick']);
+    t.meter.reset();
+    // Due, at the cap: kicked all the same, with no read (the invocation rings a held seat: below).
+    await enqueue();
+    expect(invoker.calls).toEqual(['leasehold.kick', 'leasehold.kick']);
+    expect(t.meter.sent.get('Query') ?? 0).toBe(0);
     await seats.release(keeper);
     await seats.release(other);
     await enqueue(30_000); // delayed, nobody keeps time: a timekeeper
-    expect(invoker.calls).toEqual(['leasehold.kick', 'leasehold.due']);
+    expect(invoker.calls).toEqual(['leasehold.kick', 'leasehold.kick', 'leasehold.due']);
     expect(invoker.hints.at(-1)).toEqual({ keepTime: true });
   });
 });
@@ -356,7 +400,7 @@ describe('runFleetInvocation (seats on the emulator, fake worker)', () => {
     const result = await invocation;
     expect(seen).toEqual([{ running: 1, holders: ['env-1/req-1'] }]);
     // Seat 0 is the timekeeper's: this run keeps time; nothing was left due, so nothing is handed over.
-    expect(result).toEqual({ ...summary, seat: 0, timekeeper: true, handedOver: false });
+    expect(result).toEqual({ ...summary, seat: 0, timekeeper: true, handedOver: false, answeredRing: false });
     expect(run).toHaveBeenCalledWith({
       remainingTimeMs: expect.any(Function),
       duty: expect.anything(),
@@ -455,7 +499,7 @@ describe('runFleetInvocation (seats on the emulator, fake worker)', () => {
       adopt: () => Promise.reject(new Error('throttled')),
       take: () => Promise.reject(new Error('throttled')),
       takeTimekeeper: () => Promise.reject(new Error('throttled')),
-      release: w.seats.release.bind(w.seats),
+      giveBack: w.seats.giveBack.bind(w.seats),
     };
     const result = await runFleetInvocation(
       { ...w.deps({ run }), seats: failing },
@@ -465,5 +509,89 @@ describe('runFleetInvocation (seats on the emulator, fake worker)', () => {
     expect(result).toEqual({ seat: undefined, stoppedBecause: 'seat-unavailable' });
     expect(run).not.toHaveBeenCalled();
     expect(w.logger.warn).toHaveBeenCalledTimes(1);
+  });
+  it("a kick's invocation takes a seat other than 0 with one write, and returns when its tasks ended", async () => {
+    const w = await invocationWorld(4);
+    const run = vi.fn(async (options: RunOptions) => {
+      expect(await options.lookGate?.shouldRead()).toBe(false); // nobody rang its seat
+      return summary;
+    });
+    const offer = { taskId: 't-1', type: 'mail', shard: 3, readySk: 'sk-1' };
+    w.t.meter.reset();
+    const result = await runFleetInvocation(
+      { ...w.deps({ run }), rings: true },
+      'env-1/req-1',
+      () => 60_000,
+      {
+        offers: [offer],
+      },
+    );
+    expect(result).toMatchObject({ timekeeper: false, answeredRing: false });
+    expect((result as { seat: number }).seat).not.toBe(0);
+    // The take, the gate's look at the seat, the give-back: no Query.
+    expect(Object.fromEntries(w.t.meter.sent)).toEqual({ UpdateItem: 2, GetItem: 1 });
+    expect(run).toHaveBeenCalledWith(
+      expect.objectContaining({
+        offerReady: [{ id: 't-1', type: 'mail', shard: 3, readySk: 'sk-1' }],
+        returnWhenIdle: true,
+        lookGate: expect.anything(),
+      }),
+    );
+  });
+
+  it("at the cap a kick's invocation rings the held seat; its holder reads for it, or answers it when it gives the seat back", async () => {
+    for (const holderPolls of [true, false]) {
+      const w = await invocationWorld(1);
+      const holding = deferred();
+      const rung = deferred();
+      const held = runFleetInvocation(
+        {
+          ...w.deps({
+            run: async (options: RunOptions) => {
+              holding.resolve();
+              await rung.promise;
+              if (holderPolls) expect(await options.lookGate?.shouldRead()).toBe(true);
+              return summary;
+            },
+          }),
+          rings: true,
+        },
+        'env-1/req-1',
+        () => 60_000,
+      );
+      await holding.promise;
+      const run = vi.fn(async () => summary);
+      const kicked = await runFleetInvocation(
+        { ...w.deps({ run }), rings: true },
+        'env-2/req-1',
+        () => 60_000,
+        {
+          offers: [{ taskId: 't-1', type: 'mail', shard: 3, readySk: 'sk-1' }],
+        },
+      );
+      expect(kicked).toEqual({ seat: undefined, stoppedBecause: 'fleet-full', rang: 0 });
+      expect(run).not.toHaveBeenCalled();
+      rung.resolve();
+      // Read for while it ran: nothing to answer. Not read for: one invocation that reads.
+      expect(await held).toMatchObject({ answeredRing: !holderPolls });
+      expect(w.invoker.calls).toEqual(holderPolls ? [] : ['leasehold.kick']);
+      if (!holderPolls) expect(w.invoker.hints[0]).toEqual({ readAll: true });
+    }
+  });
+
+  it('a seat freed between the first look and the ring is taken, not rung; a ring aimed at a take that ended is refused', async () => {
+    const w = await invocationWorld(1);
+    const until = w.t.clock.now() + 60_000;
+    const first = (await w.seats.take('a', until))!;
+    const [seat] = (await w.seats.read()).values();
+    await w.seats.release(first);
+    // Rung after its holder gave it back: nobody would answer, so the ring is refused.
+    expect(await w.seats.ring(seat!)).toBe(false);
+    expect(await w.seats.takeOrRing('b', until)).toMatchObject({ lease: { index: 0, holder: 'b' } });
+    expect(await w.seats.takeOrRing('c', until)).toEqual({ rung: 0 });
+    expect(await w.seats.giveBack((await w.seats.read()).get(0) as SeatLease)).toEqual({
+      released: true,
+      rings: 1,
+    });
   });
 });

@@ -2,7 +2,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
-  kickFor,
+  timekeeperWanted,
   KickGate,
   runningCount,
   scaleUpDue,
@@ -145,19 +145,11 @@ describe('fleet rules (pure, fixed clock)', () => {
   });
 });
 
-describe('kickFor: what an enqueue starts, given the seats', () => {
-  it('a task due now starts a worker while the fleet is below its cap, nothing at the cap', () => {
-    expect(kickFor(true, seatMap(), 2, T0)).toBe('start-worker');
-    expect(kickFor(true, seatMap(held(0)), 2, T0)).toBe('start-worker');
-    expect(kickFor(true, seatMap(held(0), held(1)), 2, T0)).toBe('none');
-    // An expired holder does not count: its invocation has certainly ended.
-    expect(kickFor(true, seatMap(held(0), held(1, T0)), 2, T0)).toBe('start-worker');
-  });
-
-  it('a delayed task starts a timekeeper only when seat 0 is free', () => {
-    expect(kickFor(false, seatMap(), 2, T0)).toBe('start-timekeeper');
-    expect(kickFor(false, seatMap(released(0), held(1)), 2, T0)).toBe('start-timekeeper');
-    expect(kickFor(false, seatMap(held(0)), 2, T0)).toBe('none');
-    expect(kickFor(false, seatMap(held(0, T0 - 1)), 2, T0)).toBe('start-timekeeper');
+describe("timekeeperWanted: whether a delayed task's kick starts a timekeeper", () => {
+  it('only when seat 0 is free (never taken, given back, or its holder certainly ended)', () => {
+    expect(timekeeperWanted(seatMap(), T0)).toBe(true);
+    expect(timekeeperWanted(seatMap(released(0), held(1)), T0)).toBe(true);
+    expect(timekeeperWanted(seatMap(held(0)), T0)).toBe(false);
+    expect(timekeeperWanted(seatMap(held(0, T0 - 1)), T0)).toBe(true);
   });
 });

@@ -1,36 +1,62 @@
 /**
  * Kick on enqueue: when a task arrives that is due now (or before the next scheduled tick could see
- * it), start a worker invocation at once instead of waiting up to a minute for the tick. Coalesced
- * per process (KickGate): a burst of enqueues costs one Invoke per interval, not one per task; an
- * idle system sends none. The started invocation takes a fleet seat or returns at once, so a kick
- * never adds a worker beyond the cap.
+ * it), start a worker invocation at once instead of waiting up to a minute for the tick, and hand it
+ * the task by key. Coalesced per process (KickGate): a burst of enqueues costs one Invoke per
+ * interval, not one per task; the tasks enqueued within an interval go together in the next kick, each
+ * by key. An idle system sends none. The started invocation takes a fleet seat, or at the cap rings a
+ * held one so its holder looks for the tasks (fleet-seats.ts), so a kick never adds a worker beyond
+ * the cap. A due task's kick reads nothing first: at the rates where kicks matter, a read of the seats
+ * per kick would cost more than the rare invocation that finds the fleet full.
  */
 import type { Clock } from '../clock.js';
 import type { LeaseEvents } from '../events.js';
 import { shardForId } from '../table-layout.js';
-import { kickFor, KickGate } from './fleet-rules.js';
+import { KickGate, timekeeperWanted } from './fleet-rules.js';
 import type { FleetSeats } from './fleet-seats.js';
-import type { LookFirst, WorkerInvoker } from './worker-invoker.js';
+import {
+  MAX_OFFERS_PER_KICK,
+  type LookFirst,
+  type OfferedTask,
+  type WorkerInvoker,
+} from './worker-invoker.js';
 
 /** The longest an enqueue's answer waits for its kick to be sent (an async Invoke answers in tens of ms). */
 export const KICK_WAIT_MS = 300;
 
+/** What the enqueues since the last kick ask for. */
+interface KickBatch {
+  /** Tasks due now, handed over by key. */
+  offers: OfferedTask[];
+  /** A due task the kick cannot hand over by key (another priority, or past MAX_OFFERS_PER_KICK): read. */
+  readAll: boolean;
+  /** Where the first such task waits: read first. */
+  lookFirst?: LookFirst;
+  /** A task falls due within the horizon: some invocation must keep time. */
+  delayed: boolean;
+}
+
+const emptyBatch = (): KickBatch => ({ offers: [], readAll: false, delayed: false });
+const dueNowIn = (batch: KickBatch) => batch.offers.length > 0 || batch.readAll;
+
 export class EnqueueKicker {
   private readonly gate: KickGate;
-  private readonly inFlight = new Set<Promise<boolean>>();
+  private readonly inFlight = new Set<Promise<unknown>>();
+  private pending = emptyBatch();
+  private sending = false;
+  private timer: NodeJS.Timeout | undefined;
 
   /**
    * `horizonMs`: a task due within this long is kicked for (fleet-rules.ts kickHorizonMs: a later one is
    * certainly seen by a scheduled tick).
-   * `seats`: when given, each kick first reads the fleet (one eventually consistent query) and starts
-   * nothing the fleet does not need: no worker at the cap, no timekeeper while one keeps time.
+   * `seats`: when given, a delayed task's kick first reads the fleet (one eventually consistent query)
+   * and starts no timekeeper while one keeps time.
    */
   constructor(
     private readonly invoker: WorkerInvoker,
     private readonly clock: Clock,
     intervalMs: number,
     private readonly horizonMs: number,
-    private readonly seats?: Pick<FleetSeats, 'read' | 'cap'>,
+    private readonly seats?: Pick<FleetSeats, 'read'>,
   ) {
     this.gate = new KickGate(intervalMs);
   }
@@ -46,48 +72,107 @@ export class EnqueueKicker {
     );
   }
 
-  /** A task due at `availableAt` was enqueued (in the partition `where`, which the started worker reads first). */
+  /** A task due at `availableAt` was enqueued (in the partition `where`; by key when it names the task). */
   taskArrived(availableAt: number, where?: LookFirst): void {
     const now = this.clock.now();
-    if (availableAt - now > this.horizonMs || !this.gate.admit(now)) return;
-    const sent = this.kick(availableAt <= now, where);
-    this.inFlight.add(sent);
-    void sent.finally(() => this.inFlight.delete(sent));
+    if (availableAt - now > this.horizonMs) return;
+    const batch = this.pending;
+    if (availableAt > now) batch.delayed = true;
+    else if (where?.taskId && where.readySk && batch.offers.length < MAX_OFFERS_PER_KICK)
+      batch.offers.push({
+        taskId: where.taskId,
+        type: where.type,
+        shard: where.shard,
+        readySk: where.readySk,
+      });
+    else {
+      batch.readAll = true;
+      if (where) batch.lookFirst ??= { type: where.type, shard: where.shard };
+    }
+    this.schedule();
+  }
+
+  /** Sends the pending batch now if the gate allows and no kick is being sent; else once they do. */
+  private schedule(): void {
+    if (this.sending || this.timer) return;
+    if (!dueNowIn(this.pending) && !this.pending.delayed) return;
+    const wait = this.gate.waitMs(this.clock.now());
+    if (wait === 0) return this.send();
+    let fired: () => void = () => undefined;
+    this.track(new Promise<void>((resolve) => (fired = resolve)));
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.send();
+      fired();
+    }, wait);
+  }
+
+  private send(): void {
+    const batch = this.pending;
+    this.pending = emptyBatch();
+    this.gate.admit(this.clock.now());
+    this.sending = true;
+    this.track(
+      this.kick(batch).finally(() => {
+        this.sending = false;
+        this.schedule();
+      }),
+    );
+  }
+
+  private track(work: Promise<unknown>): void {
+    this.inFlight.add(work);
+    void work.finally(() => this.inFlight.delete(work));
   }
 
   /**
-   * A task due now starts a worker that reads its partition first; a delayed one only makes sure an
-   * invocation keeps time. Without a fleet view (or when it cannot be read) it starts one anyway:
-   * the started invocation takes a seat or returns at once, so the cap holds either way.
+   * Tasks due now start a worker that takes them by key; a delayed one only makes sure an invocation
+   * keeps time: it starts one when seat 0 is free (without a fleet view, or when it cannot be read,
+   * it starts one anyway: the started invocation takes seat 0 or returns at once).
    */
-  private async kick(dueNow: boolean, where: LookFirst | undefined): Promise<boolean> {
-    let action: ReturnType<typeof kickFor> = dueNow ? 'start-worker' : 'start-timekeeper';
+  private async kick(batch: KickBatch): Promise<void> {
+    const sends: Promise<boolean>[] = [];
+    if (dueNowIn(batch)) {
+      sends.push(
+        this.invoker.start('leasehold.kick', {
+          ...(batch.readAll ? { readAll: true } : {}),
+          ...(batch.lookFirst ? { lookFirst: batch.lookFirst } : {}),
+          ...(batch.offers.length > 0 ? { offers: batch.offers } : {}),
+        }),
+      );
+    }
+    if (batch.delayed) sends.push(this.keepTime());
+    await Promise.all(sends);
+  }
+
+  private async keepTime(): Promise<boolean> {
     if (this.seats) {
       try {
-        action = kickFor(dueNow, await this.seats.read(), this.seats.cap, this.clock.now());
+        if (!timekeeperWanted(await this.seats.read(), this.clock.now())) return false;
       } catch {
         // The fleet could not be read: kick anyway.
       }
     }
-    if (action === 'start-worker')
-      return this.invoker.start('leasehold.kick', where ? { lookFirst: where } : {});
-    if (action === 'start-timekeeper') return this.invoker.start('leasehold.due', { keepTime: true });
-    return false;
+    return this.invoker.start('leasehold.due', { keepTime: true });
   }
 
   /**
-   * Waits for the kicks still being sent, at most `maxWaitMs`. A Lambda entry point awaits this before
-   * it returns: Lambda freezes the process after the return, and an Invoke left in flight would go out
-   * minutes later or never. Bounded, so a slow Invoke never holds up the enqueue's answer for long (a
-   * kick is a hint: the tick or a poll finds the task anyway).
+   * Waits for the kicks still being sent or waiting for their interval, at most `maxWaitMs`. A Lambda
+   * entry point awaits this before it returns: Lambda freezes the process after the return, and an
+   * Invoke left in flight would go out minutes later or never. Bounded, so a slow Invoke never holds up
+   * the enqueue's answer for long (a kick is a hint: the tick or a poll finds the task anyway).
    */
   async settled(maxWaitMs = KICK_WAIT_MS): Promise<void> {
-    if (this.inFlight.size === 0) return;
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      Promise.all([...this.inFlight]),
-      new Promise<void>((resolve) => (timer = setTimeout(resolve, maxWaitMs))),
-    ]);
-    clearTimeout(timer);
+    const deadline = Date.now() + maxWaitMs;
+    while (this.inFlight.size > 0) {
+      const left = deadline - Date.now();
+      if (left <= 0) return;
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.all([...this.inFlight]),
+        new Promise<void>((resolve) => (timer = setTimeout(resolve, left))),
+      ]);
+      clearTimeout(timer);
+    }
   }
 }

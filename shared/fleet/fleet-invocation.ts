@@ -10,6 +10,7 @@ import type { Clock } from '../clock.js';
 import { describeError } from '../errors.js';
 import type { RunDuty, RunOptions, RunSummary, Worker } from '../worker/worker.js';
 import { seatUntil, TIMEKEEPER_SEAT } from './fleet-rules.js';
+import { RingGate } from './ring-gate.js';
 import type { FleetSeats, SeatLease } from './fleet-seats.js';
 import type { FleetScaler } from './fleet-scaler.js';
 import type { StartHints, WorkerInvoker } from './worker-invoker.js';
@@ -37,7 +38,14 @@ const LAST_LOOK_MIN_REMAINING_MS = LAST_LOOK_DELAY_MS + 4_000;
 
 export interface FleetInvocationDeps {
   worker: Pick<Worker, 'run'>;
-  seats: Pick<FleetSeats, 'take' | 'takeTimekeeper' | 'adopt' | 'release'>;
+  seats: Pick<FleetSeats, 'take' | 'takeTimekeeper' | 'adopt' | 'giveBack'> &
+    Partial<Pick<FleetSeats, 'takeOrRing' | 'ringsOf'>>;
+  /**
+   * Rings (fleet-seats.ts): idle polls read the invocation's own seat instead of the ready partitions,
+   * an invocation started for work that finds no seat rings a held one, and a holder answers a ring
+   * it did not read for when it gives its seat back. Off, polls read the partitions.
+   */
+  rings?: boolean;
   scaler: Pick<FleetScaler, 'settled' | 'refill'>;
   invoker: WorkerInvoker;
   /**
@@ -61,10 +69,12 @@ export interface FleetInvocationDeps {
 }
 
 export type InvocationSummary =
-  | (RunSummary & { seat: number; timekeeper: boolean; handedOver: boolean })
+  | (RunSummary & { seat: number; timekeeper: boolean; handedOver: boolean; answeredRing: boolean })
   | {
       seat: undefined;
       stoppedBecause: 'fleet-full' | 'seat-unavailable' | 'timekeeper-running' | 'nothing-to-do';
+      /** The seat this invocation rang, its holder to look for the tasks it was started for. */
+      rang?: number;
     };
 
 export async function runFleetInvocation(
@@ -83,13 +93,27 @@ export async function runFleetInvocation(
     });
     if (plan && !plan.run) return { seat: undefined, stoppedBecause: 'nothing-to-do' };
   }
+  // Handed its tasks by key, a kick's invocation returns once they end and leaves seat 0 (the
+  // timekeeper's) to others; started for work at all, it rings the bell when it finds no seat.
+  const handedOnly = (hints.offers?.length ?? 0) > 0 && !hints.readAll && !hints.lookFirst;
+  const startedForWork = handedOnly || hints.readAll === true || hints.lookFirst !== undefined;
   let seat: SeatLease | undefined;
   try {
     const until = seatUntil(clock.now(), remainingTimeMs(), deps.clockSkewMs);
     // A seat reserved for this invocation by whoever started it comes first; if it is gone (this
     // invocation started after the reservation ran out), it takes a free one like any other.
     if (hints.seat) seat = await seats.adopt(hints.seat, holder, until);
-    seat ??= hints.keepTime ? await seats.takeTimekeeper(holder, until) : await seats.take(holder, until);
+    seat ??= hints.keepTime
+      ? await seats.takeTimekeeper(holder, until)
+      : await seats.take(holder, until, { timekeeperLast: handedOnly });
+    if (!seat && startedForWork && deps.rings && seats.takeOrRing) {
+      // Every seat looked held: take one freed since (a consistent read), or ring a held one, whose
+      // holder then looks for this invocation's tasks.
+      const outcome = await seats.takeOrRing(holder, until);
+      if ('lease' in outcome) seat = outcome.lease;
+      else if ('rung' in outcome)
+        return { seat: undefined, stoppedBecause: 'fleet-full', rang: outcome.rung };
+    }
   } catch (error) {
     // Without a seat nothing may be claimed (the cap could not be checked); the next tick tries again.
     logger.warn('taking a fleet seat failed; this invocation claims nothing', {
@@ -103,11 +127,19 @@ export async function runFleetInvocation(
     return { seat: undefined, stoppedBecause: 'fleet-full' };
   }
   const timekeeper = seat.index === TIMEKEEPER_SEAT ? deps.timekeeper() : undefined;
+  const gate =
+    deps.rings && seats.ringsOf
+      ? new RingGate({ ringsOf: seats.ringsOf.bind(seats) }, seat, clock)
+      : undefined;
   const heldSeat = seat;
+  // Rings of the seat this invocation did not read for, learned as it gives the seat back.
+  let unanswered = 0;
   let seatReleased: Promise<void> | undefined;
   const releaseSeat = () =>
-    (seatReleased ??= seats.release(heldSeat).then(
-      () => undefined,
+    (seatReleased ??= seats.giveBack(heldSeat).then(
+      ({ rings }) => {
+        unanswered = Math.max(0, rings - (gate?.seen ?? rings));
+      },
       (error: unknown) =>
         logger.warn('giving the fleet seat back failed; it frees itself at the invocation deadline', {
           error: describeError(error),
@@ -143,6 +175,8 @@ export async function runFleetInvocation(
         ? { lookFirst: [{ type: hints.lookFirst.type, shard: hints.lookFirst.shard }] }
         : {}),
       ...offeredBy(hints),
+      ...(gate ? { lookGate: gate } : {}),
+      ...(handedOnly && gate ? { returnWhenIdle: true } : {}),
       ...(hints.expectWorkAt ? { expectWorkAt: hints.expectWorkAt } : {}),
       onClaimingOver,
     });
@@ -157,7 +191,8 @@ export async function runFleetInvocation(
     const handedOver =
       (await gaveSeatAway) ||
       (summary.retriesWaiting > 0 && (await deps.invoker.start('leasehold.due', { keepTime: true })));
-    return { ...summary, seat: seat.index, timekeeper: timekeeper !== undefined, handedOver };
+    const answeredRing = unanswered > 0 && (await answerRing(deps));
+    return { ...summary, seat: seat.index, timekeeper: timekeeper !== undefined, handedOver, answeredRing };
   }
   // Retries this run scheduled, or delayed tasks the timekeeper knew of, fall due after it: the next
   // invocation (seat 0 is free now, unless another timekeeper runs) promotes them on time.
@@ -166,7 +201,22 @@ export async function runFleetInvocation(
     summary.retriesWaiting > 0 ||
     (timekeeper !== undefined && (await lastLookFindsDue(deps, timekeeper, remainingTimeMs)));
   if (handOver) await deps.invoker.start('leasehold.due', { keepTime: true });
-  return { ...summary, seat: seat.index, timekeeper: timekeeper !== undefined, handedOver: handOver };
+  const answeredRing = unanswered > 0 && (await answerRing(deps));
+  return {
+    ...summary,
+    seat: seat.index,
+    timekeeper: timekeeper !== undefined,
+    handedOver: handOver,
+    answeredRing,
+  };
+}
+
+/**
+ * The seat was rung after this invocation's last read of the ready partitions: work that no running
+ * invocation took was sent its way. It starts one that reads (and takes the seat just given back).
+ */
+function answerRing(deps: FleetInvocationDeps): Promise<boolean> {
+  return deps.invoker.start('leasehold.kick', { readAll: true });
 }
 
 /** The last look (LAST_LOOK_DELAY_MS): seat 0 is free; does anything fall due that nobody keeps time for? */
@@ -185,9 +235,16 @@ async function lastLookFindsDue(
   });
 }
 
-/** The task a kick was sent for, by key, when the kick named it: the first round takes it without a read. */
+/** The tasks a kick was sent for, by key, when the kick named them: the first round takes them without a read. */
 function offeredBy(hints: StartHints): Pick<RunOptions, 'offerReady'> {
+  const offers = (hints.offers ?? []).map((o) => ({
+    id: o.taskId,
+    type: o.type,
+    shard: o.shard,
+    readySk: o.readySk,
+  }));
   const where = hints.lookFirst;
-  if (!where?.taskId || !where.readySk) return {};
-  return { offerReady: [{ id: where.taskId, type: where.type, shard: where.shard, readySk: where.readySk }] };
+  if (where?.taskId && where.readySk)
+    offers.push({ id: where.taskId, type: where.type, shard: where.shard, readySk: where.readySk });
+  return offers.length > 0 ? { offerReady: offers } : {};
 }

@@ -3,6 +3,7 @@
  * a saturated worker adds one more invocation, and how kicks are coalesced. No I/O: the seats
  * (fleet-seats.ts), the invoker and the worker call these with a clock.
  */
+import { shuffleInPlace } from '../ids.js';
 
 /** A seat as read from the table: free, or held by one worker invocation until `until`. */
 export interface Seat {
@@ -43,11 +44,10 @@ export function seatsToTry(
 ): number[] {
   const free: number[] = [];
   for (let i = 0; i < cap; i++) if (seatFree(seats.get(i), now)) free.push(i);
-  const rest = free.filter((i) => i !== TIMEKEEPER_SEAT);
-  for (let i = rest.length - 1; i > 0; i--) {
-    const j = Math.floor(random() * (i + 1));
-    [rest[i], rest[j]] = [rest[j]!, rest[i]!];
-  }
+  const rest = shuffleInPlace(
+    free.filter((i) => i !== TIMEKEEPER_SEAT),
+    random,
+  );
   return free.includes(TIMEKEEPER_SEAT) ? [TIMEKEEPER_SEAT, ...rest] : rest;
 }
 
@@ -70,23 +70,18 @@ export function scaleUpDue(now: number, lastScaleAt: number, intervalMs: number)
 }
 
 /**
- * What an enqueue's kick does, given the seats as last read: a task due now starts a worker while the
- * fleet has room (at the cap, the running workers and their scale-up take it); a delayed one only
- * needs a timekeeper, so it starts one when seat 0 is free and nothing when one keeps time already.
+ * Whether a delayed task's kick starts a timekeeper: only when seat 0 is free (one that keeps time
+ * already sees the task at its next refresh). A due task's kick needs no such rule: it always starts
+ * a worker, which at the cap rings a held seat instead of running (fleet-seats.ts, takeOrRing).
  */
-export function kickFor(
-  dueNow: boolean,
-  seats: Map<number, Seat>,
-  cap: number,
-  now: number,
-): 'start-worker' | 'start-timekeeper' | 'none' {
-  if (!dueNow) return seatFree(seats.get(TIMEKEEPER_SEAT), now) ? 'start-timekeeper' : 'none';
-  return runningCount(seats.values(), cap, now) < cap ? 'start-worker' : 'none';
+export function timekeeperWanted(seats: Map<number, Seat>, now: number): boolean {
+  return seatFree(seats.get(TIMEKEEPER_SEAT), now);
 }
 
 /**
  * Coalesces kicks: at most one per `intervalMs` from one process, so a burst of enqueues costs one
- * Invoke, not one per task. The first enqueue after a quiet spell kicks at once.
+ * Invoke, not one per task (the tasks enqueued in between go in the next kick, by key). The first
+ * enqueue after a quiet spell kicks at once.
  */
 export class KickGate {
   private last = Number.NEGATIVE_INFINITY;
@@ -98,6 +93,11 @@ export class KickGate {
     if (now - this.last < this.intervalMs) return false;
     this.last = now;
     return true;
+  }
+
+  /** How long until the next kick may go (0: now). */
+  waitMs(now: number): number {
+    return Math.max(0, this.last + this.intervalMs - now);
   }
 }
 

@@ -4,16 +4,29 @@
  * seat, so however many deciders start invocations at once (kicks, saturated workers, the scheduled
  * tick), at most `cap` run; the others find no free seat and return at once. A seat whose holder died
  * frees itself when its `until` passes (the holder's Lambda timeout, which Lambda enforces).
+ *
+ * A held seat can be rung (`rings`): an invocation started for work that found every seat held rings
+ * one, so its holder looks for that work. The holder reads its own seat when it polls (one item, not
+ * the ready partitions: bell-gate.ts) and learns of a ring it did not read for when it gives the seat
+ * back (that write returns the item), then starts an invocation that reads. A ring applies only while
+ * the take it was aimed at holds the seat, so every ring has exactly one holder to answer it.
  */
 import { readPartitionItems } from '../store/partition-items.js';
 import type { Clock } from '../clock.js';
-import type { RandomSource } from '../ids.js';
+import { shuffleInPlace, type RandomSource } from '../ids.js';
 import { KEY } from '../table-layout.js';
-import { conditionalUpdate, type WriteTarget } from '../store/conditional-write.js';
+import { conditionalUpdate, readItem, type WriteTarget } from '../store/conditional-write.js';
 import { Expression, type ConditionPart } from '../store/update-expression.js';
 import { runningCount, seatsToTry, TIMEKEEPER_SEAT, type Seat } from './fleet-rules.js';
 
 const FLEET_PARTITION = 'FLEET';
+
+/** Seat 0 (the timekeeper's) moved to the end of an order of seats to try. */
+const timekeeperLast = (order: number[]) => [
+  ...order.filter((i) => i !== TIMEKEEPER_SEAT),
+  ...order.filter((i) => i === TIMEKEEPER_SEAT),
+];
+
 const seatKey = (index: number) => ({
   [KEY.partition]: FLEET_PARTITION,
   [KEY.sort]: `SEAT#${String(index).padStart(5, '0')}`,
@@ -32,6 +45,26 @@ interface SeatItem {
   holder?: string;
   token?: number;
   until?: number;
+  /** Rings since this take (reset by every take). */
+  rings?: number;
+}
+
+/** How an invocation takes its seat (take). */
+export interface TakeOptions {
+  /**
+   * Seat 0 (the timekeeper's) last, not first, and a random other seat first, without a read: an
+   * invocation handed its tasks by key returns as soon as they end, and a timekeeper's reads and its
+   * last look would cost more than its work.
+   */
+  timekeeperLast?: boolean;
+  /** Read the seats strongly consistently: then none taken means every seat was held at that read. */
+  consistent?: boolean;
+}
+
+/** A seat given back: whether it still was ours, and how often it was rung while we held it. */
+export interface GivenBack {
+  released: boolean;
+  rings: number;
 }
 
 /**
@@ -51,6 +84,15 @@ const holdsSeat =
   (lease: Pick<SeatLease, 'holder' | 'token'>): ConditionPart =>
   (e) =>
     `${e.name('holder')} = ${e.value(lease.holder)} AND ${e.name('token')} = ${e.value(lease.token)}`;
+
+/**
+ * Ringing a held seat: the take we read still holds it and has not run out. A seat given back (or
+ * taken over) since our read would leave the ring to nobody; we then take or ring another.
+ */
+const heldByThatTake =
+  (seat: Pick<Seat, 'holder' | 'token'>, now: number): ConditionPart =>
+  (e) =>
+    `${e.name('holder')} = ${e.value(seat.holder)} AND ${e.name('token')} = ${e.value(seat.token)} AND ${e.name('until')} > ${e.value(now)}`;
 
 /**
  * A seat reserved for an invocation being started (a scale-up, a burst's prewarm) waits this long for
@@ -77,8 +119,11 @@ export class FleetSeats {
     return this.options.cap;
   }
 
-  /** Every seat item (one eventually consistent Query: a stale view only costs a refused take). */
-  async read(): Promise<Map<number, Seat>> {
+  /**
+   * Every seat item (one Query; eventually consistent unless asked: a stale view only costs a refused
+   * take, but a decision to ring must see every seat as it is).
+   */
+  async read(options: { consistent?: boolean } = {}): Promise<Map<number, Seat>> {
     const { target } = this.options;
     const seats = new Map<number, Seat>();
     const items = await readPartitionItems<SeatItem>({
@@ -86,6 +131,7 @@ export class FleetSeats {
       tableName: target.tableName,
       partition: FLEET_PARTITION,
       deadlineMs: target.deadlineMs,
+      ...(options.consistent ? { consistent: true } : {}),
     });
     for (const item of items) {
       const index = Number(item.sk.slice('SEAT#'.length));
@@ -100,17 +146,51 @@ export class FleetSeats {
    * then claims after one write, not a read and a write. Otherwise the seats the read shows free are
    * tried in turn; a refused take (another invocation was faster) moves on to the next.
    */
-  async take(holder: string, until: number): Promise<SeatLease | undefined> {
+  async take(holder: string, until: number, options: TakeOptions = {}): Promise<SeatLease | undefined> {
     const { clock, random, cap } = this.options;
-    const first = await this.takeSeat(TIMEKEEPER_SEAT, holder, until);
-    if (first) return first;
-    const seats = await this.read();
-    for (const index of seatsToTry(seats, cap, clock.now(), random)) {
-      if (index === TIMEKEEPER_SEAT) continue;
-      const lease = await this.takeSeat(index, holder, until);
-      if (lease) return lease;
+    const first = options.timekeeperLast && cap > 1 ? 1 + Math.floor(random() * (cap - 1)) : TIMEKEEPER_SEAT;
+    const lease = await this.takeSeat(first, holder, until);
+    if (lease) return lease;
+    const seats = await this.read(options);
+    const order = seatsToTry(seats, cap, clock.now(), random).filter((i) => i !== first);
+    for (const index of options.timekeeperLast ? timekeeperLast(order) : order) {
+      const taken = await this.takeSeat(index, holder, until);
+      if (taken) return taken;
     }
     return undefined;
+  }
+
+  /**
+   * For an invocation started for work that found no seat: reads the seats strongly consistently and
+   * takes one freed since, or rings a held one (its holder then looks for the work). 'none' only when
+   * every ring was refused too (each seat changed hands under us), which a later kick or tick mends.
+   */
+  async takeOrRing(
+    holder: string,
+    until: number,
+  ): Promise<{ lease: SeatLease } | { rung: number } | { none: true }> {
+    const { clock, random, cap } = this.options;
+    const seats = await this.read({ consistent: true });
+    const free = timekeeperLast(seatsToTry(seats, cap, clock.now(), random));
+    for (const index of free) {
+      const lease = await this.takeSeat(index, holder, until);
+      if (lease) return { lease };
+    }
+    const held = [...seats.values()].filter((s) => s.index < cap && !free.includes(s.index));
+    for (const seat of shuffleInPlace(held, random)) if (await this.ring(seat)) return { rung: seat.index };
+    return { none: true };
+  }
+
+  /** Rings a held seat (see the file's comment); false when that take no longer holds it. */
+  async ring(seat: Seat): Promise<boolean> {
+    const e = new Expression().require(heldByThatTake(seat, this.options.clock.now())).add('rings', 1);
+    return (await conditionalUpdate(this.options.target, seatKey(seat.index), e, { resends: 1 })).applied;
+  }
+
+  /** How often the seat was rung since `lease` took it (one strongly consistent GetItem); 0 once it is not ours. */
+  async ringsOf(lease: SeatLease): Promise<number> {
+    const item = await readItem<SeatItem>(this.options.target, seatKey(lease.index));
+    return item?.holder === lease.holder && item.token === lease.token ? (item.rings ?? 0) : 0;
   }
 
   /**
@@ -125,12 +205,7 @@ export class FleetSeats {
     const { clock, random, cap } = this.options;
     const holder = this.startingHolder();
     const seats = await this.read();
-    const order = seatsToTry(seats, cap, clock.now(), random);
-    const seatZeroLast = [
-      ...order.filter((i) => i !== TIMEKEEPER_SEAT),
-      ...order.filter((i) => i === TIMEKEEPER_SEAT),
-    ];
-    for (const index of seatZeroLast) {
+    for (const index of timekeeperLast(seatsToTry(seats, cap, clock.now(), random))) {
       const lease = await this.takeSeat(index, holder, clock.now() + RESERVATION_MS);
       if (lease) return lease;
     }
@@ -176,6 +251,7 @@ export class FleetSeats {
       .set('holder', holder)
       .set('until', until)
       .set('takenAt', clock.now())
+      .set('rings', 0)
       .add('token', 1);
     const written = await conditionalUpdate<SeatItem>(target, seatKey(index), e, { resends: 1 });
     return written.applied ? { index, holder, token: written.item.token!, until } : undefined;
@@ -183,8 +259,18 @@ export class FleetSeats {
 
   /** Gives the seat back (when its holder returns), so the next invocation need not wait for `until`. */
   async release(lease: SeatLease): Promise<boolean> {
+    return (await this.giveBack(lease)).released;
+  }
+
+  /** Gives the seat back and says how often it was rung while held (the write returns the item: no read). */
+  async giveBack(lease: SeatLease): Promise<GivenBack> {
     const e = new Expression().require(holdsSeat(lease)).remove('holder').set('until', 0);
-    return (await conditionalUpdate(this.options.target, seatKey(lease.index), e, { resends: 1 })).applied;
+    const written = await conditionalUpdate<SeatItem>(this.options.target, seatKey(lease.index), e, {
+      resends: 1,
+    });
+    return written.applied
+      ? { released: true, rings: written.item.rings ?? 0 }
+      : { released: false, rings: 0 };
   }
 
   /** How many invocations hold a seat now. */

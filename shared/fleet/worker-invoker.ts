@@ -23,10 +23,29 @@ export interface LookFirst {
   readySk?: string;
 }
 
+/** A ready task a kick hands to the invocation it starts, by key: taken with one write, no read. */
+export interface OfferedTask {
+  taskId: string;
+  type: string;
+  shard: number;
+  readySk: string;
+}
+
+/** The most tasks one kick hands over by key (more in one interval: the started invocation reads on). */
+export const MAX_OFFERS_PER_KICK = 64;
+
 /** What the starter knows that helps the started invocation. */
 export interface StartHints {
-  /** Where the task that caused a kick waits. */
+  /** Where a task that caused a kick waits, when the kick could not hand it over by key: read it first. */
   lookFirst?: LookFirst;
+  /**
+   * The tasks that caused a kick, by key: the invocation takes them, and returns when they have ended
+   * (it reads the ready partitions only if its seat is rung or a hand-over fails).
+   */
+  offers?: OfferedTask[];
+  /** The kick stands for tasks it could not hand over by key: the invocation reads the ready partitions. */
+  readAll?: boolean;
+
   /** Many tasks fall due at this instant: stay up for it and look often just after it. */
   expectWorkAt?: number;
   /**

@@ -5,23 +5,32 @@
  */
 import * as z from 'zod';
 import { SHARD_COUNT } from '../table-layout.js';
-import type { StartHints } from './worker-invoker.js';
+import { MAX_OFFERS_PER_KICK, type StartHints } from './worker-invoker.js';
+
+const taskType = z.string().min(1).max(128);
+const taskId = z.string().min(1).max(128);
+const readySk = z.string().min(1).max(256);
+const shard = z
+  .number()
+  .int()
+  .min(0)
+  .max(SHARD_COUNT - 1);
+
+const offeredTask = z.object({ taskId, type: taskType, shard, readySk });
 
 const startEvent = z.object({
   source: z.string().max(64).optional(),
   lookFirst: z
     .object({
-      type: z.string().min(1).max(128),
-      shard: z
-        .number()
-        .int()
-        .min(0)
-        .max(SHARD_COUNT - 1),
-      taskId: z.string().min(1).max(128).optional().catch(undefined),
-      readySk: z.string().min(1).max(256).optional().catch(undefined),
+      type: taskType,
+      shard,
+      taskId: taskId.optional().catch(undefined),
+      readySk: readySk.optional().catch(undefined),
     })
     .optional()
     .catch(undefined),
+  offers: z.array(offeredTask).max(MAX_OFFERS_PER_KICK).optional().catch(undefined),
+  readAll: z.boolean().optional().catch(undefined),
   expectWorkAt: z.number().int().positive().optional().catch(undefined),
   keepTime: z.boolean().optional().catch(undefined),
   seat: z
@@ -38,11 +47,13 @@ const startEvent = z.object({
 export function workerStartEvent(event: unknown): { source: string; hints: StartHints } {
   const parsed = startEvent.safeParse(event);
   if (!parsed.success) return { source: 'unknown', hints: {} };
-  const { lookFirst, expectWorkAt, keepTime, seat, generation } = parsed.data;
+  const { lookFirst, offers, readAll, expectWorkAt, keepTime, seat, generation } = parsed.data;
   return {
     source: parsed.data.source ?? 'unknown',
     hints: {
       ...(lookFirst ? { lookFirst } : {}),
+      ...(offers?.length ? { offers } : {}),
+      ...(readAll ? { readAll } : {}),
       ...(expectWorkAt ? { expectWorkAt } : {}),
       ...(keepTime ? { keepTime } : {}),
       ...(seat ? { seat } : {}),

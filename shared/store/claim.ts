@@ -2,6 +2,7 @@
  * Claim: the DynamoDB stand-in for `FOR UPDATE SKIP LOCKED`. Read a few more ready heads than there
  * are free slots, take them with conditional writes, and skip any another worker won, without waiting.
  */
+import { shuffleInPlace } from '../ids.js';
 import { claimLeaseUsable, leaseExpiry } from '../lease-rules.js';
 import {
   delaySweepPartition,
@@ -235,6 +236,21 @@ async function claimRound(
   const hinted =
     hints.length > 0 ? Promise.all(partitions.slice(0, hints.length).map(readPartition)) : undefined;
 
+  // Ready tasks offered by key: see 1a. Won by key: a round whose every win was handed to it found no
+  // other work in what it read.
+  let wonByKey = 0;
+  const takeOffered = async () => {
+    if (room() <= 0 || errors.length > 0) return false;
+    const offered = state.takeOffered(input.types, room());
+    if (offered.length === 0) return false;
+    const won = (await take(offered)).filter((a) => a.outcome === 'won').length;
+    wonByKey += won;
+    return won > 0;
+  };
+  // A kick's run takes what it was handed before it reads a lane: a task above the default priority
+  // was kicked for on its own, to an invocation that reads the lanes first.
+  if (input.handedFirst && (await takeOffered())) return { ...endRound(), handedOnly: true };
+
   // 1. Tasks above the default priority, of every type served, highest first (the lanes).
   const lanes = new LaneRound(ctx, state, input.types);
   await guard(async () => {
@@ -251,16 +267,6 @@ async function claimRound(
   // 1a. Ready tasks offered by key (an enqueue in this process, the kick that started this run): one
   // write each, no read; offers that arrive during the reads below are taken between their waves.
   // A round that won an offered task returns at once, so it starts now (the next round reads on).
-  // Won by key: a round whose every win was handed to it found no other work in what it read.
-  let wonByKey = 0;
-  const takeOffered = async () => {
-    if (room() <= 0 || errors.length > 0) return false;
-    const offered = state.takeOffered(input.types, room());
-    if (offered.length === 0) return false;
-    const won = (await take(offered)).filter((a) => a.outcome === 'won').length;
-    wonByKey += won;
-    return won > 0;
-  };
   if (await takeOffered()) return { ...endRound(), handedOnly: true };
 
   // 1b. Delayed tasks this worker was told fall due, once due (a burst it was started ahead of): claimed
@@ -409,7 +415,7 @@ function visitOrder(
   const all = types.flatMap((type) => Array.from({ length: SHARD_COUNT }, (_, shard) => ({ type, shard })));
   const start = startPartition(all.length);
   const [own] = all.splice(start, 1);
-  shuffle(all, random);
+  shuffleInPlace(all, random);
   return [own!, ...all];
 }
 
@@ -644,13 +650,6 @@ function shuffleWithinPriority(candidates: Candidate[], random: () => number): v
     if (last && readyPriorityPrefix(last[0]!.readySk) === readyPriorityPrefix(c.readySk)) last.push(c);
     else groups.push([c]);
   }
-  for (const group of groups) shuffle(group, random);
+  for (const group of groups) shuffleInPlace(group, random);
   candidates.splice(0, candidates.length, ...groups.flat());
-}
-
-function shuffle<T>(items: T[], random: () => number): void {
-  for (let i = items.length - 1; i > 0; i--) {
-    const j = Math.floor(random() * (i + 1));
-    [items[i], items[j]] = [items[j]!, items[i]!];
-  }
 }

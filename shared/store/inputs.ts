@@ -180,6 +180,8 @@ export const claimInput = z
     workerId: workerIdSchema,
     types: z.array(taskTypeSchema).min(1, 'must name at least one task type').max(100),
     max: z.number().int('must be a whole number').min(1).max(1000),
+    /** Take the tasks offered by key before reading any lane (a kick's run: claim.ts). */
+    handedFirst: z.boolean().optional(),
   })
   .strict();
 export type ClaimInput = z.input<typeof claimInput>;

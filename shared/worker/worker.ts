@@ -115,6 +115,22 @@ export interface RunOptions {
    * slowest task ends while work of that type waits. Without it, a run claims what still fits.
    */
   onClaimingOver?: (context: { backlog: boolean }) => void;
+  /**
+   * Whether a poll is worth reading the ready partitions for (the fleet's bell: one item, not 17
+   * queries a type). Asked only when nothing else says to read: the run's first round, a round that
+   * filled every free slot, and work readied in this process always read. Without it, every poll reads.
+   */
+  lookGate?: LookGate;
+  /**
+   * Return as soon as nothing runs and nothing offered waits, without a last poll (a kick's run, handed
+   * its tasks by key: its fleet invocation looks at the bell once more after giving its seat back).
+   */
+  returnWhenIdle?: boolean;
+}
+
+/** Answers an idle poll's question: did work arrive that only a read of the ready partitions finds? */
+export interface LookGate {
+  shouldRead(): Promise<boolean>;
 }
 
 export interface RunDuty {
@@ -256,9 +272,13 @@ export class Worker {
     // empty: the next pause is then skipped and the marks forgotten again.
     // Claim rounds in a row that won nothing: the idle polls back off (poll-rules.ts, idlePollWait).
     let idlePolls = 0;
+    // The next round reads the ready partitions whatever the look gate says (see RunOptions.lookGate).
+    const gate = runOptions.lookGate;
+    let mustRead = !runOptions.offerReady?.length || !runOptions.returnWhenIdle;
     const lookAgain = () => {
       this.claimMemory.forgetDrained();
       idlePolls = 0;
+      mustRead = true;
       wakeUp();
     };
     const wakeUp = () => {
@@ -353,11 +373,23 @@ export class Worker {
         // interval) rather than every ready partition, which the burst's tasks never enter.
         const refill =
           free > 0 && this.inBurst && this.claimMemory.dueWaiting === 0 ? await this.refill() : 'none';
-        if (free > 0 && claimable.length > 0 && refill !== 'wait') {
-          const { won, handedOnly } = await this.claim(run, claimable, free);
+        const gated =
+          gate !== undefined &&
+          !mustRead &&
+          this.claimMemory.offeredWaiting === 0 &&
+          this.claimMemory.dueWaiting === 0 &&
+          !this.inBurst;
+        // A run that returns when idle does not poll once its tasks ended: its last look is the fleet's.
+        const look =
+          !gated || ((!runOptions.returnWhenIdle || this.active.size > 0) && (await gate.shouldRead()));
+        if (!look) idlePolls++;
+        if (look && free > 0 && claimable.length > 0 && refill !== 'wait') {
+          const { won, handedOnly } = await this.claim(run, claimable, free, runOptions.returnWhenIdle);
+          mustRead = won === free;
           // Tasks handed over by key to an idle worker are no sign of more work: its next poll keeps
-          // its pace. A fresh run (a kick's) reads on at once: the kick may stand for several tasks.
-          const handedOver = won > 0 && handedOnly && won < free && idlePolls > 0;
+          // its pace. A fresh run reads on at once (its kick may stand for several tasks) unless the
+          // fleet's bell tells it when to read.
+          const handedOver = won > 0 && handedOnly && won < free && (idlePolls > 0 || gate !== undefined);
           if (!handedOver) idlePolls = won > 0 ? 0 : idlePolls + 1;
           if (!dutyStarted) {
             dutyStarted = true;
@@ -393,7 +425,7 @@ export class Worker {
           expecting
         )
           idleSince = this.clock.now();
-        else if (this.clock.now() - idleSince >= idleStopMs) {
+        else if (this.clock.now() - idleSince >= (this.returnsNow(runOptions, mustRead) ? 0 : idleStopMs)) {
           run.summary.stoppedBecause = 'idle';
           break;
         }
@@ -441,6 +473,11 @@ export class Worker {
       this.metrics.flush();
     }
     return run.summary;
+  }
+
+  /** A kick's run with nothing left to take by key: it returns without waiting out the idle window. */
+  private returnsNow(runOptions: RunOptions, mustRead: boolean): boolean {
+    return runOptions.returnWhenIdle === true && !mustRead && this.claimMemory.offeredWaiting === 0;
   }
 
   private startRun(): Run {
@@ -547,10 +584,14 @@ export class Worker {
     run: Run,
     types: string[],
     free: number,
+    handedFirst = false,
   ): Promise<{ won: number; handedOnly: boolean }> {
     const { store, workerId } = this.options;
     try {
-      const round = await store.claim({ workerId, types, max: free }, this.claimMemory);
+      const round = await store.claim(
+        { workerId, types, max: free, ...(handedFirst ? { handedFirst } : {}) },
+        this.claimMemory,
+      );
       run.summary.claimed += round.claimed.length;
       run.summary.lostRaces += round.lostRaces;
       this.events.emit('claim:round', { claimed: round.claimed.length, lostRaces: round.lostRaces });

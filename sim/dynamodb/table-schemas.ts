@@ -11,6 +11,8 @@ export interface IndexSchema {
   arn: string;
   hashKey: string;
   rangeKey?: string;
+  /** The non-key attributes the index holds: all (ALL), the named ones (INCLUDE), or none (KEYS_ONLY). */
+  projected: 'ALL' | string[];
 }
 
 export interface TableSchema {
@@ -36,7 +38,7 @@ export interface TableDescription {
   GlobalSecondaryIndexes?: {
     IndexName: string;
     KeySchema: KeyElement[];
-    Projection: Record<string, unknown>;
+    Projection: { ProjectionType?: string; NonKeyAttributes?: string[] };
   }[];
   LocalSecondaryIndexes?: { IndexName: string }[];
 }
@@ -64,6 +66,10 @@ export async function describeTable(
         arn: `${table.arn}/index/${g.IndexName}`,
         hashKey: keyOfType(g.KeySchema, 'HASH')!,
         ...(gsiRange ? { rangeKey: gsiRange } : {}),
+        projected:
+          g.Projection.ProjectionType === 'ALL' || g.Projection.ProjectionType === undefined
+            ? 'ALL'
+            : (g.Projection.NonKeyAttributes ?? []),
       };
     }),
     lsis: (description.LocalSecondaryIndexes ?? []).map((l) => l.IndexName),

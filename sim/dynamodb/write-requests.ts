@@ -5,6 +5,7 @@
  * with the index lag). A throttled single write is a ThrottlingException, a throttled transaction item
  * cancels the transaction, throttled batch items come back as UnprocessedItems.
  */
+import { indexEntry, indexWriteUnits } from './index-entries.js';
 import type { BackendAnswer } from './backend.js';
 import { itemSize, writeUnits, type Item } from './capacity-units.js';
 import { valueGiven } from './expression-values.js';
@@ -72,7 +73,10 @@ export class WriteRequests {
     return demands;
   }
 
-  /** Charges a completed write: the larger of the old and new item per KB to the table, and to each GSI holding it. */
+  /**
+   * Charges a completed write: the larger of the old and new item per KB to the table, and to each GSI
+   * what the write changed in it (index-entries.ts).
+   */
   chargeWrite(
     schema: TableSchema,
     key: Item,
@@ -89,17 +93,18 @@ export class WriteRequests {
       writeUnits(Math.max(oldSize, newSize)) * multiplier,
     );
     schema.gsis.forEach((gsi, i) => {
-      const before = old?.gsiPartitions[i];
-      const after = image?.[gsi.hashKey] ? valueString(image[gsi.hashKey]) : undefined;
+      const before = old?.gsiEntries[i];
+      const after = indexEntry(schema, gsi, image);
+      const units = indexWriteUnits(before, after) * multiplier;
+      if (units === 0) return;
       const index = { kind: 'write' as const, table: schema.name, index: gsi.name, arn: gsi.arn };
-      if (before !== undefined && before === after)
-        this.throttle.charge({ ...index, partition: after }, writeUnits(newSize) * multiplier);
-      else {
-        if (before !== undefined)
-          this.throttle.charge({ ...index, partition: before }, writeUnits(oldSize) * multiplier);
-        if (after !== undefined)
-          this.throttle.charge({ ...index, partition: after }, writeUnits(newSize) * multiplier);
-      }
+      // The index partition that takes the write: the new entry's, or the removed one's.
+      const beforePartition = old?.gsiPartitions[i];
+      const afterPartition = image?.[gsi.hashKey] ? valueString(image[gsi.hashKey]) : undefined;
+      if (before && after && before.key !== after.key && beforePartition !== afterPartition) {
+        this.throttle.charge({ ...index, partition: beforePartition! }, writeUnits(before.size) * multiplier);
+        this.throttle.charge({ ...index, partition: afterPartition! }, writeUnits(after.size) * multiplier);
+      } else this.throttle.charge({ ...index, partition: (afterPartition ?? beforePartition)! }, units);
     });
   }
 

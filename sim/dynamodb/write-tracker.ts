@@ -6,6 +6,7 @@
  * answer lacks it, it is read back with a consistent GetItem. The images of one item are taken one
  * after another, so a later one never reflects an older state than the one before it.
  */
+import { indexEntry, type IndexEntry } from './index-entries.js';
 import type { Backend } from './backend.js';
 import { itemSize, type Item } from './capacity-units.js';
 import { keyString, valueString, type TableSchema } from './table-schemas.js';
@@ -17,6 +18,8 @@ export interface KnownItem {
   size: number;
   /** The item's partition-key value in each GSI (schema.gsis order), undefined where it has none. */
   gsiPartitions: (string | undefined)[];
+  /** The item's entry in each GSI (schema.gsis order), undefined where it has none: what a write changes there. */
+  gsiEntries: (IndexEntry | undefined)[];
 }
 
 export type OnImage = (
@@ -54,6 +57,7 @@ export class WriteTracker {
     return {
       size: itemSize(image),
       gsiPartitions: schema.gsis.map((g) => (image[g.hashKey] ? valueString(image[g.hashKey]) : undefined)),
+      gsiEntries: schema.gsis.map((g) => indexEntry(schema, g, image)),
     };
   }
 

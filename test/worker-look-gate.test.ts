@@ -1,0 +1,95 @@
+/**
+ * The worker with a look gate (the fleet's bell, RunOptions.lookGate) on the emulator: a kick's run
+ * takes its tasks by key and returns when they ended without reading a ready partition; a polling run
+ * reads the partitions on its first round and afterwards only when the gate says so.
+ */
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import * as z from 'zod';
+import { defineTask } from '../shared/tasks/define.js';
+import { shardForId } from '../shared/table-layout.js';
+import type { Candidate } from '../shared/store/claim-state.js';
+import { createWorkerWorld, LOAD_TOLERANT_LEASES, sleep } from './support/worker-world.js';
+import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
+
+let server: TestDynamo;
+beforeAll(async () => {
+  server = await startTestDynamo();
+});
+afterAll(() => server.close());
+
+const napping = defineTask({
+  name: 'nap',
+  schema: z.object({ ms: z.number().int().min(0) }),
+  handler: async ({ ms }) => {
+    await sleep(ms);
+    return { slept: ms };
+  },
+});
+
+async function gateWorld() {
+  const w = await createWorkerWorld(server.endpoint, [napping], {
+    ...LOAD_TOLERANT_LEASES,
+    pollIntervalMs: 50,
+    idleStopMs: 60_000,
+  });
+  const offers: Candidate[] = [];
+  w.store.events.on('task:enqueued', (e) => {
+    if (e.readySk)
+      offers.push({ id: e.taskId, type: e.type, shard: shardForId(e.taskId), readySk: e.readySk });
+  });
+  return { w, offers };
+}
+
+const queries = (sent: Map<string, number>) => sent.get('Query') ?? 0;
+
+describe('a worker with a look gate (emulator)', () => {
+  it("a kick's run takes its tasks by key, reads no ready partition, and returns as soon as they ended", async () => {
+    const { w, offers } = await gateWorld();
+    const ids = [
+      (await w.store.enqueue({ type: 'nap', owner: 'o', payload: { ms: 300 } })).task.id,
+      (await w.store.enqueue({ type: 'nap', owner: 'o', payload: { ms: 10 } })).task.id,
+    ];
+    w.meter.reset();
+    const shouldRead = vi.fn(async () => false);
+    const started = Date.now();
+    const summary = await w
+      .worker('kicked', { store: w.store })
+      .run({ offerReady: offers, returnWhenIdle: true, lookGate: { shouldRead }, idleStopMs: 60_000 });
+    expect(summary).toMatchObject({ claimed: 2, stoppedBecause: 'idle' });
+    // Not the 60 s idle window: it returned when its tasks had ended.
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(queries(w.meter.sent)).toBe(0);
+    // While the 300 ms task ran, its polls asked the gate (the bell), not the partitions.
+    expect(shouldRead).toHaveBeenCalled();
+    for (const id of ids) expect((await w.store.get({ id })).status).toBe('SUCCESS');
+  });
+
+  it('a polling run reads the partitions on its first round, then only when the gate says so', async () => {
+    const { w } = await gateWorld();
+    let ring = false;
+    const shouldRead = vi.fn(async () => {
+      const rang = ring;
+      ring = false;
+      return rang;
+    });
+    const stop = new AbortController();
+    const running = w
+      .worker('polling', { store: w.store })
+      .run({ lookGate: { shouldRead }, idleStopMs: Number.POSITIVE_INFINITY, stop: stop.signal });
+    await sleep(200);
+    expect(queries(w.meter.sent)).toBeGreaterThan(0); // the first round read
+    expect(shouldRead).toHaveBeenCalled();
+    w.meter.reset();
+    // Enqueued by another process: no event reaches this worker; the gate has not rung.
+    const id = (await w.peer().enqueue({ type: 'nap', owner: 'o', payload: { ms: 0 } })).task.id;
+    await sleep(400);
+    expect(queries(w.meter.sent)).toBe(0);
+    expect((await w.store.get({ id })).status).toBe('QUEUED');
+    ring = true;
+    for (let i = 0; i < 50 && (await w.store.get({ id })).status !== 'SUCCESS'; i++) await sleep(50);
+    expect((await w.store.get({ id })).status).toBe('SUCCESS');
+    expect(queries(w.meter.sent)).toBeGreaterThan(0);
+    stop.abort();
+    expect(await running).toMatchObject({ claimed: 1, stoppedBecause: 'stop-signal' });
+  });
+});
