@@ -59,10 +59,10 @@ export const FUNCTION_ACCESS: Record<FunctionName, TableAccess> = {
     indexes: { [INDEX.sweep.name]: ['dynamodb:Query'], [INDEX.ready.name]: ['dynamodb:Query'] },
   },
   // a schedule tick: read the definition, enqueue (put, read-back), record the fire, mark a one-time
-  // schedule's definition completed (UpdateItem: the sim's IAM gate found it missing), and the kick's
-  // read of the fleet's seats (Query of the FLEET partition: the sim's IAM gate found it missing)
+  // schedule's definition completed (UpdateItem: the sim's IAM gate found it missing). A fire's task is
+  // due at once, and a due task's kick reads no seats (fleet/enqueue-kicker.ts): no Query.
   fire: {
-    table: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:UpdateItem'],
+    table: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
     indexes: {},
   },
 };
