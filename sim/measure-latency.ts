@@ -18,6 +18,8 @@ import { BatchGetCommand, DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/l
 import { defineConfig } from '../shared/config.js';
 import { createTaskRuntime } from '../shared/task-runtime.js';
 import { createDocumentClient } from '../shared/store/dynamo.js';
+import { writeTargetOf } from '../shared/store/context.js';
+import { directKick } from '../shared/client/direct-kick.js';
 import { taskDefinitions } from '../tasks/catalog.js';
 import { taskKey } from '../shared/table-layout.js';
 import { signedCaller } from './signed-caller.js';
@@ -211,9 +213,10 @@ async function burst() {
 }
 
 /**
- * Enqueues `n` tasks "at once": all but the last into the table through the library and the sim's DynamoDB gate (the
- * deployed API throttles at 100 requests a second, and batch enqueue is not there yet), the last
- * through the signed API, whose kick is then the only signal the fleet gets.
+ * Enqueues `n` tasks "at once": all but the last into the table through the library and the sim's
+ * DynamoDB gate (the deployed API throttles at 100 requests a second), with the direct client's kick
+ * (a script that enqueues with `workerFunctionName` set: each kick hands the fleet the tasks enqueued
+ * since the last one, by key), the last through the signed API.
  */
 async function enqueueAll(
   n: number,
@@ -227,10 +230,19 @@ async function enqueueAll(
     region: sim.info.region,
     dynamodbEndpoint: sim.info.dynamodb.gatedEndpoint,
   });
+  const credentials = { accessKeyId: admin.accessKeyId, secretAccessKey: admin.secretAccessKey };
   const runtime = createTaskRuntime(config, taskDefinitions, {
-    doc: createDocumentClient(config, {
-      credentials: { accessKeyId: admin.accessKeyId, secretAccessKey: admin.secretAccessKey },
-    }),
+    doc: createDocumentClient(config, { credentials }),
+  });
+  const kick = directKick({
+    functionName: sim.info.functions.find((f) => f.logicalId.startsWith('Worker'))!.name,
+    endpoint: sim.info.lambdaEndpoint,
+    region: sim.info.region,
+    credentials,
+    config: runtime.config,
+    events: runtime.events,
+    clock: runtime.clock,
+    table: writeTargetOf(runtime.store.ctx),
   });
   let next = 0;
   const ids: string[] = [];
@@ -248,6 +260,8 @@ async function enqueueAll(
       }
     }),
   );
+  await kick?.settled();
+  kick?.close();
   runtime.doc.destroy();
   const res = await call('POST', 'tasks', body(n - 1));
   if (res.status !== 201) throw new Error(`enqueue answered ${res.status}: ${JSON.stringify(res.body)}`);

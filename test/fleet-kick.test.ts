@@ -218,6 +218,38 @@ describe('EnqueueKicker reading the fleet (emulator)', () => {
   });
 });
 
+describe('EnqueueKicker for a burst at the cap (emulator)', () => {
+  it('a kick for several tasks at the cap rings a held seat instead of starting an invocation; with room it starts one', async () => {
+    const t = await createTestStore(server.endpoint);
+    const seats = new FleetSeats({
+      target: writeTargetOf(t.store.ctx),
+      clock: t.clock,
+      random: seededRandom(5),
+      cap: 2,
+    });
+    const invoker = new FakeInvoker();
+    const kicker = new EnqueueKicker(invoker, t.clock, INTERVAL, KICK_HORIZON_MS, seats);
+    kicker.listen(t.store.events);
+    const burst = async () => {
+      for (let i = 0; i < 3; i++) await t.store.enqueue({ type: 'mail', owner: 'o', payload: { i } });
+      await kicker.settled(5_000);
+      t.clock.advance(INTERVAL);
+    };
+    const until = t.clock.now() + 600_000;
+    const held = [(await seats.take('a', until))!, (await seats.take('b', until))!];
+    await burst();
+    // The first task alone, at once and without a read; the other two together, after the interval:
+    // the fleet is full, so a held seat is rung for them.
+    expect(invoker.calls).toEqual(['leasehold.kick']);
+    const rings = await Promise.all(held.map((lease) => seats.ringsOf(lease)));
+    expect(rings.reduce((a, b) => a + b, 0)).toBe(1);
+    await seats.release(held[0]!);
+    await burst();
+    expect(invoker.calls).toEqual(['leasehold.kick', 'leasehold.kick', 'leasehold.kick']);
+    expect(invoker.hints.at(-1)?.offers).toHaveLength(2);
+  });
+});
+
 describe('FleetScaler (seats on the emulator, fake invoker)', () => {
   async function scalerWorld(cap = 4) {
     const t = await createTestStore(server.endpoint);

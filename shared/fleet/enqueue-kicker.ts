@@ -5,13 +5,15 @@
  * interval, not one per task; the tasks enqueued within an interval go together in the next kick, each
  * by key. An idle system sends none. The started invocation takes a fleet seat, or at the cap rings a
  * held one so its holder looks for the tasks (fleet-seats.ts), so a kick never adds a worker beyond
- * the cap. A due task's kick reads nothing first: at the rates where kicks matter, a read of the seats
- * per kick would cost more than the rare invocation that finds the fleet full.
+ * the cap. A kick for one task reads nothing first: at the rates where single kicks are the rule, a
+ * read of the seats per kick would cost more than the rare invocation that finds the fleet full. A kick
+ * for several (a burst) reads the seats, one query for all of them, and at the cap rings a held seat
+ * instead of starting an invocation that would only find the fleet full (and, in a burst, start cold).
  */
 import type { Clock } from '../clock.js';
 import type { LeaseEvents } from '../events.js';
 import { shardForId } from '../table-layout.js';
-import { KickGate, timekeeperWanted } from './fleet-rules.js';
+import { KickGate, runningCount, timekeeperWanted } from './fleet-rules.js';
 import type { FleetSeats } from './fleet-seats.js';
 import {
   MAX_OFFERS_PER_KICK,
@@ -49,14 +51,15 @@ export class EnqueueKicker {
    * `horizonMs`: a task due within this long is kicked for (fleet-rules.ts kickHorizonMs: a later one is
    * certainly seen by a scheduled tick).
    * `seats`: when given, a delayed task's kick first reads the fleet (one eventually consistent query)
-   * and starts no timekeeper while one keeps time.
+   * and starts no timekeeper while one keeps time, and a kick for several tasks at the cap rings a
+   * held seat instead of starting an invocation.
    */
   constructor(
     private readonly invoker: WorkerInvoker,
     private readonly clock: Clock,
     intervalMs: number,
     private readonly horizonMs: number,
-    private readonly seats?: Pick<FleetSeats, 'read'>,
+    private readonly seats?: Pick<FleetSeats, 'read' | 'cap' | 'ringIfFull'>,
   ) {
     this.gate = new KickGate(intervalMs);
   }
@@ -132,17 +135,30 @@ export class EnqueueKicker {
    */
   private async kick(batch: KickBatch): Promise<void> {
     const sends: Promise<boolean>[] = [];
-    if (dueNowIn(batch)) {
-      sends.push(
-        this.invoker.start('leasehold.kick', {
-          ...(batch.readAll ? { readAll: true } : {}),
-          ...(batch.lookFirst ? { lookFirst: batch.lookFirst } : {}),
-          ...(batch.offers.length > 0 ? { offers: batch.offers } : {}),
-        }),
-      );
-    }
+    if (dueNowIn(batch)) sends.push(this.startWorker(batch));
     if (batch.delayed) sends.push(this.keepTime());
     await Promise.all(sends);
+  }
+
+  private async startWorker(batch: KickBatch): Promise<boolean> {
+    if (this.seats && (batch.readAll || batch.offers.length > 1) && (await this.fleetFullRung()))
+      return false;
+    return this.invoker.start('leasehold.kick', {
+      ...(batch.readAll ? { readAll: true } : {}),
+      ...(batch.lookFirst ? { lookFirst: batch.lookFirst } : {}),
+      ...(batch.offers.length > 0 ? { offers: batch.offers } : {}),
+    });
+  }
+
+  /** Whether every seat is held and one was rung for this kick's tasks (on any failure: false, kick). */
+  private async fleetFullRung(): Promise<boolean> {
+    const seats = this.seats!;
+    try {
+      if (runningCount((await seats.read()).values(), seats.cap, this.clock.now()) < seats.cap) return false;
+      return (await seats.ringIfFull()) === 'rung';
+    } catch {
+      return false;
+    }
   }
 
   private async keepTime(): Promise<boolean> {

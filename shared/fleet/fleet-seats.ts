@@ -176,9 +176,29 @@ export class FleetSeats {
       const lease = await this.takeSeat(index, holder, until);
       if (lease) return { lease };
     }
+    const rung = await this.ringOneOf(seats, free);
+    return rung === undefined ? { none: true } : { rung };
+  }
+
+  /**
+   * For a kick that found the fleet at its cap: reads the seats strongly consistently and rings a held
+   * one, so its holder looks for the kicked tasks; 'free' when a seat is free after all (or every ring
+   * was refused): the kick then starts an invocation as usual.
+   */
+  async ringIfFull(): Promise<'rung' | 'free'> {
+    const { clock, random, cap } = this.options;
+    const seats = await this.read({ consistent: true });
+    const free = seatsToTry(seats, cap, clock.now(), random);
+    if (free.length > 0) return 'free';
+    return (await this.ringOneOf(seats, free)) === undefined ? 'free' : 'rung';
+  }
+
+  /** Rings one held seat (random order; the index), or undefined when every ring was refused. */
+  private async ringOneOf(seats: Map<number, Seat>, free: number[]): Promise<number | undefined> {
+    const { random, cap } = this.options;
     const held = [...seats.values()].filter((s) => s.index < cap && !free.includes(s.index));
-    for (const seat of shuffleInPlace(held, random)) if (await this.ring(seat)) return { rung: seat.index };
-    return { none: true };
+    for (const seat of shuffleInPlace(held, random)) if (await this.ring(seat)) return seat.index;
+    return undefined;
   }
 
   /** Rings a held seat (see the file's comment); false when that take no longer holds it. */
