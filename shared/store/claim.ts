@@ -237,8 +237,15 @@ async function claimRound(
     hints.length > 0 ? Promise.all(partitions.slice(0, hints.length).map(readPartition)) : undefined;
 
   // Ready tasks offered by key: see 1a. Won by key: a round whose every win was handed to it found no
-  // other work in what it read.
+  // other work in what it read, and says so (handedOnly: the worker keeps its idle pace instead of
+  // reading every partition again at once).
   let wonByKey = 0;
+  const endRoundTold = (): ClaimResult => {
+    const ended = endRound();
+    return ended.claimed.length > 0 && wonByKey === ended.claimed.length
+      ? { ...ended, handedOnly: true }
+      : ended;
+  };
   const takeOffered = async () => {
     if (room() <= 0 || errors.length > 0) return false;
     const offered = state.takeOffered(input.types, room());
@@ -249,7 +256,7 @@ async function claimRound(
   };
   // A kick's run takes what it was handed before it reads a lane: a task above the default priority
   // was kicked for on its own, to an invocation that reads the lanes first.
-  if (input.handedFirst && (await takeOffered())) return { ...endRound(), handedOnly: true };
+  if (input.handedFirst && (await takeOffered())) return endRoundTold();
 
   // 1. Tasks above the default priority, of every type served, highest first (the lanes).
   const lanes = new LaneRound(ctx, state, input.types);
@@ -267,7 +274,7 @@ async function claimRound(
   // 1a. Ready tasks offered by key (an enqueue in this process, the kick that started this run): one
   // write each, no read; offers that arrive during the reads below are taken between their waves.
   // A round that won an offered task returns at once, so it starts now (the next round reads on).
-  if (await takeOffered()) return { ...endRound(), handedOnly: true };
+  if (await takeOffered()) return endRoundTold();
 
   // 1b. Delayed tasks this worker was told fall due, once due (a burst it was started ahead of): claimed
   // straight from their delay partition, at the default priority only (every head above it was just
@@ -394,12 +401,8 @@ async function claimRound(
         state.noteLane(type, { readAt: now, waiting: true, below: true });
     }
   }
-  // Ended early for an offer that arrived between its reads, with nothing else won: as handed only (the
-  // worker keeps its idle pace instead of reading every partition again at once).
-  const ended = endRound();
-  return ended.claimed.length > 0 && wonByKey === ended.claimed.length
-    ? { ...ended, handedOnly: true }
-    : ended;
+  // Ended early for an offer that arrived between its reads, with nothing else won: as handed only.
+  return endRoundTold();
 }
 
 /**
