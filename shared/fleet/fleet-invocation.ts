@@ -93,8 +93,11 @@ export async function runFleetInvocation(
     });
     if (plan && !plan.run) return { seat: undefined, stoppedBecause: 'nothing-to-do' };
   }
-  // Handed its tasks by key, a kick's invocation returns once they end and leaves seat 0 (the
-  // timekeeper's) to others; started for work at all, it rings the bell when it finds no seat.
+  // Handed its tasks by key, a kick's invocation returns once they end. Any kick's invocation leaves
+  // seat 0 (the timekeeper's) to the scheduled tick and to invocations started to keep time: one
+  // that runs the tasks it was started for is no better a timekeeper than its slowest handler (a
+  // blocked one holds seat 0 to its deadline, and delayed tasks then wait for the recovery sweep).
+  // Started for work at all, it rings a held seat when it finds none free.
   const handedOnly = (hints.offers?.length ?? 0) > 0 && !hints.readAll && !hints.lookFirst;
   const startedForWork = handedOnly || hints.readAll === true || hints.lookFirst !== undefined;
   let seat: SeatLease | undefined;
@@ -105,7 +108,7 @@ export async function runFleetInvocation(
     if (hints.seat) seat = await seats.adopt(hints.seat, holder, until);
     seat ??= hints.keepTime
       ? await seats.takeTimekeeper(holder, until)
-      : await seats.take(holder, until, { timekeeperLast: handedOnly });
+      : await seats.take(holder, until, { timekeeperLast: startedForWork });
     if (!seat && startedForWork && deps.rings && seats.takeOrRing) {
       // Every seat looked held: take one freed since (a consistent read), or ring a held one, whose
       // holder then looks for this invocation's tasks.
