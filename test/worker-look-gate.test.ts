@@ -92,4 +92,27 @@ describe('a worker with a look gate (emulator)', () => {
     stop.abort();
     expect(await running).toMatchObject({ claimed: 1, stoppedBecause: 'stop-signal' });
   });
+
+  it('work readied in this process while a round is in flight is read for next, though the gate never rings', async () => {
+    const { w } = await gateWorld();
+    const shouldRead = vi.fn(async () => false);
+    const claim = w.store.claim.bind(w.store);
+    let id: string | undefined;
+    vi.spyOn(w.store, 'claim').mockImplementationOnce(async (input, memory) => {
+      const round = await claim(input, memory);
+      // A promotion in this process lands while the round is still in flight.
+      id = (await w.peer().enqueue({ type: 'nap', owner: 'o', payload: { ms: 0 } })).task.id;
+      w.store.events.emit('task:readied', {});
+      return round;
+    });
+    const stop = new AbortController();
+    const running = w
+      .worker('polling', { store: w.store })
+      .run({ lookGate: { shouldRead }, idleStopMs: Number.POSITIVE_INFINITY, stop: stop.signal });
+    for (let i = 0; i < 40 && (id === undefined || (await w.store.get({ id })).status !== 'SUCCESS'); i++)
+      await sleep(50);
+    stop.abort();
+    expect((await running).claimed).toBe(1);
+    expect((await w.store.get({ id: id! })).status).toBe('SUCCESS');
+  });
 });

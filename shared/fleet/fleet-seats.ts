@@ -7,7 +7,7 @@
  *
  * A held seat can be rung (`rings`): an invocation started for work that found every seat held rings
  * one, so its holder looks for that work. The holder reads its own seat when it polls (one item, not
- * the ready partitions: bell-gate.ts) and learns of a ring it did not read for when it gives the seat
+ * the ready partitions: ring-gate.ts) and learns of a ring it did not read for when it gives the seat
  * back (that write returns the item), then starts an invocation that reads. A ring applies only while
  * the take it was aimed at holds the seat, so every ring has exactly one holder to answer it.
  */

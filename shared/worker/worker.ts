@@ -116,14 +116,14 @@ export interface RunOptions {
    */
   onClaimingOver?: (context: { backlog: boolean }) => void;
   /**
-   * Whether a poll is worth reading the ready partitions for (the fleet's bell: one item, not 17
+   * Whether a poll is worth reading the ready partitions for (the fleet: one read of the invocation's own seat, not 17
    * queries a type). Asked only when nothing else says to read: the run's first round, a round that
    * filled every free slot, and work readied in this process always read. Without it, every poll reads.
    */
   lookGate?: LookGate;
   /**
    * Return as soon as nothing runs and nothing offered waits, without a last poll (a kick's run, handed
-   * its tasks by key: its fleet invocation looks at the bell once more after giving its seat back).
+   * its tasks by key: its fleet invocation learns of a ring it did not read for when it gives its seat back).
    */
   returnWhenIdle?: boolean;
 }
@@ -275,10 +275,13 @@ export class Worker {
     // The next round reads the ready partitions whatever the look gate says (see RunOptions.lookGate).
     const gate = runOptions.lookGate;
     let mustRead = !runOptions.offerReady?.length || !runOptions.returnWhenIdle;
+    // Counts lookAgain calls, so one that came during a claim round is not undone by the round's end.
+    let lookAgainCalls = 0;
     const lookAgain = () => {
       this.claimMemory.forgetDrained();
       idlePolls = 0;
       mustRead = true;
+      lookAgainCalls++;
       wakeUp();
     };
     const wakeUp = () => {
@@ -384,11 +387,13 @@ export class Worker {
           !gated || ((!runOptions.returnWhenIdle || this.active.size > 0) && (await gate.shouldRead()));
         if (!look) idlePolls++;
         if (look && free > 0 && claimable.length > 0 && refill !== 'wait') {
+          const callsBefore = lookAgainCalls;
           const { won, handedOnly } = await this.claim(run, claimable, free, runOptions.returnWhenIdle);
-          mustRead = won === free;
+          // Read on after a round that filled every slot, or when work was readied while it ran.
+          mustRead = won === free || lookAgainCalls !== callsBefore;
           // Tasks handed over by key to an idle worker are no sign of more work: its next poll keeps
           // its pace. A fresh run reads on at once (its kick may stand for several tasks) unless the
-          // fleet's bell tells it when to read.
+          // fleet's look gate tells it when to read.
           const handedOver = won > 0 && handedOnly && won < free && (idlePolls > 0 || gate !== undefined);
           if (!handedOver) idlePolls = won > 0 ? 0 : idlePolls + 1;
           if (!dutyStarted) {
