@@ -23,6 +23,8 @@ export const GRANTS_WITHOUT_ROUTINE_USE: Record<string, string> = {
     "CDK's grant for a Lambda on-failure destination; Lambda checks the queue with it when the destination is configured",
   'WorkerRole:lambda:InvokeFunction':
     'a worker whose claim rounds fill every slot starts another invocation (scale with the backlog): used only under a backlog',
+  'RecoveryRole:lambda:InvokeFunction':
+    "a sweep that readied tasks (a dead holder's requeued, a delayed one promoted while no timekeeper ran) starts a worker for them: used only when a worker died or a delayed task fell due unwatched",
   'WorkerRole:dynamodb:GetItem':
     "the scheduled tick's read of the queue summary (shared/store/queue-summary.ts; a sim run shorter than a recovery interval may not reach it), a payload larger than 128 bytes read when its task is claimed (test/store-task-body.test.ts), the consistent read-back after a write whose answer was lost, and reading a dead holder's task when taking over its concurrency slot (the chaos harness exercises these)",
 };

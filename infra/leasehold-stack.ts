@@ -201,7 +201,8 @@ export class LeaseholdStack extends Stack {
 
   /**
    * Who may start a worker invocation besides the scheduled tick: the API and the fire function kick
-   * one when a task arrives (LEASEHOLD_WORKER_FUNCTION_ARN), and a saturated worker starts more of
+   * one when a task arrives (LEASEHOLD_WORKER_FUNCTION_ARN), recovery when its sweep readied tasks
+   * (requeued, promoted), and a saturated worker starts more of
    * itself by its own name. The worker's grant is a policy of its own: in the role's default policy,
    * a statement naming the function's ARN would make the function depend on itself.
    */
@@ -213,7 +214,7 @@ export class LeaseholdStack extends Stack {
         actions: ['lambda:InvokeFunction'],
         resources: [worker.functionArn],
       });
-    for (const starter of [this.functions.api.fn, this.functions.fire.fn]) {
+    for (const starter of [this.functions.api.fn, this.functions.fire.fn, this.functions.recovery.fn]) {
       starter.addEnvironment('LEASEHOLD_WORKER_FUNCTION_ARN', worker.functionArn);
       starter.addToRolePolicy(invokeWorker());
     }

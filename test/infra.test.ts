@@ -250,11 +250,11 @@ describe('the functions', () => {
     template.resourceCountIs('AWS::Scheduler::ScheduleGroup', 2);
   });
 
-  it('the API and the fire function know the worker to kick, and the worker may start only itself', () => {
+  it('the API, the fire function and recovery know the worker to kick, and the worker may start only itself', () => {
     const fnEnv = (prefix: string) =>
       resources('AWS::Lambda::Function').find(([id]) => id.startsWith(prefix))![1].Properties.Environment
         .Variables;
-    for (const starter of ['Api', 'Fire'])
+    for (const starter of ['Api', 'Fire', 'Recovery'])
       expect(fnEnv(starter).LEASEHOLD_WORKER_FUNCTION_ARN).toEqual({
         'Fn::GetAtt': [expect.stringMatching(/^Worker/), 'Arn'],
       });

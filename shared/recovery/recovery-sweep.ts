@@ -18,9 +18,11 @@ export async function runRecoverySweep(
 ): Promise<RecoveryReport> {
   const { clock, metrics, logger } = deps;
   try {
-    const report = await store.recover();
-    if (types.length > 0) {
-      const depth = await store.depth(types);
+    // With gauges, each sweep partition is read once for both the fixes and the figures.
+    const swept = types.length > 0 ? await store.sweepAndMeasure(types) : { report: await store.recover() };
+    const { report } = swept;
+    if ('depth' in swept) {
+      const { depth } = swept;
       // 0 when nothing waits, so the alarm on it sees a value every sweep (missing data would hide a stall).
       const ageOf = (dueAt: number | undefined) =>
         dueAt === undefined ? 0 : Math.max(0, clock.now() - dueAt);

@@ -70,6 +70,8 @@ export interface OutcomeFlusher {
 export interface Sweeper extends OutcomeFlusher {
   recover(): Promise<RecoveryReport>;
   depth(types: string[]): Promise<QueueDepth>;
+  /** recover() and depth() in one, reading each sweep partition once for both. */
+  sweepAndMeasure(types: string[]): Promise<{ report: RecoveryReport; depth: QueueDepth }>;
   writeSummary(summary: QueueSummary): Promise<void>;
 }
 

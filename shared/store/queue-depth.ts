@@ -52,7 +52,7 @@ import {
 import type { StoreContext } from './context.js';
 import { countGroup, worseBasis, type CountBasis, type GroupCount } from './depth-estimate.js';
 import { comparePositions, READY_INDEX, SWEEP_INDEX, type DepthIndex, type Position } from './depth-keys.js';
-import { readSlice } from './depth-reads.js';
+import { readSlice, type Slice } from './depth-reads.js';
 import {
   extrapolateRest,
   readFurther,
@@ -104,17 +104,27 @@ export interface QueueDepth {
   exact: boolean;
 }
 
+/**
+ * Head pages of the sweep partitions read already (the minute's sweep reads them for its fixes too),
+ * in shard order; one left undefined is read here.
+ */
+export interface SweepHeads {
+  lease: (Slice | undefined)[];
+  delay: (Slice | undefined)[];
+}
+
 export async function queueDepth(
   ctx: StoreContext,
   types: string[],
   limits: DepthLimits = DEPTH_LIMITS,
+  sweepHeads?: SweepHeads,
 ): Promise<QueueDepth> {
   const shards = Array.from({ length: SHARD_COUNT }, (_, s) => s);
   const unique = [...new Set(types)];
   const [perType, leased, delayed] = await Promise.all([
     Promise.all(unique.map((type) => typeDepth(ctx, type, limits))),
-    readGroup(ctx, SWEEP_INDEX, shards.map(leaseSweepPartition), limits, false),
-    readGroup(ctx, SWEEP_INDEX, shards.map(delaySweepPartition), limits, true),
+    readGroup(ctx, SWEEP_INDEX, shards.map(leaseSweepPartition), limits, false, sweepHeads?.lease),
+    readGroup(ctx, SWEEP_INDEX, shards.map(delaySweepPartition), limits, true, sweepHeads?.delay),
   ]);
   const byType = Object.fromEntries(unique.map((type, i) => [type, perType[i]!]));
   const dueTimes = perType.flatMap((t) => (t.oldestDueAt === undefined ? [] : [t.oldestDueAt]));
@@ -191,8 +201,11 @@ async function readGroup(
   partitions: string[],
   limits: DepthLimits,
   alike: boolean,
+  given: (Slice | undefined)[] = [],
 ): Promise<GroupRead> {
-  const heads = await Promise.all(partitions.map((p) => readSlice(ctx, index, p, { limit: limits.head })));
+  const heads = await Promise.all(
+    partitions.map((p, i) => given[i] ?? readSlice(ctx, index, p, { limit: limits.head })),
+  );
   const first = earliestOpen(heads.map((h) => ({ points: h.positions, next: h.next })));
   const reads = await Promise.all(
     heads.map((head, i) =>

@@ -19,7 +19,7 @@ import {
 import { writeTargetOf, type StoreContext } from './context.js';
 import { conditionalUpdate } from './conditional-write.js';
 import { readItems, readTaskItem } from './task-reads.js';
-import { sweepPage } from './sweep-page.js';
+import { sweepPage, type SweepEntry } from './sweep-page.js';
 import { parseInput, taskRefInput } from './inputs.js';
 import type { TaskItem } from './task-item.js';
 import {
@@ -51,8 +51,24 @@ export interface RecoveryReport {
 
 type Fix = 'requeued' | 'failed' | 'cancelled' | 'skipped';
 
-/** Each fix is emitted ('recover:fix') as soon as its write applied: histories time recovery by it, not by the sweep's end. */
-export async function recoverExpired(ctx: StoreContext): Promise<RecoveryReport> {
+/** A partition's first entries, read already (the minute's sweep reads each head once: minute-sweep.ts). */
+export interface SweepHeadPage {
+  entries: SweepEntry[];
+  next: Record<string, unknown> | undefined;
+}
+
+export interface SweepReuse {
+  /** By partition: what is due in them is fixed without reading them again. */
+  heads?: ReadonlyMap<string, SweepHeadPage>;
+  /** Gets the table key (`pk`) of each task whose entry this sweep moved out of its partition. */
+  left?: Set<string>;
+}
+
+/**
+ * Each fix is emitted ('recover:fix') as soon as its write applied: histories time recovery by it, not
+ * by the sweep's end.
+ */
+export async function recoverExpired(ctx: StoreContext, reuse: SweepReuse = {}): Promise<RecoveryReport> {
   const report: RecoveryReport = {
     requeued: 0,
     failed: 0,
@@ -68,7 +84,7 @@ export async function recoverExpired(ctx: StoreContext): Promise<RecoveryReport>
   const budget = batchSize * maxBatches;
   const now = ctx.clock.now();
   // Expired leases first: a dead holder's task waits on them; a due delayed task is only late.
-  const work: { partition: string; bound: number; kind: 'lease' | 'delay' }[] = [];
+  const work: SweepWork[] = [];
   for (let shard = 0; shard < SHARD_COUNT; shard++)
     work.push({
       partition: leaseSweepPartition(shard),
@@ -79,11 +95,15 @@ export async function recoverExpired(ctx: StoreContext): Promise<RecoveryReport>
     work.push({ partition: delaySweepPartition(shard), bound: now, kind: 'delay' });
   // Partitions are swept sixteen at a time (one round per kind); each takes its share of the item budget as it goes.
   const budgetBox = { left: budget };
+  const unreadHeads = new Map(reuse.heads ?? []);
   const starved: typeof work = [];
   const sweep = async (w: (typeof work)[number]) => {
     try {
-      if ((await sweepPartition(ctx, report, w.partition, w.bound, w.kind, now, budgetBox)) === 'starved')
-        starved.push(w);
+      // A head serves a partition's first page only: a starved partition goes on from where it stopped.
+      const head = unreadHeads.get(w.partition);
+      unreadHeads.delete(w.partition);
+      const swept = await sweepPartition(ctx, report, w, now, budgetBox, head, reuse.left);
+      if (swept !== 'done') starved.push({ ...w, ...swept });
     } catch (error) {
       // A failing partition (throttling, a fault) does not stop the sweep of the others; the next sweep retries it.
       report.errors.push(describe(error));
@@ -99,34 +119,68 @@ export async function recoverExpired(ctx: StoreContext): Promise<RecoveryReport>
 
 const PARALLEL_PARTITIONS = SHARD_COUNT;
 
-/** Sweeps one partition, taking what it reads from the shared item budget. */
+interface SweepWork {
+  partition: string;
+  bound: number;
+  kind: 'lease' | 'delay';
+  /** Where a starved partition goes on (the entry after which it stopped). */
+  startKey?: Record<string, unknown> | undefined;
+}
+
+/**
+ * The first page from a head read already: its due entries (sorted, so a prefix) up to `take`, and
+ * where to go on: after the last one taken when the budget cut it, at the head's end when every entry
+ * of a full head was due, nowhere when an entry not yet due was read.
+ */
+export function pageFromHead(
+  head: SweepHeadPage,
+  bound: number,
+  take: number,
+): { entries: SweepEntry[]; next: Record<string, unknown> | undefined } {
+  const due = head.entries.filter((e) => Number(e[INDEX.sweep.sort]) <= bound);
+  const entries = due.slice(0, take);
+  if (entries.length < due.length) return { entries, next: entryKey(entries.at(-1)!) };
+  return { entries, next: due.length === head.entries.length ? head.next : undefined };
+}
+
+/** An index entry's keys as a query's ExclusiveStartKey (a keys-only entry is exactly its keys). */
+const entryKey = (entry: SweepEntry): Record<string, unknown> => ({ ...entry });
+
+/** Sweeps one partition, taking what it reads from the shared item budget: 'done', or where it stopped. */
 async function sweepPartition(
   ctx: StoreContext,
   report: RecoveryReport,
-  partition: string,
-  bound: number,
-  kind: 'lease' | 'delay',
+  work: SweepWork,
   now: number,
   budget: { left: number },
-): Promise<'done' | 'starved'> {
+  head: SweepHeadPage | undefined,
+  left: Set<string> | undefined,
+): Promise<'done' | { startKey: Record<string, unknown> | undefined }> {
+  const { partition, bound, kind } = work;
   const { recoveryBatchSize: batchSize } = ctx.config;
-  let startKey: Record<string, unknown> | undefined;
+  let startKey = work.startKey;
+  let fromHead = head;
   do {
-    if (budget.left <= 0) return 'starved';
+    if (budget.left <= 0) return { startKey };
     // Reserve before reading (other partitions read at the same time), give back what was not used.
     const take = Math.min(batchSize, budget.left);
     budget.left -= take;
-    const page = await sweepPage(ctx, { partition, bound, limit: take, startKey });
+    const page = fromHead
+      ? pageFromHead(fromHead, bound, take)
+      : await sweepPage(ctx, { partition, bound, limit: take, startKey });
+    fromHead = undefined;
     if (page.entries.length > 0) report.batches++;
     budget.left += take - page.entries.length;
     startKey = page.next;
     if (kind === 'delay') {
       const results = await Promise.allSettled(page.entries.map((k) => promote(ctx, k.pk, partition, now)));
-      for (const r of results) {
+      results.forEach((r, i) => {
         if (r.status === 'rejected') report.errors.push(describe(r.reason));
-        else if (r.value) report.promoted++;
-        else report.skipped++;
-      }
+        else if (r.value) {
+          report.promoted++;
+          left?.add(page.entries[i]!.pk);
+        } else report.skipped++;
+      });
     } else if (page.entries.length > 0) {
       const items = await readItems<TaskItem>(
         ctx,
@@ -138,6 +192,7 @@ async function sweepPartition(
           const action = await fixExpired(ctx, item, now);
           report[action]++;
           if (action === 'skipped') return;
+          left?.add(taskKey(item.id).pk);
           report.fixes.push({
             taskId: item.id,
             token: item.leaseToken,

@@ -1,7 +1,7 @@
 /**
- * One page of the sweep index (keys only, eventually consistent): the entries of one partition whose
- * sort key is at or below a bound. Recovery reads `LEASE#n` pages for expired leases; the timekeeper
- * reads `DELAY#n` pages for what falls due.
+ * Pages of the sweep index (keys only, eventually consistent). Recovery reads `LEASE#n` pages for
+ * expired leases; the timekeeper reads `DELAY#n` pages for what falls due; the minute's sweep reads
+ * each partition's head once for both its fixes and its gauges.
  */
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { INDEX } from '../table-layout.js';
@@ -10,18 +10,31 @@ import type { StoreContext } from './context.js';
 /** An entry as the keys-only index returns it: the task's key and its sweep keys. */
 export type SweepEntry = { pk: string } & Record<string, unknown>;
 
+/**
+ * One partition's entries whose sort key is at or below `bound`, in sort order; without a bound, its
+ * first `limit` entries whatever their sort key (a head: recovery fixes those due among them, and the
+ * depth gauge counts them, so the minute's sweep reads each partition once).
+ */
 export async function sweepPage(
   ctx: StoreContext,
-  query: { partition: string; bound: number; limit: number; startKey?: Record<string, unknown> | undefined },
+  query: { partition: string; bound?: number; limit: number; startKey?: Record<string, unknown> | undefined },
   options: { abortSignal?: AbortSignal } = {},
 ): Promise<{ entries: SweepEntry[]; next: Record<string, unknown> | undefined }> {
   const out = await ctx.doc.send(
     new QueryCommand({
       TableName: ctx.tableName,
       IndexName: INDEX.sweep.name,
-      KeyConditionExpression: '#p = :p AND #s <= :bound',
-      ExpressionAttributeNames: { '#p': INDEX.sweep.partition, '#s': INDEX.sweep.sort },
-      ExpressionAttributeValues: { ':p': query.partition, ':bound': query.bound },
+      ...(query.bound === undefined
+        ? {
+            KeyConditionExpression: '#p = :p',
+            ExpressionAttributeNames: { '#p': INDEX.sweep.partition },
+            ExpressionAttributeValues: { ':p': query.partition },
+          }
+        : {
+            KeyConditionExpression: '#p = :p AND #s <= :bound',
+            ExpressionAttributeNames: { '#p': INDEX.sweep.partition, '#s': INDEX.sweep.sort },
+            ExpressionAttributeValues: { ':p': query.partition, ':bound': query.bound },
+          }),
       Limit: query.limit,
       ...(query.startKey ? { ExclusiveStartKey: query.startKey } : {}),
     }),

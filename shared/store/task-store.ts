@@ -12,6 +12,7 @@ import type { ClaimInput, Lease, ProgressReport, RenewInput } from './inputs.js'
 import { complete, fail, finishCancel, release, renewLeases, type RenewOutcome } from './lease-writes.js';
 import { dueDelayed, type DueTask } from './delayed-reads.js';
 import type { FailInput, LeaseStore, Sweeper, TaskCommands, TaskReads, Timekeeping } from './ports.js';
+import { sweepAndMeasure } from './minute-sweep.js';
 import { promoteTask, recoverExpired, type RecoveryReport } from './recovery.js';
 import { queueDepth, type QueueDepth } from './queue-depth.js';
 import { writeQueueSummary, type QueueSummary } from './queue-summary.js';
@@ -73,5 +74,10 @@ export class TaskStore
   /** One bounded recovery sweep: expired leases fixed, due delayed tasks promoted. */
   recover(): Promise<RecoveryReport> {
     return this.readied(recoverExpired(this.ctx));
+  }
+
+  /** The recovery Lambda's minute: recover() and then depth(), each sweep partition read once for both. */
+  sweepAndMeasure(types: string[]): Promise<{ report: RecoveryReport; depth: QueueDepth }> {
+    return this.readied(sweepAndMeasure(this.ctx, types));
   }
 }

@@ -45,6 +45,16 @@ describe('a worker invocation killed at its Lambda timeout mid-task', () => {
       .filter((l) => l.includes('"_aws"'))
       .reduce((n, l) => n + ((JSON.parse(l) as { RecoveredRequeued?: number }).RecoveredRequeued ?? 0), 0);
     expect(requeued).toBeGreaterThanOrEqual(1);
+    // The sweep that requeued it started a worker for it (recovery's kick): the second attempt starts
+    // within seconds of that sweep (a cold start included), not at the next tick or a poll's safety read.
+    const requeuing = recoveryLog
+      .split('\n')
+      .filter((l) => l.includes('"recovery sweep done"'))
+      .map((l) => JSON.parse(l) as { timestamp: string; requeued: number })
+      .find((sweep) => sweep.requeued >= 1)!;
+    const restartedAfter = Date.parse(task.startedAt) - Date.parse(requeuing.timestamp);
+    process.stdout.write(`FIGURE requeued by recovery to attempt 2 started: ${restartedAfter} ms\n`);
+    expect(restartedAfter).toBeLessThan(15_000);
     expect(statuses.some((s) => s.startsWith('FAILED'))).toBe(false);
 
     // The invocation that held attempt 1 was killed at the function's timeout (380 s), its environment with it.

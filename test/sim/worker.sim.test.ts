@@ -42,19 +42,41 @@ describe('with the default settings', () => {
     figure('enqueue-to-start, enqueued at the sim start', startDelay(done), 'ms');
   });
 
-  it('a 90-second demo.sleep finishes across ticks, and tasks enqueued while a worker runs start within a poll', async () => {
+  it('a 90-second demo.sleep finishes across ticks, and tasks enqueued while a worker runs start at once, each by its kick', async () => {
     const sleeper = await enqueue('demo.sleep', { ms: 90_000 });
     await until(sleeper.id, 'RUNNING', 150_000);
     await sleep(5_000);
 
-    const warm: number[] = [];
+    const echoes: TaskJson[] = [];
     for (let i = 0; i < 3; i++) {
       const echo = await enqueue('demo.echo', i);
-      warm.push(startDelay(await until(echo.id, 'SUCCESS', 20_000)));
+      echoes.push(await until(echo.id, 'SUCCESS', 20_000));
       await sleep(700);
     }
+    // Each echo's kick starts an invocation. The timekeeper's and the sleeper's environments are busy, so
+    // the first may need a new environment: its init phase (seconds here, with the CPU of 256 MB on a
+    // loaded host; far less on Lambda) is the environment's, not the queue's. What the queue adds is
+    // the start less that phase. The kicked invocations return as their echo ends: wait for their records.
+    await sleep(3_000);
+    const ran = fn(await simState(), 'Worker').recent;
+    const initOf = (t: TaskJson) => {
+      const at = Date.parse(t.startedAt!);
+      // The invocation its kick started: it began after the enqueue and ran the claim.
+      const by = ran.find(
+        (r) =>
+          r.startedAt >= Date.parse(t.createdAt) - 50 &&
+          r.startedAt <= at &&
+          at <= r.startedAt + r.durationMs + 50,
+      );
+      return by?.initDurationMs ?? 0;
+    };
+    const warm = echoes.map((t) => Math.round(startDelay(t) - initOf(t)));
     expect(Math.max(...warm)).toBeLessThan(3_000);
-    figure('enqueue-to-start, warm worker (ms, each)', Math.max(...warm), `ms (all: ${warm.join(', ')})`);
+    figure(
+      "enqueue-to-start, worker running (ms, each, less a new environment's init)",
+      Math.max(...warm),
+      `ms (all: ${warm.join(', ')}; raw: ${echoes.map(startDelay).join(', ')})`,
+    );
 
     // Progress is stored by the lease renewals, the first one up to a heartbeat interval (10 s by
     // default) after the claim: wait for it within that and a margin, not at a fixed moment (the warm

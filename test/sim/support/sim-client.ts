@@ -66,6 +66,8 @@ export interface SimState {
         startedAt: number;
         durationMs: number;
         coldStart: boolean;
+        /** A cold start's init phase (the REPORT line's Init Duration). */
+        initDurationMs?: number;
         errorType?: string;
         environment: string;
       }[];
