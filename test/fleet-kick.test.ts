@@ -181,18 +181,24 @@ describe('EnqueueKicker on a real TaskStore (emulator)', () => {
   });
 });
 
+/** A store on the emulator, a fleet of two seats on its table, and a kicker that reads them, listening. */
+async function kickFleetWorld(seed: number) {
+  const t = await createTestStore(server.endpoint);
+  const seats = new FleetSeats({
+    target: writeTargetOf(t.store.ctx),
+    clock: t.clock,
+    random: seededRandom(seed),
+    cap: 2,
+  });
+  const invoker = new FakeInvoker();
+  const kicker = new EnqueueKicker(invoker, t.clock, INTERVAL, KICK_HORIZON_MS, seats);
+  kicker.listen(t.store.events);
+  return { t, seats, invoker, kicker };
+}
+
 describe('EnqueueKicker reading the fleet (emulator)', () => {
   it('starts no timekeeper while one keeps time, one when none does; a due task is kicked for without a read, at the cap too', async () => {
-    const t = await createTestStore(server.endpoint);
-    const seats = new FleetSeats({
-      target: writeTargetOf(t.store.ctx),
-      clock: t.clock,
-      random: seededRandom(3),
-      cap: 2,
-    });
-    const invoker = new FakeInvoker();
-    const kicker = new EnqueueKicker(invoker, t.clock, INTERVAL, KICK_HORIZON_MS, seats);
-    kicker.listen(t.store.events);
+    const { t, seats, invoker, kicker } = await kickFleetWorld(3);
     const enqueue = async (delayMs?: number) => {
       t.clock.advance(INTERVAL);
       await t.store.enqueue({ type: 'mail', owner: 'o', payload: {}, ...(delayMs ? { delayMs } : {}) });
@@ -220,16 +226,7 @@ describe('EnqueueKicker reading the fleet (emulator)', () => {
 
 describe('EnqueueKicker for a burst at the cap (emulator)', () => {
   it('a kick for several tasks at the cap rings a held seat instead of starting an invocation; with room it starts one', async () => {
-    const t = await createTestStore(server.endpoint);
-    const seats = new FleetSeats({
-      target: writeTargetOf(t.store.ctx),
-      clock: t.clock,
-      random: seededRandom(5),
-      cap: 2,
-    });
-    const invoker = new FakeInvoker();
-    const kicker = new EnqueueKicker(invoker, t.clock, INTERVAL, KICK_HORIZON_MS, seats);
-    kicker.listen(t.store.events);
+    const { t, seats, invoker, kicker } = await kickFleetWorld(5);
     const burst = async () => {
       for (let i = 0; i < 3; i++) await t.store.enqueue({ type: 'mail', owner: 'o', payload: { i } });
       await kicker.settled(5_000);
