@@ -45,7 +45,14 @@ export interface LeaseEventMap {
    * A write may have put a task in the ready index: claimers sharing this stream (or a child of it)
    * look at every partition again at once.
    */
-  'task:readied': { taskId?: string };
+  'task:readied': {
+    taskId?: string;
+    /**
+     * Set when the write put the task in the ready index at the default priority (a promotion): a
+     * claimer in this process may take it by this key (one conditional write) without reading the index.
+     */
+    byKey?: { type: string; readySk: string };
+  };
   /** A new task was written (not an idempotent repeat): the kick on enqueue starts a worker for it. */
   'task:enqueued': {
     taskId: string;

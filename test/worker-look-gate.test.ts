@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import * as z from 'zod';
 import { defineTask } from '../shared/tasks/define.js';
-import { shardForId } from '../shared/table-layout.js';
+import { INDEX, lanePartition, shardForId } from '../shared/table-layout.js';
 import type { Candidate } from '../shared/store/claim-state.js';
 import { createWorkerWorld, LOAD_TOLERANT_LEASES, sleep } from './support/worker-world.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
@@ -76,7 +76,7 @@ describe('a worker with a look gate (emulator)', () => {
     const running = w
       .worker('polling', { store: w.store })
       .run({ lookGate: { shouldRead }, idleStopMs: Number.POSITIVE_INFINITY, stop: stop.signal });
-    await sleep(200);
+    for (let i = 0; i < 100 && shouldRead.mock.calls.length === 0; i++) await sleep(20);
     expect(queries(w.meter.sent)).toBeGreaterThan(0); // the first round read
     expect(shouldRead).toHaveBeenCalled();
     w.meter.reset();
@@ -114,5 +114,76 @@ describe('a worker with a look gate (emulator)', () => {
     stop.abort();
     expect((await running).claimed).toBe(1);
     expect((await w.store.get({ id: id! })).status).toBe('SUCCESS');
+  });
+
+  it('a task promoted in this process (the timekeeper) is taken by key by one of its workers, with no read; another priority is read for', async () => {
+    const { w } = await gateWorld();
+    const shouldRead = vi.fn(async () => false);
+    const polling = (ids: string[]) => {
+      const stop = new AbortController();
+      const runs = ids.map((id) =>
+        w
+          .worker(id, { store: w.store })
+          .run({ lookGate: { shouldRead }, idleStopMs: Number.POSITIVE_INFINITY, stop: stop.signal }),
+      );
+      return async () => {
+        stop.abort();
+        return Promise.all(runs);
+      };
+    };
+    const finished = async (id: string) => {
+      for (let i = 0; i < 60 && (await w.store.get({ id })).status !== 'SUCCESS'; i++) await sleep(50);
+      return (await w.store.get({ id })).status;
+    };
+    // The ready index's partitions each query read: a type's lane (above the default priority, read
+    // before any claim) or one of its shards.
+    const read: string[] = [];
+    w.client.middlewareStack.add(
+      (next, context) => async (args) => {
+        const input = args.input as {
+          IndexName?: string;
+          ExpressionAttributeValues?: Record<string, unknown>;
+        };
+        if (context.commandName === 'QueryCommand' && input.IndexName === INDEX.ready.name)
+          read.push(String(input.ExpressionAttributeValues?.[':p']));
+        return next(args);
+      },
+      { step: 'initialize' },
+    );
+    // Enqueued delayed by another process: nothing reaches these workers until the promotion.
+    const delayed = async (priority?: number) =>
+      (
+        await w
+          .peer()
+          .enqueue({
+            type: 'nap',
+            owner: 'o',
+            payload: { ms: 0 },
+            delayMs: 300,
+            ...(priority ? { priority } : {}),
+          })
+      ).task.id;
+    const id = await delayed();
+    const urgent = await delayed(5);
+    const stopTwo = polling(['polling-a', 'polling-b']);
+    await sleep(500); // both due; the first rounds have read
+    read.length = 0;
+    expect(await w.store.promote({ id })).toBe(true);
+    expect(await finished(id)).toBe('SUCCESS');
+    // One write took it: no shard read (the lane only, for the claim order), and no race lost between
+    // the two workers of this process.
+    expect(read).toEqual([lanePartition('nap')]);
+    const two = await stopTwo();
+    expect(two.map((r) => r.claimed).sort()).toEqual([0, 1]);
+    expect(two.map((r) => r.lostRaces)).toEqual([0, 0]);
+
+    // Another priority is not handed over (claim order): the worker reads the partitions for it.
+    const stopOne = polling(['polling-c']);
+    await sleep(300);
+    read.length = 0;
+    expect(await w.store.promote({ id: urgent })).toBe(true);
+    expect(await finished(urgent)).toBe('SUCCESS');
+    expect(read.filter((p) => p !== lanePartition('nap')).length).toBeGreaterThan(0);
+    expect((await stopOne())[0]!.claimed).toBe(1);
   });
 });

@@ -263,10 +263,24 @@ async function fixExpired(ctx: StoreContext, item: TaskItem, now: number): Promi
   return fix;
 }
 
-/** Promotes one delayed task by id if it is due (the worker that scheduled a retry calls this when the backoff ends). */
-export async function promoteTask(ctx: StoreContext, rawInput: { id: string }): Promise<boolean> {
+/**
+ * Promotes one delayed task by id if it is due (the timekeeper, and the worker that scheduled a retry
+ * when the backoff ends): the task's type and ready key when it applied, else undefined.
+ */
+export async function promoteTask(
+  ctx: StoreContext,
+  rawInput: { id: string },
+): Promise<{ type: string; readySk: string } | undefined> {
   const { id } = parseInput(taskRefInput, 'promote', rawInput);
-  return promote(ctx, taskKey(id).pk, delaySweepPartition(shardForId(id)), ctx.clock.now());
+  const written = await promoteWrite(
+    ctx,
+    taskKey(id).pk,
+    delaySweepPartition(shardForId(id)),
+    ctx.clock.now(),
+  );
+  if (!written.applied) return undefined;
+  const item = written.item as Partial<TaskItem> & Record<string, unknown>;
+  return { type: String(item.type), readySk: String(item[INDEX.ready.sort]) };
 }
 
 /** What a delayed task has in the indexes, as far as pricing its promotion goes (its entry moves from the sweep to the ready index). */
@@ -279,12 +293,14 @@ const DELAYED_INDEX_KEYS = {
 
 /** Moves a due delayed task into the ready index, copying its precomputed ready keys inside DynamoDB (no read). */
 async function promote(ctx: StoreContext, pk: string, partition: string, now: number): Promise<boolean> {
-  return (
-    await conditionalUpdate(
-      writeTargetOf(ctx, 'request'),
-      { [KEY.partition]: pk, [KEY.sort]: 'TASK' },
-      // Without a read, priced from the index keys it moves (an item under 1 KB: 1 unit).
-      asUpdate(recordingCost(promoted(partition, now), DELAYED_INDEX_KEYS, undefined, false)),
-    )
-  ).applied;
+  return (await promoteWrite(ctx, pk, partition, now)).applied;
+}
+
+function promoteWrite(ctx: StoreContext, pk: string, partition: string, now: number) {
+  return conditionalUpdate<Record<string, unknown>>(
+    writeTargetOf(ctx, 'request'),
+    { [KEY.partition]: pk, [KEY.sort]: 'TASK' },
+    // Without a read, priced from the index keys it moves (an item under 1 KB: 1 unit).
+    asUpdate(recordingCost(promoted(partition, now), DELAYED_INDEX_KEYS, undefined, false)),
+  );
 }

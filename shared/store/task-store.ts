@@ -6,6 +6,7 @@
  * stats) is TaskRequests (task-requests.ts), which processes without workers build alone.
  */
 import type { Task } from '../task-model.js';
+import { DEFAULT_PRIORITY, priorityOfReadySortKey } from '../table-layout.js';
 import { claim, type ClaimResult } from './claim.js';
 import { ClaimState } from './claim-state.js';
 import type { ClaimInput, Lease, ProgressReport, RenewInput } from './inputs.js';
@@ -52,8 +53,21 @@ export class TaskStore
     return finishCancel(this.ctx, input);
   }
 
-  promote(input: { id: string }): Promise<boolean> {
-    return this.readied(promoteTask(this.ctx, input));
+  async promote(input: { id: string }): Promise<boolean> {
+    let byKey: { type: string; readySk: string } | undefined;
+    try {
+      byKey = await promoteTask(this.ctx, input);
+      return byKey !== undefined;
+    } finally {
+      // At the default priority a claimer in this process takes it by key, with no read of the index
+      // (which may not show it yet); else claimers look at every partition again, as for any readied task.
+      this.ctx.events.emit(
+        'task:readied',
+        byKey && priorityOfReadySortKey(byKey.readySk) === DEFAULT_PRIORITY
+          ? { taskId: input.id, byKey }
+          : {},
+      );
+    }
   }
 
   /** Delayed tasks (and retries after backoff) due at or before `before`: the timekeeper's read. */

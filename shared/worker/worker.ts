@@ -298,10 +298,25 @@ export class Worker {
           : { flushIntervalMs: this.options.metricsFlushIntervalMs }),
       }),
       // A write in this process readied a task, or this worker put one back: look at every partition
-      // again at once.
-      this.processEvents.on('task:readied', ({ taskId }) => {
-        if (taskId !== undefined && offeredIds.delete(taskId)) wakeUp();
-        else lookAgain();
+      // again at once. A promotion names its ready key: one worker serving its type, with room, takes
+      // it by key (one write, no read of the index, which may not show it yet); the others leave it.
+      this.processEvents.on('task:readied', (readied) => {
+        const { taskId, byKey } = readied;
+        if (taskId !== undefined && offeredIds.delete(taskId)) return wakeUp();
+        if (taskId !== undefined && byKey !== undefined) {
+          if (hintsTaken.has(readied) || !this.types.includes(byKey.type)) return;
+          if (this.active.size < this.options.config.workerConcurrency) {
+            hintsTaken.add(readied);
+            this.claimMemory.offerReady({
+              id: taskId,
+              type: byKey.type,
+              shard: shardForId(taskId),
+              readySk: byKey.readySk,
+            });
+            return wakeUp();
+          }
+        }
+        lookAgain();
       }),
       // A task enqueued in this process: one worker serving its type takes it by key in its next round,
       // or between the reads of the round under way (before the readied wake-up); or, without its key
