@@ -15,7 +15,7 @@ import { Worker } from '../shared/worker/worker.js';
 import { FleetSeats } from '../shared/fleet/fleet-seats.js';
 import { FleetScaler } from '../shared/fleet/fleet-scaler.js';
 import { runFleetInvocation } from '../shared/fleet/fleet-invocation.js';
-import { kickHorizonMs, SCHEDULED_TICK_INTERVAL_MS } from '../shared/fleet/fleet-rules.js';
+import { kickHorizonMs } from '../shared/fleet/fleet-rules.js';
 import {
   LambdaWorkerInvoker,
   SCHEDULED_TICK_SOURCE,
@@ -27,6 +27,7 @@ import { Timekeeper } from '../shared/fleet/timekeeper.js';
 import { workerStartEvent } from '../shared/fleet/worker-start-event.js';
 import { writeTargetOf } from '../shared/store/context.js';
 import { ChainInvoker } from '../shared/fleet/chain-invoker.js';
+import { TUNING } from '../shared/tuning.js';
 
 const app = createTaskRuntime(loadConfig(process.env), taskDefinitions);
 const logger = new Logger({ serviceName: 'leasehold-worker' });
@@ -99,7 +100,7 @@ export const handler = async (
             idleCheck: async () =>
               planIdleTick(await readQueueSummary(app.store.ctx), app.clock.now(), {
                 recoveryIntervalMs: app.config.recoveryIntervalMs,
-                tickIntervalMs: SCHEDULED_TICK_INTERVAL_MS,
+                tickIntervalMs: TUNING.fleet.scheduledTickIntervalMs,
               }),
           }
         : {}),

@@ -1,17 +1,13 @@
 /**
  * The fleet's own bound on its chains of invocations (the worker allows Lambda's recursive loops):
- * every self-start carries its generation; past CHAIN_GENERATION_BOUND a start is sent only into a
+ * every self-start carries its generation; past TUNING.fleet.chainGenerationBound a start is sent only into a
  * seat reserved for it, so a chain refilling a backlog for hours never runs more invocations than the
  * seats, and a hand-over deep in a chain starts its successor into seat 0.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ChainInvoker } from '../shared/fleet/chain-invoker.js';
 import { runFleetInvocation } from '../shared/fleet/fleet-invocation.js';
-import {
-  CHAIN_GENERATION_BOUND,
-  chainStartAllowed,
-  explainedInvocationsPerMinute,
-} from '../shared/fleet/fleet-rules.js';
+import { chainStartAllowed, explainedInvocationsPerMinute } from '../shared/fleet/fleet-rules.js';
 import { FleetScaler } from '../shared/fleet/fleet-scaler.js';
 import { FleetSeats } from '../shared/fleet/fleet-seats.js';
 import { workerStartEvent } from '../shared/fleet/worker-start-event.js';
@@ -19,6 +15,7 @@ import { writeTargetOf } from '../shared/store/context.js';
 import { fakeTimekeeper, FakeInvoker, runSummary, seededRandom } from './support/fleet-fakes.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { createTestStore } from './support/test-store.js';
+import { TUNING } from '../shared/tuning.js';
 
 let server: TestDynamo;
 beforeAll(async () => {
@@ -44,8 +41,9 @@ async function chainWorld(cap = 2) {
 
 describe('chain rules (pure)', () => {
   it('within the bound any start is allowed; past it only one with a reserved seat', () => {
-    for (let g = 0; g <= CHAIN_GENERATION_BOUND; g++) expect(chainStartAllowed(g, false)).toBe(true);
-    for (const g of [CHAIN_GENERATION_BOUND + 1, 100, 100_000]) {
+    for (let g = 0; g <= TUNING.fleet.chainGenerationBound; g++)
+      expect(chainStartAllowed(g, false)).toBe(true);
+    for (const g of [TUNING.fleet.chainGenerationBound + 1, 100, 100_000]) {
       expect(chainStartAllowed(g, false)).toBe(false);
       expect(chainStartAllowed(g, true)).toBe(true);
     }
@@ -80,10 +78,10 @@ describe('ChainInvoker (seats on the emulator, recording invoker)', () => {
 
   it('past the bound a hand-over reserves seat 0 for its successor, which adopts it and keeps time', async () => {
     const w = await chainWorld();
-    w.chain.enter(CHAIN_GENERATION_BOUND);
+    w.chain.enter(TUNING.fleet.chainGenerationBound);
     expect(await w.chain.start('leasehold.due', { keepTime: true })).toBe(true);
     const sent = w.lambda.hints[0]!;
-    expect(sent).toMatchObject({ keepTime: true, generation: CHAIN_GENERATION_BOUND + 1 });
+    expect(sent).toMatchObject({ keepTime: true, generation: TUNING.fleet.chainGenerationBound + 1 });
     expect(sent.seat).toMatchObject({ index: 0 });
     expect(await w.seats.running()).toBe(1);
     // Nobody else can take seat 0 meanwhile; the successor adopts it.
@@ -112,14 +110,14 @@ describe('ChainInvoker (seats on the emulator, recording invoker)', () => {
     const w = await chainWorld(2);
     await w.seats.take('a', w.t.clock.now() + 60_000);
     const b = await w.seats.take('b', w.t.clock.now() + 60_000);
-    w.chain.enter(CHAIN_GENERATION_BOUND + 40);
+    w.chain.enter(TUNING.fleet.chainGenerationBound + 40);
     expect(await w.chain.start('leasehold.due', { keepTime: true })).toBe(false);
     expect(await w.chain.start('leasehold.scale')).toBe(false);
     expect(w.lambda.calls).toEqual([]);
     expect(w.chain.counts).toEqual({ sent: 0, refused: 2 });
     const seat = { index: b!.index, holder: b!.holder, token: b!.token };
     expect(await w.chain.start('leasehold.scale', { seat })).toBe(true);
-    expect(w.lambda.hints).toEqual([{ seat, generation: CHAIN_GENERATION_BOUND + 41 }]);
+    expect(w.lambda.hints).toEqual([{ seat, generation: TUNING.fleet.chainGenerationBound + 41 }]);
   });
 
   it('past the bound, an Invoke that fails gives the seat it reserved back at once', async () => {
@@ -129,7 +127,7 @@ describe('ChainInvoker (seats on the emulator, recording invoker)', () => {
       seats: w.seats,
       logger: w.log,
     });
-    failing.enter(CHAIN_GENERATION_BOUND + 1);
+    failing.enter(TUNING.fleet.chainGenerationBound + 1);
     expect(await failing.start('leasehold.scale')).toBe(false);
     expect(await w.seats.running()).toBe(0);
   });
@@ -166,7 +164,9 @@ describe('ChainInvoker (seats on the emulator, recording invoker)', () => {
         expect(await w.seats.running()).toBe(cap);
       }
       // The chains went far past Lambda's ~16 hops, and none was refused or dropped.
-      expect(Math.max(...running.map((r) => r.generation))).toBeGreaterThan(3 * CHAIN_GENERATION_BOUND);
+      expect(Math.max(...running.map((r) => r.generation))).toBeGreaterThan(
+        3 * TUNING.fleet.chainGenerationBound,
+      );
       expect(w.chain.counts).toEqual({ sent: 120, refused: 0 });
     },
   );

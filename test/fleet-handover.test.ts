@@ -5,11 +5,10 @@
  * event, read leniently.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { LAST_LOOK_DELAY_MS, runFleetInvocation } from '../shared/fleet/fleet-invocation.js';
+import { runFleetInvocation } from '../shared/fleet/fleet-invocation.js';
 import { FleetSeats } from '../shared/fleet/fleet-seats.js';
 import { workerStartEvent } from '../shared/fleet/worker-start-event.js';
 import {
-  MAX_OFFERS_PER_KICK,
   type InvocationSource,
   type LookFirst,
   type StartHints,
@@ -20,6 +19,7 @@ import type { RunOptions, RunSummary } from '../shared/worker/worker.js';
 import { fakeTimekeeper, runSummary, seededRandom } from './support/fleet-fakes.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { createTestStore } from './support/test-store.js';
+import { TUNING } from '../shared/tuning.js';
 
 let server: TestDynamo;
 beforeAll(async () => {
@@ -126,7 +126,7 @@ describe('runFleetInvocation hand-over (seats on the emulator, fake worker, invo
     });
     expect(result).toMatchObject({ seat: 0, timekeeper: true, handedOver: true });
     // The look waited the index's lag with seat 0 already free, then read.
-    expect(w.pauses).toEqual([{ ms: LAST_LOOK_DELAY_MS, seatsHeld: 0 }]);
+    expect(w.pauses).toEqual([{ ms: TUNING.timekeeper.lastLookDelayMs, seatsHeld: 0 }]);
     expect(w.timekeepers[0]!.dueAfterRelease).toHaveBeenCalledTimes(1);
     expect(w.starts).toEqual([{ source: 'leasehold.due', seatsHeld: 0 }]);
   });
@@ -320,7 +320,7 @@ describe('workerStartEvent (lenient parse of the worker function event)', () => 
     expect(workerStartEvent({ source: 'leasehold.kick', offers: [{ ...offer, shard: 16 }] }).hints).toEqual(
       {},
     );
-    const tooMany = Array.from({ length: MAX_OFFERS_PER_KICK + 1 }, () => offer);
+    const tooMany = Array.from({ length: TUNING.kick.maxOffers + 1 }, () => offer);
     expect(workerStartEvent({ source: 'leasehold.kick', offers: tooMany, readAll: 'yes' }).hints).toEqual({});
   });
 

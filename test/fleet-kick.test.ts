@@ -7,15 +7,15 @@ import { LeaseEvents } from '../shared/events.js';
 import { EnqueueKicker } from '../shared/fleet/enqueue-kicker.js';
 import { kickHorizonMs } from '../shared/fleet/fleet-rules.js';
 import { runFleetInvocation, type FleetInvocationDeps } from '../shared/fleet/fleet-invocation.js';
-import { FleetScaler, SCALE_INTERVAL_MS } from '../shared/fleet/fleet-scaler.js';
-import { FleetSeats, RESERVATION_MS, type SeatLease } from '../shared/fleet/fleet-seats.js';
-import { MAX_OFFERS_PER_KICK } from '../shared/fleet/worker-invoker.js';
+import { FleetScaler } from '../shared/fleet/fleet-scaler.js';
+import { FleetSeats, type SeatLease } from '../shared/fleet/fleet-seats.js';
 import { writeTargetOf } from '../shared/store/context.js';
 import type { RunOptions, RunSummary } from '../shared/worker/worker.js';
 import { deferred, FakeInvoker, flush, seededRandom } from './support/fleet-fakes.js';
 import { ManualClock } from './support/manual-clock.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { createTestStore } from './support/test-store.js';
+import { TUNING } from '../shared/tuning.js';
 
 const INTERVAL = 250;
 /** The horizon with the default recovery interval (a minute). */
@@ -70,9 +70,9 @@ describe('EnqueueKicker (fake invoker, manual clock)', () => {
     await vi.advanceTimersByTimeAsync(1);
     expect(k.invoker.calls).toEqual(['leasehold.kick', 'leasehold.kick']);
     const second = k.invoker.hints[1]!;
-    // The first MAX_OFFERS_PER_KICK by key, in order; the invocation reads for the others.
+    // The first TUNING.kick.maxOffers by key, in order; the invocation reads for the others.
     expect(second.offers?.map((o) => o.taskId)).toEqual(
-      Array.from({ length: MAX_OFFERS_PER_KICK }, (_, i) => `t-${i + 1}`),
+      Array.from({ length: TUNING.kick.maxOffers }, (_, i) => `t-${i + 1}`),
     );
     expect(second).toMatchObject({ readAll: true, lookFirst: { type: 'demo.echo' } });
     // Nothing is left: no third kick.
@@ -271,7 +271,7 @@ describe('FleetScaler (seats on the emulator, fake invoker)', () => {
     const s = await scalerWorld();
     await s.hold(1);
     s.scaler.saturated();
-    s.t.clock.advance(SCALE_INTERVAL_MS - 1);
+    s.t.clock.advance(TUNING.fleet.scaleIntervalMs - 1);
     s.scaler.saturated();
     await s.scaler.settled();
     expect(s.invoker.calls).toEqual(['leasehold.scale']);
@@ -313,7 +313,7 @@ describe('FleetScaler (seats on the emulator, fake invoker)', () => {
     expect(s.invoker.calls).toEqual([]);
     expect(s.scaler.started).toBe(0);
     // One of the starting invocations failed to start: its reservation runs out, and the seat is free again.
-    s.t.clock.advance(RESERVATION_MS + 1);
+    s.t.clock.advance(TUNING.fleet.reservationMs + 1);
     await s.seats.adopt(others[0]!, 'env-late/req-1', s.t.clock.now() + 600_000); // the other did start
     s.scaler.saturated();
     await s.scaler.settled();
@@ -486,7 +486,7 @@ describe('runFleetInvocation (seats on the emulator, fake worker)', () => {
     expect(during.get(reserved.index)).toMatchObject({ holder: 'env-5/req-1', token: reserved.token + 1 });
     // Started too late: the reservation ran out and another invocation holds that seat now.
     const late = (await w.seats.reserve())!;
-    w.t.clock.advance(RESERVATION_MS + 1);
+    w.t.clock.advance(TUNING.fleet.reservationMs + 1);
     const thief = await w.seats.take('thief', w.t.clock.now() + 600_000);
     expect(thief?.index).toBe(late.index);
     const second = await runFleetInvocation(w.deps({ run }), 'env-6/req-1', () => 60_000, { seat: late });

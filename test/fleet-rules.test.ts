@@ -9,10 +9,10 @@ import {
   seatFree,
   seatsToTry,
   seatUntil,
-  TIMEKEEPER_SEAT,
   type Seat,
 } from '../shared/fleet/fleet-rules.js';
 import { seededRandom } from './support/fleet-fakes.js';
+import { TUNING } from '../shared/tuning.js';
 
 const T0 = 1_800_000_000_000;
 
@@ -49,7 +49,7 @@ describe('fleet rules (pure, fixed clock)', () => {
   it('tries the timekeeper seat first when it is free, then the other free seats, below the cap only', () => {
     const random = seededRandom(7);
     const first = seatsToTry(new Map(), 5, T0, random);
-    expect(first[0]).toBe(TIMEKEEPER_SEAT);
+    expect(first[0]).toBe(TUNING.fleet.timekeeperSeat);
     expect([...first].sort()).toEqual([0, 1, 2, 3, 4]);
 
     const some = seatsToTry(seatMap(held(1), released(2), held(3, T0 - 1), held(7)), 5, T0, random);
@@ -108,7 +108,8 @@ describe('fleet rules (pure, fixed clock)', () => {
           }
           const free = Array.from({ length: cap }, (_, i) => i).filter((i) => seatFree(map.get(i), T0));
           expect([...tried].sort((a, b) => a - b)).toEqual(free);
-          if (cap > 0 && seatFree(map.get(TIMEKEEPER_SEAT), T0)) expect(tried[0]).toBe(TIMEKEEPER_SEAT);
+          if (cap > 0 && seatFree(map.get(TUNING.fleet.timekeeperSeat), T0))
+            expect(tried[0]).toBe(TUNING.fleet.timekeeperSeat);
         },
       ),
       { numRuns: 500 },

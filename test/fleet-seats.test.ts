@@ -4,12 +4,12 @@
  */
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FleetSeats, RESERVATION_MS, type SeatLease } from '../shared/fleet/fleet-seats.js';
-import { TIMEKEEPER_SEAT } from '../shared/fleet/fleet-rules.js';
+import { FleetSeats, type SeatLease } from '../shared/fleet/fleet-seats.js';
 import { writeTargetOf } from '../shared/store/context.js';
 import { seededRandom } from './support/fleet-fakes.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { createTestStore, type TestStore } from './support/test-store.js';
+import { TUNING } from '../shared/tuning.js';
 
 let server: TestDynamo;
 
@@ -97,7 +97,9 @@ describe('fleet seats (emulator)', () => {
     );
     expect(reserved.map((l) => l.index).sort()).toEqual([1, 2, 3, 4]);
     expect(
-      reserved.every((l) => l.holder.startsWith('starting/') && l.until === t.clock.now() + RESERVATION_MS),
+      reserved.every(
+        (l) => l.holder.startsWith('starting/') && l.until === t.clock.now() + TUNING.fleet.reservationMs,
+      ),
     ).toBe(true);
     expect(heldNow(await rawSeats(t), t.clock.now())).toHaveLength(5);
     // Each started invocation takes its own seat over; a second adoption of the same reservation is refused.
@@ -115,7 +117,7 @@ describe('fleet seats (emulator)', () => {
     await seats().release(held.find((l) => l!.index === 0)!);
     await seats().release(held.find((l) => l!.index === 2)!);
     expect((await seats().reserve())?.index).toBe(2);
-    expect((await seats().reserve())?.index).toBe(TIMEKEEPER_SEAT);
+    expect((await seats().reserve())?.index).toBe(TUNING.fleet.timekeeperSeat);
     expect(await seats().reserve()).toBeUndefined();
     // A hand-over reserves seat 0 only, and only while it is free.
     expect(await seats().reserveTimekeeper()).toBeUndefined();
@@ -135,10 +137,10 @@ describe('fleet seats (emulator)', () => {
   it('the first take in an empty fleet gets the timekeeper seat 0', async () => {
     const { t, seats } = await fleet(8);
     const lease = await seats().take('first', t.clock.now() + 60_000);
-    expect(lease).toMatchObject({ index: TIMEKEEPER_SEAT, holder: 'first', token: 1 });
+    expect(lease).toMatchObject({ index: TUNING.fleet.timekeeperSeat, holder: 'first', token: 1 });
     // Later takes never get seat 0 while it is held.
     const second = await seats().take('second', t.clock.now() + 60_000);
-    expect(second?.index).not.toBe(TIMEKEEPER_SEAT);
+    expect(second?.index).not.toBe(TUNING.fleet.timekeeperSeat);
   });
 
   it('an expired seat (until <= now) is taken again; before that it is refused', async () => {

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { kickHorizonMs } from '../shared/fleet/fleet-rules.js';
 import { runFleetInvocation } from '../shared/fleet/fleet-invocation.js';
 import { FleetSeats } from '../shared/fleet/fleet-seats.js';
-import { KICKED_WORK_GRACE_MS, planIdleTick } from '../shared/fleet/idle-tick.js';
+import { planIdleTick } from '../shared/fleet/idle-tick.js';
 import { writeTargetOf } from '../shared/store/context.js';
 import { readQueueSummary, writeQueueSummary, type QueueSummary } from '../shared/store/queue-summary.js';
 import type { RunSummary } from '../shared/worker/worker.js';
@@ -18,6 +18,7 @@ import { runRecoverySweep } from '../shared/recovery/recovery-sweep.js';
 import { silentLogger } from './support/worker-world.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { createTestStore } from './support/test-store.js';
+import { TUNING } from '../shared/tuning.js';
 
 let server: TestDynamo;
 beforeAll(async () => {
@@ -54,8 +55,8 @@ describe('planIdleTick (pure, fixed clock)', () => {
       types: [{ type: 'email.send', ready: 1, oldestDueAt, estimated: false }],
     });
     // Work its kick is still taking (younger than the grace when recovery read it) is left to the kick.
-    expect(planIdleTick(waiting(quiet.writtenAt - KICKED_WORK_GRACE_MS + 1), NOW, RULES).run).toBe(false);
-    expect(planIdleTick(waiting(quiet.writtenAt - KICKED_WORK_GRACE_MS), NOW, RULES).because).toBe(
+    expect(planIdleTick(waiting(quiet.writtenAt - TUNING.kick.workGraceMs + 1), NOW, RULES).run).toBe(false);
+    expect(planIdleTick(waiting(quiet.writtenAt - TUNING.kick.workGraceMs), NOW, RULES).because).toBe(
       'ready-work',
     );
     expect(planIdleTick({ ...quiet, nextDueAt: NOW + 60_000 }, NOW, RULES)).toEqual({

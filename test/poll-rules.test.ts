@@ -1,11 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import {
-  EXPECTED_WORK_POLL_MS,
-  EXPECTED_WORK_WINDOW_MS,
-  expectingWork,
-  idlePollWait,
-  pollWait,
-} from '../shared/worker/poll-rules.js';
+import { expectingWork, idlePollWait, pollWait } from '../shared/worker/poll-rules.js';
+import { TUNING } from '../shared/tuning.js';
 
 const AT = 1_000_000;
 
@@ -22,11 +17,11 @@ describe('poll rules', () => {
   });
 
   it('within the window after it: look often; after the window: back to the poll, and free to stop', () => {
-    expect(pollWait(1_000, AT, AT)).toBe(EXPECTED_WORK_POLL_MS);
+    expect(pollWait(1_000, AT, AT)).toBe(TUNING.poll.expectedWorkPollMs);
     expect(pollWait(20, AT, AT + 10)).toBe(20);
-    expect(expectingWork(AT, AT + EXPECTED_WORK_WINDOW_MS - 1)).toBe(true);
-    expect(expectingWork(AT, AT + EXPECTED_WORK_WINDOW_MS)).toBe(false);
-    expect(pollWait(1_000, AT, AT + EXPECTED_WORK_WINDOW_MS)).toBe(1_000);
+    expect(expectingWork(AT, AT + TUNING.poll.expectedWorkWindowMs - 1)).toBe(true);
+    expect(expectingWork(AT, AT + TUNING.poll.expectedWorkWindowMs)).toBe(false);
+    expect(pollWait(1_000, AT, AT + TUNING.poll.expectedWorkWindowMs)).toBe(1_000);
   });
 
   it('idle polls back off: doubling after the first empty round, up to 8 intervals and a second, never below the interval', () => {

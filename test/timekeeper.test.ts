@@ -6,15 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { systemClock } from '../shared/clock.js';
-import {
-  BURST_GRACE_MS,
-  BURST_MIN_TASKS,
-  INDEX_LAG_MS,
-  MIN_REFRESH_MS,
-  PREWARM_LEAD_MS,
-  Timekeeper,
-  type TimekeeperDeps,
-} from '../shared/fleet/timekeeper.js';
+import { Timekeeper, type TimekeeperDeps } from '../shared/fleet/timekeeper.js';
 import { kickHorizonMs } from '../shared/fleet/fleet-rules.js';
 
 /** The horizon with the default recovery interval (a minute). */
@@ -28,6 +20,7 @@ import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { createTestStore } from './support/test-store.js';
 import { seedEnqueued } from './support/timekeeper-seed.js';
 import { FakeTimekeepingStore } from './support/timekeeper-store.js';
+import { TUNING } from '../shared/tuning.js';
 
 /** How late past its due time a promotion may land on fake timers (the timer aims 2 ms past it). */
 const LATE_MS = 5;
@@ -47,7 +40,7 @@ describe('Timekeeper (in-memory store, fake timers)', () => {
       clock,
       timers,
       logger,
-      refreshMs: options.refreshMs ?? MIN_REFRESH_MS,
+      refreshMs: options.refreshMs ?? TUNING.timekeeper.minRefreshMs,
       horizonMs: options.horizonMs ?? KICK_HORIZON_MS,
       ...(options.onBurstAhead ? { onBurstAhead: options.onBurstAhead } : {}),
       ...(options.offerDue ? { offerDue: options.offerDue } : {}),
@@ -100,7 +93,7 @@ describe('Timekeeper (in-memory store, fake timers)', () => {
     await advance(400);
     k.store.delay('late', START + 3_000);
     expect(k.timekeeper.nextDueAt).toBeUndefined(); // not read yet
-    await advance(MIN_REFRESH_MS - 400);
+    await advance(TUNING.timekeeper.minRefreshMs - 400);
     expect(k.store.reads).toHaveLength(2);
     expect(k.timekeeper.nextDueAt).toBe(START + 3_000);
     await advance(2_000 - 1);
@@ -112,9 +105,9 @@ describe('Timekeeper (in-memory store, fake timers)', () => {
     await advance(100);
     const now = Date.now();
     k.store.delay('short', now + 200);
-    await advance(MIN_REFRESH_MS);
+    await advance(TUNING.timekeeper.minRefreshMs);
     expect(k.store.promotions.map((p) => p.id)).toEqual(['late', 'short']);
-    expect(k.store.promotions[1]!.at - (now + 200)).toBeLessThanOrEqual(MIN_REFRESH_MS);
+    expect(k.store.promotions[1]!.at - (now + 200)).toBeLessThanOrEqual(TUNING.timekeeper.minRefreshMs);
     await k.timekeeper.stop();
   });
 
@@ -140,7 +133,7 @@ describe('Timekeeper (in-memory store, fake timers)', () => {
     await advance(1_000 + LATE_MS);
     expect(k.store.promotions.map((p) => p.id)).toEqual(['promoted']);
     await k.timekeeper.stop();
-    // A read sent within INDEX_LAG_MS of the promotion may still list it as delayed.
+    // A read sent within TUNING.timekeeper.indexLagMs of the promotion may still list it as delayed.
     k.store.delay('promoted', START + 1_000);
     expect(await k.timekeeper.dueAfterRelease()).toBe(false);
     // Another task due soon is not hidden behind it.
@@ -271,7 +264,7 @@ describe('Timekeeper (in-memory store, fake timers)', () => {
   it('a refresh during a burst of promotions neither promotes a task twice nor exceeds 64 in flight', async () => {
     const { k, gate } = await burstHeldAtItsInstant();
     expect(k.store.inFlight).toBe(64);
-    await advance(MIN_REFRESH_MS); // a refresh while the burst is still being written
+    await advance(TUNING.timekeeper.minRefreshMs); // a refresh while the burst is still being written
     expect(k.store.maxInFlight).toBeLessThanOrEqual(64);
     gate.resolve();
     await advance(0);
@@ -285,24 +278,26 @@ describe('Timekeeper (in-memory store, fake timers)', () => {
     const slowRead = deferred();
     k.store.readGate = slowRead.promise;
     k.store.answerAsOfSend = true;
-    await advance(MIN_REFRESH_MS); // a refresh is sent while the burst is still being written...
+    await advance(TUNING.timekeeper.minRefreshMs); // a refresh is sent while the burst is still being written...
     gate.resolve();
     await advance(0);
     expect(k.timekeeper.promoted).toBe(200);
     slowRead.resolve(); // ...and answers after every promotion applied, listing all 200 as delayed
     await advance(0);
     k.store.readGate = undefined;
-    await advance(3 * MIN_REFRESH_MS);
+    await advance(3 * TUNING.timekeeper.minRefreshMs);
     expect(k.store.promoteCalls).toHaveLength(200);
     expect(k.timekeeper.nextDueAt).toBeUndefined();
     // One was released by a worker whose clock is behind: filed again at its old due time. A read sent
-    // INDEX_LAG_MS after the promotion is believed, and it is promoted again.
+    // TUNING.timekeeper.indexLagMs after the promotion is believed, and it is promoted again.
     const releasedAt = Date.now();
     k.store.delay('t3', START + 1_000);
-    await advance(INDEX_LAG_MS + MIN_REFRESH_MS);
+    await advance(TUNING.timekeeper.indexLagMs + TUNING.timekeeper.minRefreshMs);
     const t3 = k.store.promoteCalls.filter((c) => c.id === 't3');
     expect(t3).toHaveLength(2);
-    expect(t3[1]!.at - releasedAt).toBeLessThanOrEqual(INDEX_LAG_MS + MIN_REFRESH_MS);
+    expect(t3[1]!.at - releasedAt).toBeLessThanOrEqual(
+      TUNING.timekeeper.indexLagMs + TUNING.timekeeper.minRefreshMs,
+    );
     expect(k.store.state('t3')).toBe('queued');
     // One of them failed and waits for its retry: the same id, another due time, promoted then.
     const retryAt = START + 10_000;
@@ -328,10 +323,10 @@ describe('Timekeeper (in-memory store, fake timers)', () => {
     for (const id of ids) k.store.delay(id, at);
     k.store.delay('lone', START + 20_000); // not a burst: promoted at its time as always
     k.timekeeper.start();
-    await advance(10_000 - PREWARM_LEAD_MS);
+    await advance(10_000 - TUNING.burst.prewarmLeadMs);
     expect(ahead).toEqual([[at, 100]]);
-    expect(100).toBeGreaterThanOrEqual(BURST_MIN_TASKS);
-    await advance(PREWARM_LEAD_MS + LATE_MS);
+    expect(100).toBeGreaterThanOrEqual(TUNING.burst.minTasks);
+    await advance(TUNING.burst.prewarmLeadMs + LATE_MS);
     expect(offered).toHaveLength(1);
     expect(offered[0]!.map((e) => e.id).sort()).toEqual([...ids].sort());
     expect(offered[0]!.every((e) => e.dueAt === at)).toBe(true);
@@ -340,16 +335,16 @@ describe('Timekeeper (in-memory store, fake timers)', () => {
     expect(k.timekeeper.nextDueAt).toBe(at);
     // The workers take 60 in the first second, 30 in the next: left to them.
     for (const id of ids.slice(0, 60)) k.store.claimDirectly(id);
-    await advance(BURST_GRACE_MS);
+    await advance(TUNING.burst.graceMs);
     for (const id of ids.slice(60, 90)) k.store.claimDirectly(id);
-    await advance(BURST_GRACE_MS);
+    await advance(TUNING.burst.graceMs);
     expect(k.store.promoteCalls).toEqual([]);
     // Then they stop (gone, or full): the next look promotes exactly the 10 they left.
-    await advance(BURST_GRACE_MS);
+    await advance(TUNING.burst.graceMs);
     expect(k.store.promoteCalls.map((c) => c.id).sort()).toEqual(ids.slice(90).sort());
     expect(ids.slice(90).every((id) => k.store.state(id) === 'queued')).toBe(true);
     expect(k.timekeeper.nextDueAt).toBe(START + 20_000);
-    await advance(20_000 - 10_000 - 3 * BURST_GRACE_MS);
+    await advance(20_000 - 10_000 - 3 * TUNING.burst.graceMs);
     expect(k.store.promoteCalls.map((c) => c.id)).toContain('lone');
     expect(offered).toHaveLength(1);
     await k.timekeeper.stop();
@@ -363,7 +358,7 @@ describe('Timekeeper (in-memory store, fake timers)', () => {
     await advance(6_000 + LATE_MS);
     await k.timekeeper.stop();
     expect(k.timers.armed).toBe(0);
-    await advance(5 * BURST_GRACE_MS);
+    await advance(5 * TUNING.burst.graceMs);
     expect(k.store.promoteCalls).toEqual([]);
     expect(k.timekeeper.nextDueAt).toBe(at);
   });
@@ -380,7 +375,7 @@ describe('Timekeeper (in-memory store, fake timers)', () => {
     });
     expect(k.timekeeper.nextDueAt).toBeUndefined();
     k.store.readFault = undefined;
-    await advance(MIN_REFRESH_MS);
+    await advance(TUNING.timekeeper.minRefreshMs);
     expect(k.timekeeper.nextDueAt).toBe(START + 3_000);
     await advance(2_000 + LATE_MS);
     expect(k.store.promotions).toEqual([{ id: 'a', at: expect.any(Number) }]);
@@ -389,12 +384,12 @@ describe('Timekeeper (in-memory store, fake timers)', () => {
     await k.timekeeper.stop();
   });
 
-  it('a refreshMs below MIN_REFRESH_MS is raised to it', async () => {
+  it('a refreshMs below TUNING.timekeeper.minRefreshMs is raised to it', async () => {
     const k = keeper({ refreshMs: 20 });
     k.timekeeper.start();
     await advance(3_000);
-    // The read at start, then one per MIN_REFRESH_MS (at 20 ms it would be 151).
-    expect(k.store.reads).toHaveLength(1 + Math.floor(3_000 / MIN_REFRESH_MS));
+    // The read at start, then one per TUNING.timekeeper.minRefreshMs (at 20 ms it would be 151).
+    expect(k.store.reads).toHaveLength(1 + Math.floor(3_000 / TUNING.timekeeper.minRefreshMs));
     await k.timekeeper.stop();
     // And a longer one is kept.
     const slower = keeper({ refreshMs: 1_500 });
@@ -454,7 +449,7 @@ describe('Timekeeper and dueDelayed on dynalite (real TaskStore)', () => {
       timers,
       logger: { warn: vi.fn() },
       // Refreshes land inside the burst, as in production: they must not repeat its writes.
-      refreshMs: MIN_REFRESH_MS,
+      refreshMs: TUNING.timekeeper.minRefreshMs,
       horizonMs: KICK_HORIZON_MS,
     });
     offset = dueAt - LEAD_MS - Date.now();

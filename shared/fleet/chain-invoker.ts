@@ -1,7 +1,7 @@
 /**
  * Self-starts (scale-ups, hand-overs, prewarms) go through this invoker, which keeps the fleet's own
  * bound on its chains of invocations in place of Lambda's recursive loop detection (the worker sets
- * RecursiveLoop to Allow: see fleet-rules.ts, CHAIN_GENERATION_BOUND). It stamps each start with its
+ * RecursiveLoop to Allow: see tuning.ts, TUNING.fleet.chainGenerationBound). It stamps each start with its
  * generation, the running invocation's plus one; past the bound it sends a start only into a seat
  * reserved for it, reserving one itself (seat 0 for a timekeeper) when the caller did not, and sends
  * nothing when every seat is held.

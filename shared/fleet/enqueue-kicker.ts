@@ -15,21 +15,14 @@ import type { LeaseEvents } from '../events.js';
 import { shardForId } from '../table-layout.js';
 import { KickGate, runningCount, timekeeperWanted } from './fleet-rules.js';
 import type { FleetSeats } from './fleet-seats.js';
-import {
-  MAX_OFFERS_PER_KICK,
-  type LookFirst,
-  type OfferedTask,
-  type WorkerInvoker,
-} from './worker-invoker.js';
-
-/** The longest an enqueue's answer waits for its kick to be sent (an async Invoke answers in tens of ms). */
-export const KICK_WAIT_MS = 300;
+import { type LookFirst, type OfferedTask, type WorkerInvoker } from './worker-invoker.js';
+import { TUNING } from '../tuning.js';
 
 /** What the enqueues since the last kick ask for. */
 interface KickBatch {
   /** Tasks due now, handed over by key. */
   offers: OfferedTask[];
-  /** A due task the kick cannot hand over by key (another priority, or past MAX_OFFERS_PER_KICK): read. */
+  /** A due task the kick cannot hand over by key (another priority, or past TUNING.kick.maxOffers): read. */
   readAll: boolean;
   /** Where the first such task waits: read first. */
   lookFirst?: LookFirst;
@@ -81,7 +74,7 @@ export class EnqueueKicker {
     if (availableAt - now > this.horizonMs) return;
     const batch = this.pending;
     if (availableAt > now) batch.delayed = true;
-    else if (where?.taskId && where.readySk && batch.offers.length < MAX_OFFERS_PER_KICK)
+    else if (where?.taskId && where.readySk && batch.offers.length < TUNING.kick.maxOffers)
       batch.offers.push({
         taskId: where.taskId,
         type: where.type,
@@ -178,7 +171,7 @@ export class EnqueueKicker {
    * Invoke left in flight would go out minutes later or never. Bounded, so a slow Invoke never holds up
    * the enqueue's answer for long (a kick is a hint: the tick or a poll finds the task anyway).
    */
-  async settled(maxWaitMs = KICK_WAIT_MS): Promise<void> {
+  async settled(maxWaitMs: number = TUNING.kick.answerWaitMs): Promise<void> {
     const deadline = Date.now() + maxWaitMs;
     while (this.inFlight.size > 0) {
       const left = deadline - Date.now();

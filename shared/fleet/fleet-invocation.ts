@@ -9,32 +9,20 @@ import type { Logger } from '@aws-lambda-powertools/logger';
 import type { Clock } from '../clock.js';
 import { describeError } from '../errors.js';
 import type { RunDuty, RunOptions, RunSummary, Worker } from '../worker/worker.js';
-import { seatUntil, TIMEKEEPER_SEAT } from './fleet-rules.js';
+import { seatUntil } from './fleet-rules.js';
 import { RingGate } from './ring-gate.js';
 import type { FleetSeats, SeatLease } from './fleet-seats.js';
 import type { FleetScaler } from './fleet-scaler.js';
 import type { StartHints, WorkerInvoker } from './worker-invoker.js';
 import type { IdleTickPlan } from './idle-tick.js';
+import { TUNING } from '../tuning.js';
 
 /** The timekeeper duty of seat 0's holder (shared/fleet/timekeeper.ts). */
 export interface TimekeeperDuty extends RunDuty {
   readonly nextDueAt: number | undefined;
-  /** Reads whether any delayed task or retry falls due within the horizon (see LAST_LOOK_DELAY_MS). */
+  /** Reads whether any delayed task or retry falls due within the horizon (see TUNING.timekeeper.lastLookDelayMs). */
   dueAfterRelease(): Promise<boolean>;
 }
-
-/**
- * How long after giving seat 0 back its holder reads the delay partitions once more. An enqueue whose
- * kick saw seat 0 held starts no timekeeper (one keeps time), and that timekeeper's last refresh may
- * have missed the task: sent before the task was written, or before the eventually consistent delay
- * index showed it (well under a second as a rule; the sim draws up to 500 ms). That task was written
- * before the seat was given back, so a read this long after the release lists it, and the holder
- * hands over instead of leaving it to the next sweep, up to two minutes late (found by the sim with
- * index lag and CPU by memory: a task delayed by 8 s started 50 to 96 s late).
- */
-export const LAST_LOOK_DELAY_MS = 1_000;
-/** The last look is skipped with less time than this left (its wait, a read, an Invoke). */
-const LAST_LOOK_MIN_REMAINING_MS = LAST_LOOK_DELAY_MS + 4_000;
 
 export interface FleetInvocationDeps {
   worker: Pick<Worker, 'run'>;
@@ -129,7 +117,7 @@ export async function runFleetInvocation(
     logger.info('every fleet seat is held; returning at once');
     return { seat: undefined, stoppedBecause: 'fleet-full' };
   }
-  const timekeeper = seat.index === TIMEKEEPER_SEAT ? deps.timekeeper() : undefined;
+  const timekeeper = seat.index === TUNING.fleet.timekeeperSeat ? deps.timekeeper() : undefined;
   const gate =
     deps.rings && seats.ringsOf
       ? new RingGate({ ringsOf: seats.ringsOf.bind(seats) }, seat, clock)
@@ -222,14 +210,16 @@ function answerRing(deps: FleetInvocationDeps): Promise<boolean> {
   return deps.invoker.start('leasehold.kick', { readAll: true });
 }
 
-/** The last look (LAST_LOOK_DELAY_MS): seat 0 is free; does anything fall due that nobody keeps time for? */
+/** The last look (TUNING.timekeeper.lastLookDelayMs): seat 0 is free; does anything fall due that nobody keeps time for? */
 async function lastLookFindsDue(
   deps: FleetInvocationDeps,
   timekeeper: TimekeeperDuty,
   remainingTimeMs: () => number,
 ): Promise<boolean> {
-  if (remainingTimeMs() < LAST_LOOK_MIN_REMAINING_MS) return false;
-  await (deps.pause ?? ((ms) => new Promise<void>((resolve) => setTimeout(resolve, ms))))(LAST_LOOK_DELAY_MS);
+  if (remainingTimeMs() < TUNING.timekeeper.lastLookMinRemainingMs) return false;
+  await (deps.pause ?? ((ms) => new Promise<void>((resolve) => setTimeout(resolve, ms))))(
+    TUNING.timekeeper.lastLookDelayMs,
+  );
   return timekeeper.dueAfterRelease().catch((error: unknown) => {
     deps.logger.warn('the last look at the delayed tasks failed; the recovery sweep promotes them', {
       error: describeError(error),

@@ -4,6 +4,7 @@
  * (fleet-seats.ts), the invoker and the worker call these with a clock.
  */
 import { shuffleInPlace } from '../ids.js';
+import { TUNING } from '../tuning.js';
 
 /** A seat as read from the table: free, or held by one worker invocation until `until`. */
 export interface Seat {
@@ -12,12 +13,6 @@ export interface Seat {
   token: number;
   until: number;
 }
-
-/**
- * Seat 0 is the timekeeper's: its holder also promotes delayed tasks and retries when they fall due,
- * so one invocation (not every one) reads the delay partitions every poll.
- */
-export const TIMEKEEPER_SEAT = 0;
 
 /** A seat is free when nobody took it, it was given back, or its holder's invocation has certainly ended. */
 export function seatFree(seat: Seat | undefined, now: number): boolean {
@@ -45,10 +40,10 @@ export function seatsToTry(
   const free: number[] = [];
   for (let i = 0; i < cap; i++) if (seatFree(seats.get(i), now)) free.push(i);
   const rest = shuffleInPlace(
-    free.filter((i) => i !== TIMEKEEPER_SEAT),
+    free.filter((i) => i !== TUNING.fleet.timekeeperSeat),
     random,
   );
-  return free.includes(TIMEKEEPER_SEAT) ? [TIMEKEEPER_SEAT, ...rest] : rest;
+  return free.includes(TUNING.fleet.timekeeperSeat) ? [TUNING.fleet.timekeeperSeat, ...rest] : rest;
 }
 
 /**
@@ -75,7 +70,7 @@ export function scaleUpDue(now: number, lastScaleAt: number, intervalMs: number)
  * a worker, which at the cap rings a held seat instead of running (fleet-seats.ts, takeOrRing).
  */
 export function timekeeperWanted(seats: Map<number, Seat>, now: number): boolean {
-  return seatFree(seats.get(TIMEKEEPER_SEAT), now);
+  return seatFree(seats.get(TUNING.fleet.timekeeperSeat), now);
 }
 
 /**
@@ -102,22 +97,12 @@ export class KickGate {
 }
 
 /**
- * How deep a chain of self-started invocations (scale-ups, hand-overs, prewarms) grows before every
- * further start must hold a seat reserved for it. Lambda's own loop detection would stop such a chain
- * at about its 16th hop; the worker sets RecursiveLoop to Allow (the fleet is a loop on purpose: a
- * backlog at the cap is refilled by invocations started from invocations, one hop a lifetime, for as
- * long as it lasts) and bounds the loop itself instead: past this generation, an invocation is started
- * only into a seat it already owns, so a chain never runs more invocations than the cap has seats.
- */
-export const CHAIN_GENERATION_BOUND = 16;
-
-/**
  * Whether a self-started invocation of `generation` may be sent (the scheduled tick, a kick from the
  * API and the fire function start generation 0; each self-start adds one): within the bound always,
  * past it only with a seat reserved for it.
  */
 export function chainStartAllowed(generation: number, seatReserved: boolean): boolean {
-  return generation <= CHAIN_GENERATION_BOUND || seatReserved;
+  return generation <= TUNING.fleet.chainGenerationBound || seatReserved;
 }
 
 /**
@@ -130,12 +115,6 @@ export function explainedInvocationsPerMinute(cap: number, idleStopMs: number): 
   return cap * Math.ceil(60_000 / idleStopMs) + cap + 1;
 }
 
-/** The scheduled tick comes every minute (infra/schedules.ts). */
-export const SCHEDULED_TICK_INTERVAL_MS = 60_000;
-
-/** EventBridge Scheduler's start jitter plus a sweep's own duration, with room to spare. */
-const TICK_AND_SWEEP_SLACK_MS = 10_000;
-
 /**
  * How far ahead a delayed task is kicked for (the kick starts a timekeeper) and how far ahead a
  * timekeeper looks (and hands over for). A task due later is certainly seen by a scheduled tick: the
@@ -144,5 +123,5 @@ const TICK_AND_SWEEP_SLACK_MS = 10_000;
  * due time is at least a tick period plus a recovery interval away (plus the schedules' jitter).
  */
 export function kickHorizonMs(recoveryIntervalMs: number): number {
-  return SCHEDULED_TICK_INTERVAL_MS + recoveryIntervalMs + TICK_AND_SWEEP_SLACK_MS;
+  return TUNING.fleet.scheduledTickIntervalMs + recoveryIntervalMs + TUNING.fleet.tickAndSweepSlackMs;
 }

@@ -10,9 +10,7 @@ import { describeError } from '../errors.js';
 import { scaleUpDue } from './fleet-rules.js';
 import type { FleetSeats } from './fleet-seats.js';
 import type { InvocationSource, StartHints, WorkerInvoker } from './worker-invoker.js';
-
-/** How often one worker may add an invocation: about a cold start, so the fleet grows as fast as it can start. */
-export const SCALE_INTERVAL_MS = 1_000;
+import { TUNING } from '../tuning.js';
 
 export class FleetScaler {
   private lastScaleAt = Number.NEGATIVE_INFINITY;
@@ -38,7 +36,7 @@ export class FleetScaler {
   saturated(burstAt?: number): void {
     const now = this.deps.clock.now();
     // Checked before the fleet is read, so a saturated worker reads the seats at most once per interval.
-    if (!scaleUpDue(now, this.lastScaleAt, this.deps.intervalMs ?? SCALE_INTERVAL_MS)) return;
+    if (!scaleUpDue(now, this.lastScaleAt, this.deps.intervalMs ?? TUNING.fleet.scaleIntervalMs)) return;
     this.lastScaleAt = now;
     const step = this.addOne(burstAt === undefined ? {} : { expectWorkAt: burstAt });
     this.inFlight.add(step);

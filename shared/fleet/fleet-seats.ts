@@ -17,14 +17,15 @@ import { shuffleInPlace, type RandomSource } from '../ids.js';
 import { KEY } from '../table-layout.js';
 import { conditionalUpdate, readItem, type WriteTarget } from '../store/conditional-write.js';
 import { Expression, type ConditionPart } from '../store/update-expression.js';
-import { runningCount, seatsToTry, TIMEKEEPER_SEAT, type Seat } from './fleet-rules.js';
+import { runningCount, seatsToTry, type Seat } from './fleet-rules.js';
+import { TUNING } from '../tuning.js';
 
 const FLEET_PARTITION = 'FLEET';
 
 /** Seat 0 (the timekeeper's) moved to the end of an order of seats to try. */
 const timekeeperLast = (order: number[]) => [
-  ...order.filter((i) => i !== TIMEKEEPER_SEAT),
-  ...order.filter((i) => i === TIMEKEEPER_SEAT),
+  ...order.filter((i) => i !== TUNING.fleet.timekeeperSeat),
+  ...order.filter((i) => i === TUNING.fleet.timekeeperSeat),
 ];
 
 const seatKey = (index: number) => ({
@@ -94,13 +95,6 @@ const heldByThatTake =
   (e) =>
     `${e.name('holder')} = ${e.value(seat.holder)} AND ${e.name('token')} = ${e.value(seat.token)} AND ${e.name('until')} > ${e.value(now)}`;
 
-/**
- * A seat reserved for an invocation being started (a scale-up, a burst's prewarm) waits this long for
- * it to take the seat over: a cold start on a busy account, with room to spare. An Invoke that never
- * starts anything holds a seat this long at most.
- */
-export const RESERVATION_MS = 30_000;
-
 /** The seat reserved for an invocation, as its start event carries it. */
 export type SeatReservation = Pick<SeatLease, 'index' | 'holder' | 'token'>;
 
@@ -148,7 +142,8 @@ export class FleetSeats {
    */
   async take(holder: string, until: number, options: TakeOptions = {}): Promise<SeatLease | undefined> {
     const { clock, random, cap } = this.options;
-    const first = options.timekeeperLast && cap > 1 ? 1 + Math.floor(random() * (cap - 1)) : TIMEKEEPER_SEAT;
+    const first =
+      options.timekeeperLast && cap > 1 ? 1 + Math.floor(random() * (cap - 1)) : TUNING.fleet.timekeeperSeat;
     const lease = await this.takeSeat(first, holder, until);
     if (lease) return lease;
     const seats = await this.read(options);
@@ -226,7 +221,7 @@ export class FleetSeats {
     const holder = this.startingHolder();
     const seats = await this.read();
     for (const index of timekeeperLast(seatsToTry(seats, cap, clock.now(), random))) {
-      const lease = await this.takeSeat(index, holder, clock.now() + RESERVATION_MS);
+      const lease = await this.takeSeat(index, holder, clock.now() + TUNING.fleet.reservationMs);
       if (lease) return lease;
     }
     return undefined;
@@ -234,11 +229,15 @@ export class FleetSeats {
 
   /**
    * Reserves seat 0 for a timekeeper about to be started (a hand-over deep in a chain, which is started
-   * only into a seat of its own: fleet-rules.ts, CHAIN_GENERATION_BOUND). Undefined when another
+   * only into a seat of its own: tuning.ts, TUNING.fleet.chainGenerationBound). Undefined when another
    * invocation keeps time already, and then none needs starting.
    */
   reserveTimekeeper(): Promise<SeatLease | undefined> {
-    return this.takeSeat(TIMEKEEPER_SEAT, this.startingHolder(), this.options.clock.now() + RESERVATION_MS);
+    return this.takeSeat(
+      TUNING.fleet.timekeeperSeat,
+      this.startingHolder(),
+      this.options.clock.now() + TUNING.fleet.reservationMs,
+    );
   }
 
   /** The holder name of a seat reserved for an invocation not started yet. */
@@ -256,7 +255,7 @@ export class FleetSeats {
 
   /** Takes seat 0 (the timekeeper's) only, or undefined when another invocation keeps time. */
   takeTimekeeper(holder: string, until: number): Promise<SeatLease | undefined> {
-    return this.takeSeat(TIMEKEEPER_SEAT, holder, until);
+    return this.takeSeat(TUNING.fleet.timekeeperSeat, holder, until);
   }
 
   private async takeSeat(

@@ -5,6 +5,7 @@
  * fresh and shows none.
  */
 import type { QueueSummary } from '../store/queue-summary.js';
+import { TUNING } from '../tuning.js';
 
 export type IdleTickPlan =
   | { run: true; because: 'no-summary' | 'stale-summary' | 'ready-work' | 'due-soon' }
@@ -20,23 +21,14 @@ export interface IdleTickRules {
 /** Summaries older than this many recovery intervals are not trusted (a sweep or two may fail). */
 const STALE_AFTER_INTERVALS = 3;
 
-/**
- * Ready work younger than this when recovery read it is its kick's: an enqueue kicks an invocation
- * that takes the task by key within a second or so, and a tick that read every partition for it (a
- * full worker run, as at 1 task a second a sweep often catches one task between its enqueue and its
- * claim) would cost more than all the kicks of that minute. Work older than this was missed by its
- * kick (a lost Invoke, a ring nobody answered) and the tick runs for it.
- */
-export const KICKED_WORK_GRACE_MS = 10_000;
-
-/** Whether the summary shows ready work its kicks did not take (see KICKED_WORK_GRACE_MS). */
+/** Whether the summary shows ready work its kicks did not take (see TUNING.kick.workGraceMs). */
 function readyWorkWaiting(summary: QueueSummary): boolean {
   if (summary.readyTypes.length === 0) return false;
   const byType = new Map((summary.types ?? []).map((t) => [t.type, t]));
   return summary.readyTypes.some((type) => {
     const oldest = byType.get(type)?.oldestDueAt;
     // Without the oldest's due time (a summary written before it was kept) the work counts as waiting.
-    return oldest === undefined || oldest <= summary.writtenAt - KICKED_WORK_GRACE_MS;
+    return oldest === undefined || oldest <= summary.writtenAt - TUNING.kick.workGraceMs;
   });
 }
 

@@ -19,6 +19,7 @@ import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { SignatureV4 } from '@smithy/signature-v4';
 import type { AwsCredentialIdentity, AwsCredentialIdentityProvider, HttpRequest } from '@smithy/types';
 import { LeaseholdError } from '../errors.js';
+import { TUNING } from '../tuning.js';
 
 /** A refused or failed Invoke: Lambda's error type (e.g. TooManyRequestsException) and HTTP status. */
 export class LambdaInvokeError extends LeaseholdError {
@@ -48,10 +49,6 @@ export interface LambdaInvokeOptions {
   /** Default: the SDK's provider chain (in a bundle, the environment's: shared/lambda-credentials.ts). */
   credentials?: AwsCredentialIdentity | AwsCredentialIdentityProvider;
 }
-
-/** Attempts per Invoke, and the waits between them (the caller's deadline cuts them short). */
-const ATTEMPTS = 3;
-const BACKOFF_MS = [50, 150];
 
 /** Lambda's regional endpoint (China's partition has its own domain). */
 function regionalEndpoint(region: string): string {
@@ -112,8 +109,8 @@ export class LambdaAsyncInvoke {
         return await this.attempt(request, signal);
       } catch (error) {
         const failure = asInvokeError(error);
-        if (signal.aborted || attempt >= ATTEMPTS || !failure.transient) throw failure;
-        await new Promise((resolve) => setTimeout(resolve, BACKOFF_MS[attempt - 1]));
+        if (signal.aborted || attempt >= TUNING.kick.invokeAttempts || !failure.transient) throw failure;
+        await new Promise((resolve) => setTimeout(resolve, TUNING.kick.invokeBackoffMs[attempt - 1]));
       }
     }
   }

@@ -1,15 +1,13 @@
 /**
  * The fleet's look gate (worker.ts, RunOptions.lookGate): an idle poll of a worker invocation reads its
  * own seat (one item: fleet-seats.ts) and reads the ready partitions only when the seat was rung since
- * the invocation last looked, or when it has not read them for SAFETY_READ_MS (work that reached no
+ * the invocation last looked, or when it has not read them for TUNING.fleet.safetyReadMs (work that reached no
  * invocation, a ring lost with its ringer, is then found by whoever polls, well before the tick).
  */
 import type { Clock } from '../clock.js';
 import type { LookGate } from '../worker/worker.js';
 import type { FleetSeats, SeatLease } from './fleet-seats.js';
-
-/** The longest an invocation that polls goes without reading the ready partitions. */
-export const SAFETY_READ_MS = 30_000;
+import { TUNING } from '../tuning.js';
 
 export class RingGate implements LookGate {
   private rings = 0;
@@ -42,7 +40,7 @@ export class RingGate implements LookGate {
       this.readAt = now;
       return true;
     }
-    if (now - this.readAt < SAFETY_READ_MS) return false;
+    if (now - this.readAt < TUNING.fleet.safetyReadMs) return false;
     this.readAt = now;
     return true;
   }

@@ -13,30 +13,7 @@ import { describeError } from '../errors.js';
 import type { Timekeeping } from '../store/ports.js';
 import type { DueTask } from '../store/delayed-reads.js';
 import type { TimerHandle, TimerSet } from '../worker/timers.js';
-
-/** Promotions in flight at once: enough to ready thousands a second, few enough not to starve the lease path. */
-const PROMOTE_CONCURRENCY = 64;
-/** The most due entries one read takes in (ids only: about 60 bytes each). */
-const READ_LIMIT = 20_000;
-/**
- * The fastest the delay partitions are read again: sixteen queries a read, so not at a worker's poll
- * interval when that is tiny (tests, local tuning). A task delayed by less than this and enqueued just
- * after a read is promoted up to this late.
- */
-export const MIN_REFRESH_MS = 1_000;
-/** The entries the last look reads: enough to see past the ones this timekeeper just promoted. */
-const LAST_LOOK_LIMIT = 100;
-/** A timer may fire a little early by the wall clock: aim this far past the due time. */
-const PAST_DUE_MS = 2;
-/**
- * How long after a promotion applied a read may still list the task: the delay partitions are an
- * eventually consistent index (its lag is normally well under a second). A read sent before the
- * promotion applied, or within this after it, may list it although it is ready; each such entry
- * queued again would cost a failed conditional write (for a burst, one per task per stale read). A
- * read sent later is believed: a task released back to its old due time (a worker whose clock is
- * behind re-files it there) is then promoted again, this much later at most.
- */
-export const INDEX_LAG_MS = 2_000;
+import { TUNING } from '../tuning.js';
 
 export interface TimekeeperDeps {
   store: Timekeeping;
@@ -48,7 +25,7 @@ export interface TimekeeperDeps {
   /** How far ahead each read looks: what an enqueue is kicked for (fleet-rules.ts kickHorizonMs), so none falls between. */
   horizonMs: number;
   /**
-   * Told, PREWARM_LEAD_MS ahead, of an instant at which at least BURST_MIN_TASKS fall due (the
+   * Told, TUNING.burst.prewarmLeadMs ahead, of an instant at which at least TUNING.burst.minTasks fall due (the
    * scaler starts invocations that wait for it, so the burst starts on many workers, not one).
    */
   onBurstAhead?: (at: number, count: number) => void;
@@ -60,20 +37,6 @@ export interface TimekeeperDeps {
   offerDue?: (entries: DueTask[]) => void;
 }
 
-/**
- * How often the timekeeper looks at what the workers left of a burst they claim straight from its delay
- * partition; what they stopped taking (a worker that failed to start, a type they may not take that
- * way) is promoted then. A promotion is a second write, and one racing those claims a failed one.
- */
-export const BURST_GRACE_MS = 1_000;
-/** However slowly the workers progress, what is left of a burst this long after its instant is promoted. */
-export const BURST_MAX_DEFER_MS = 30_000;
-
-/** A second in which at least this many tasks fall due is a burst worth starting workers ahead for. */
-export const BURST_MIN_TASKS = 64;
-/** How long ahead of a burst its workers are started: a cold start and a seat, with room to spare. */
-export const PREWARM_LEAD_MS = 5_000;
-
 export class Timekeeper {
   /** Delayed tasks known to fall due within the horizon: id -> due time. */
   private readonly due = new Map<string, number>();
@@ -81,11 +44,11 @@ export class Timekeeper {
   private readonly promoting = new Set<string>();
   /**
    * Promoted lately: id -> the due time it was promoted for, and when it applied. A read sent before
-   * that, or within INDEX_LAG_MS after, listing the same id and due time is stale; with another due
+   * that, or within TUNING.timekeeper.indexLagMs after, listing the same id and due time is stale; with another due
    * time it is a retry delayed anew.
    */
   private readonly promotedLately = new Map<string, { dueAt: number; at: number }>();
-  /** A burst's tasks left to the workers for BURST_GRACE_MS: id -> due time. */
+  /** A burst's tasks left to the workers for TUNING.burst.graceMs: id -> due time. */
   private readonly deferred = new Map<string, number>();
   private readonly graceTimers = new Set<TimerHandle>();
   private refreshTimer: TimerHandle | undefined;
@@ -106,7 +69,7 @@ export class Timekeeper {
     this.track(this.refresh());
     this.refreshTimer = this.deps.timers.interval(
       () => this.track(this.refresh()),
-      Math.max(MIN_REFRESH_MS, this.deps.refreshMs),
+      Math.max(TUNING.timekeeper.minRefreshMs, this.deps.refreshMs),
     );
   }
 
@@ -132,7 +95,7 @@ export class Timekeeper {
 
   /**
    * Once stopped and seat 0 given back: whether any delayed task or retry falls due within the horizon,
-   * so its holder hands over (fleet-invocation.ts, LAST_LOOK_DELAY_MS). An entry this timekeeper
+   * so its holder hands over (fleet-invocation.ts; TUNING.timekeeper.lastLookDelayMs). An entry this timekeeper
    * promoted lately, still listed by the lagging index, does not count: it would start an invocation
    * only to find the task ready.
    */
@@ -141,7 +104,7 @@ export class Timekeeper {
     const sentAt = clock.now();
     const found = await store.dueDelayed({
       before: sentAt + horizonMs,
-      limit: LAST_LOOK_LIMIT,
+      limit: TUNING.timekeeper.lastLookLimit,
     });
     return found.some(({ id, dueAt }) => !this.staleEntry(id, dueAt, sentAt));
   }
@@ -166,14 +129,14 @@ export class Timekeeper {
       const sentAt = clock.now();
       const found = await store.dueDelayed({
         before: sentAt + this.deps.horizonMs,
-        limit: READ_LIMIT,
+        limit: TUNING.timekeeper.readLimit,
       });
       if (this.stopped) return;
       for (const { id, dueAt } of found)
         if (!this.promoting.has(id) && !this.deferred.has(id) && !this.staleEntry(id, dueAt, sentAt))
           this.due.set(id, dueAt);
       // Only one read is in flight at a time: none sent from now on can be stale about these.
-      this.forgetPromotionsBefore(sentAt - INDEX_LAG_MS);
+      this.forgetPromotionsBefore(sentAt - TUNING.timekeeper.indexLagMs);
       this.arm();
       this.announceBursts();
     } catch (error) {
@@ -185,7 +148,7 @@ export class Timekeeper {
     }
   }
 
-  /** Announces, once each and PREWARM_LEAD_MS ahead, the seconds in which a burst falls due. */
+  /** Announces, once each and TUNING.burst.prewarmLeadMs ahead, the seconds in which a burst falls due. */
   private announceBursts(): void {
     const { onBurstAhead, timers, clock } = this.deps;
     if (!onBurstAhead) return;
@@ -196,9 +159,12 @@ export class Timekeeper {
       bySecond.set(second, { at: Math.min(b.at, at), count: b.count + 1 });
     }
     for (const [second, { at, count }] of bySecond) {
-      if (count < BURST_MIN_TASKS || this.announced.has(second)) continue;
+      if (count < TUNING.burst.minTasks || this.announced.has(second)) continue;
       this.announced.add(second);
-      timers.timeout(() => onBurstAhead(at, count), Math.max(0, at - PREWARM_LEAD_MS - clock.now()));
+      timers.timeout(
+        () => onBurstAhead(at, count),
+        Math.max(0, at - TUNING.burst.prewarmLeadMs - clock.now()),
+      );
     }
   }
 
@@ -213,7 +179,7 @@ export class Timekeeper {
         this.dueTimerAt = Number.POSITIVE_INFINITY;
         this.track(this.promoteDue());
       },
-      Math.max(0, next - this.deps.clock.now()) + PAST_DUE_MS,
+      Math.max(0, next - this.deps.clock.now()) + TUNING.timekeeper.pastDueMs,
     );
   }
 
@@ -238,16 +204,16 @@ export class Timekeeper {
   }
 
   /**
-   * Every BURST_GRACE_MS after a burst's instant: a fresh read tells which of its tasks still wait. While
+   * Every TUNING.burst.graceMs after a burst's instant: a fresh read tells which of its tasks still wait. While
    * the workers take them (fewer wait than at the last look), they are left to them; once a look finds
-   * no progress (the workers are gone, full, or may not take that type), or BURST_MAX_DEFER_MS have
+   * no progress (the workers are gone, full, or may not take that type), or TUNING.burst.maxDeferMs have
    * passed, what waits is promoted.
    */
   private async promoteLeft(ids: string[]): Promise<void> {
     const { store, clock, logger } = this.deps;
     let waiting: string[];
     try {
-      const found = await store.dueDelayed({ before: clock.now(), limit: READ_LIMIT });
+      const found = await store.dueDelayed({ before: clock.now(), limit: TUNING.timekeeper.readLimit });
       const still = new Set(found.map((d) => d.id));
       waiting = ids.filter((id) => still.has(id));
     } catch (error) {
@@ -258,7 +224,7 @@ export class Timekeeper {
     const left = new Set(waiting);
     for (const id of ids) if (!left.has(id)) this.deferred.delete(id);
     const progress = waiting.length > 0 && waiting.length < ids.length;
-    if (progress && clock.now() - dueAt < BURST_MAX_DEFER_MS && !this.stopped) {
+    if (progress && clock.now() - dueAt < TUNING.burst.maxDeferMs && !this.stopped) {
       this.deferBurst(waiting);
       return;
     }
@@ -267,19 +233,23 @@ export class Timekeeper {
     await this.promote(promoting);
   }
 
-  /** Leaves these burst tasks to the workers for BURST_GRACE_MS, then looks again (promoteLeft). */
+  /** Leaves these burst tasks to the workers for TUNING.burst.graceMs, then looks again (promoteLeft). */
   private deferBurst(ids: string[]): void {
     const grace = this.deps.timers.timeout(() => {
       this.graceTimers.delete(grace);
       this.track(this.promoteLeft(ids));
-    }, BURST_GRACE_MS);
+    }, TUNING.burst.graceMs);
     this.graceTimers.add(grace);
   }
 
   /** Whether a read sent at `sentAt` listing this task at this due time predates (or lags) its promotion. */
   private staleEntry(id: string, dueAt: number, sentAt: number): boolean {
     const promoted = this.promotedLately.get(id);
-    return promoted !== undefined && promoted.dueAt === dueAt && sentAt < promoted.at + INDEX_LAG_MS;
+    return (
+      promoted !== undefined &&
+      promoted.dueAt === dueAt &&
+      sentAt < promoted.at + TUNING.timekeeper.indexLagMs
+    );
   }
 
   /** Forgets promotions that applied before `at`. */
@@ -287,13 +257,13 @@ export class Timekeeper {
     for (const [id, promoted] of this.promotedLately) if (promoted.at < at) this.promotedLately.delete(id);
   }
 
-  /** Promotes these tasks (id -> due time), PROMOTE_CONCURRENCY at a time. */
+  /** Promotes these tasks (id -> due time), TUNING.timekeeper.promoteConcurrency at a time. */
   private async promote(ready: [id: string, dueAt: number][]): Promise<void> {
     const { store, logger, clock } = this.deps;
     for (const [id] of ready) this.promoting.add(id);
     let next = 0;
     await Promise.all(
-      Array.from({ length: Math.min(PROMOTE_CONCURRENCY, ready.length) }, async () => {
+      Array.from({ length: Math.min(TUNING.timekeeper.promoteConcurrency, ready.length) }, async () => {
         while (next < ready.length && !this.stopped) {
           const [id, dueAt] = ready[next++]!;
           try {

@@ -6,6 +6,7 @@
  */
 import { LambdaAsyncInvoke } from './lambda-invoke.js';
 import type { SeatReservation } from './fleet-seats.js';
+import { TUNING } from '../tuning.js';
 
 /** The scheduled tick's event source (infra/schedules.ts): the floor, started every minute whether or not there is work. */
 export const SCHEDULED_TICK_SOURCE = 'leasehold.worker';
@@ -30,9 +31,6 @@ export interface OfferedTask {
   shard: number;
   readySk: string;
 }
-
-/** The most tasks one kick hands over by key (more in one interval: the started invocation reads on). */
-export const MAX_OFFERS_PER_KICK = 64;
 
 /** What the starter knows that helps the started invocation. */
 export interface StartHints {
@@ -70,9 +68,6 @@ export interface WorkerInvoker {
   start(source: InvocationSource, hints?: StartHints): Promise<boolean>;
 }
 
-/** An Invoke must not hold up the enqueue that asked for it: past this, the kick is given up. */
-export const INVOKE_DEADLINE_MS = 1_000;
-
 export class LambdaWorkerInvoker implements WorkerInvoker {
   /** Invokes sent and failed, for the process's figures and tests. */
   readonly counts = { sent: 0, failed: 0 };
@@ -89,7 +84,7 @@ export class LambdaWorkerInvoker implements WorkerInvoker {
       await this.client.invoke(
         this.functionName,
         JSON.stringify(event),
-        AbortSignal.timeout(INVOKE_DEADLINE_MS),
+        AbortSignal.timeout(TUNING.kick.invokeDeadlineMs),
       );
       this.counts.sent++;
       return true;

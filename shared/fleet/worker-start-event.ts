@@ -5,7 +5,8 @@
  */
 import * as z from 'zod';
 import { SHARD_COUNT } from '../table-layout.js';
-import { MAX_OFFERS_PER_KICK, type StartHints } from './worker-invoker.js';
+import { type StartHints } from './worker-invoker.js';
+import { TUNING } from '../tuning.js';
 
 const taskType = z.string().min(1).max(128);
 const taskId = z.string().min(1).max(128);
@@ -29,7 +30,7 @@ const startEvent = z.object({
     })
     .optional()
     .catch(undefined),
-  offers: z.array(offeredTask).max(MAX_OFFERS_PER_KICK).optional().catch(undefined),
+  offers: z.array(offeredTask).max(TUNING.kick.maxOffers).optional().catch(undefined),
   readAll: z.boolean().optional().catch(undefined),
   expectWorkAt: z.number().int().positive().optional().catch(undefined),
   keepTime: z.boolean().optional().catch(undefined),

@@ -26,7 +26,7 @@ import { serveApi, type LocalApiServer } from './http-bridge.js';
 import { API_ROUTES } from '../api/api-handler.js';
 import { openApiDocument } from '../api/openapi.js';
 import { openWakeChannel } from './wake-channel.js';
-import { IDLE_POLL_CEILING_MS } from '../worker/poll-rules.js';
+import { TUNING } from '../tuning.js';
 
 /** Recovery sweeps one local stack runs at once (see runSweep). */
 const MAX_SWEEPS_IN_FLIGHT = 2;
@@ -124,7 +124,7 @@ export async function startStack(options: StackOptions): Promise<LocalStack> {
       clock,
       // Every local writer wakes it (this process's events, the wake channel): idle, a short poll
       // interval backs off to a second, so its rounds do not crowd out the work it is woken for.
-      idlePollCeilingMs: IDLE_POLL_CEILING_MS,
+      idlePollCeilingMs: TUNING.poll.idleCeilingMs,
     });
     workerRun = worker.run({ stop: stopWorker.signal, idleStopMs: Number.POSITIVE_INFINITY });
   }

@@ -5,6 +5,7 @@
 import { fnv1a } from '../ids.js';
 import { SHARD_COUNT, shardForId, shardPartition } from '../table-layout.js';
 import type { DueTask } from './delayed-reads.js';
+import { TUNING } from '../tuning.js';
 
 /** A ready head: enough to attempt the claim write without reading the item. */
 export interface Candidate {
@@ -31,15 +32,6 @@ export type UnknownClaim = { writeId: string; leaseUntil: number } & (
   { candidate: Candidate } | { dueTaskId: string }
 );
 
-/** Partitions a round reads first on a hint: beyond these, a burst has spread over every shard anyway. */
-const MAX_HINTS = 4;
-
-/** Ready tasks offered by key that a worker keeps (a burst of enqueues beyond it is found by reads). */
-const MAX_OFFERED = 64;
-
-/** Rounds without a lost race after which a worker counts as calm again. */
-const CALM_AFTER_ROUNDS = 8;
-
 /**
  * Per-worker claim memory. Calm, a worker takes heads strictly in order. Unsure (its first rounds:
  * many workers start at once, a scheduled wave of Lambdas) or contended (it lost a race within its
@@ -57,7 +49,7 @@ export class ClaimState {
 
   /** Whether this round picks at random within a wide window instead of strictly in order. */
   get randomized(): boolean {
-    return this.contended || this.round < CALM_AFTER_ROUNDS;
+    return this.contended || this.round < TUNING.claim.calmAfterRounds;
   }
 
   /** Index of the partition this round starts at, out of `count`. */
@@ -156,7 +148,7 @@ export class ClaimState {
     if (this.offered.some((c) => c.id === candidate.id)) return;
     this.offered.push(candidate);
     // Bounded: past this the partition reads find them anyway.
-    if (this.offered.length > MAX_OFFERED) this.offered.shift();
+    if (this.offered.length > TUNING.claim.maxOffered) this.offered.shift();
   }
 
   /** Up to `max` offered tasks of these types, oldest offer first. */
@@ -183,7 +175,10 @@ export class ClaimState {
    */
   lookFirst(type: string, shard: number): void {
     this.drained.delete(shardPartition(type, shard));
-    if (this.hints.some((h) => h.type === type && h.shard === shard) || this.hints.length >= MAX_HINTS)
+    if (
+      this.hints.some((h) => h.type === type && h.shard === shard) ||
+      this.hints.length >= TUNING.claim.maxHints
+    )
       return;
     this.hints.push({ type, shard });
   }
@@ -302,7 +297,7 @@ export class ClaimState {
       this.contended = true;
       this.quietRounds = 0;
       this.offset = Math.floor(random() * 2 ** 31);
-    } else if (++this.quietRounds >= CALM_AFTER_ROUNDS) {
+    } else if (++this.quietRounds >= TUNING.claim.calmAfterRounds) {
       this.contended = false;
     }
   }

@@ -40,6 +40,7 @@ import {
   dueClaimUndone,
   type Transition,
 } from './transitions.js';
+import { TUNING } from '../tuning.js';
 
 export interface Claimed {
   task: Task;
@@ -56,32 +57,6 @@ export interface ClaimResult {
    */
   handedOnly?: boolean;
 }
-
-/**
- * Contended, a worker picks at random among this many times more heads than it needs (and takes at
- * most this fraction of a thin partition): two workers on one partition then mostly pick different
- * tasks. Index entries are keys only, so a wider read costs little (100 heads are about 2 read units,
- * eventually consistent).
- */
-const CONTENDED_WINDOW_FACTOR = 8;
-const MAX_WINDOW = 100;
-/**
- * A query is billed per 4 KB read, and a keys-only head is about 100 bytes: reading 32 heads costs
- * what reading one does. The heads not taken now are kept for the next rounds (spares).
- */
-const MIN_WINDOW = 32;
-/**
- * How many partitions each wave of a round reads at once; after these, 8 at a time. Small at first:
- * a worker with work fills its room from one or two partitions and reads no more than it did one at a
- * time (the benchmark's queries per task and lost races hold), while a worker looking for one new task
- * has the kick's hint for it (read beside the lanes). Bounded: a hundred queries at once make each
- * wait behind the others (an emulator answers them one by one), and a read past its deadline fails
- * the round.
- */
-const READ_WAVES = [1, 1, 2, 4];
-/** DynamoDB's IN takes at most 100 values: a worker serving more types claims due tasks through their promotion. */
-const MAX_IN_VALUES = 100;
-const LATER_WAVE = 8;
 
 type Attempt =
   | { outcome: 'won'; claimed: Claimed }
@@ -129,10 +104,10 @@ async function claimRound(
   const room = () => input.max - result.claimed.length;
   const window = () =>
     Math.min(
-      MAX_WINDOW,
+      TUNING.claim.maxWindow,
       Math.max(
-        MIN_WINDOW,
-        (room() + ctx.config.claimWindow - 1) * (state.randomized ? CONTENDED_WINDOW_FACTOR : 1),
+        TUNING.claim.minWindow,
+        (room() + ctx.config.claimWindow - 1) * (state.randomized ? TUNING.claim.contendedWindowFactor : 1),
       ),
     );
   // A failing request (throttling, a deadline) ends the round; what was already won is still returned.
@@ -281,7 +256,7 @@ async function claimRound(
   // taken), by types it may take without a concurrency slot. No promotion write, no ready read.
   if (room() > 0 && errors.length === 0 && state.dueWaiting > 0) {
     const direct = input.types.filter((type) => limitsFor(ctx, type).length === 0);
-    if (direct.length === 0 || direct.length > MAX_IN_VALUES) state.dropDue();
+    if (direct.length === 0 || direct.length > TUNING.claim.maxInValues) state.dropDue();
     for (;;) {
       if (room() <= 0 || errors.length > 0) break;
       const due = state.takeDue(ctx.clock.now(), room());
@@ -331,14 +306,14 @@ async function claimRound(
   // taken as soon as its read answers, not after the next partition's read too. A round that won
   // there returns at once, so its tasks start now; the worker's next round reads on for the room
   // left (starting them at the end of a longer round kept them waiting for up to 16 more reads).
-  const waves = hinted ? [hints.length, ...READ_WAVES] : READ_WAVES;
+  const waves = hinted ? [hints.length, ...TUNING.claim.readWaves] : TUNING.claim.readWaves;
   let endedEarly = false;
   for (let w = 0, from = 0; from < partitions.length && room() > 0 && errors.length === 0; w++) {
     if (w > 0 && (await takeOffered())) {
       endedEarly = true;
       break;
     }
-    const size = waves[w] ?? LATER_WAVE;
+    const size = waves[w] ?? TUNING.claim.laterWave;
     const wave = partitions.slice(from, from + size);
     from += size;
     const reads = w === 0 && hinted ? await hinted : await Promise.all(wave.map(readPartition));
@@ -357,7 +332,7 @@ async function claimRound(
         // move on instead of retrying.
         shuffleWithinPriority(candidates, ctx.random);
         const share = state.contended
-          ? Math.ceil(candidates.length / CONTENDED_WINDOW_FACTOR)
+          ? Math.ceil(candidates.length / TUNING.claim.contendedWindowFactor)
           : candidates.length;
         await take(candidates.splice(0, Math.min(share, room())));
       } else {
@@ -380,7 +355,7 @@ async function claimRound(
     }
   }
   if (!state.randomized && leftOver.length > 0 && errors.length === 0)
-    state.keepSpare(leftOver.slice(0, MAX_WINDOW), leftOverReadAt);
+    state.keepSpare(leftOver.slice(0, TUNING.claim.maxWindow), leftOverReadAt);
 
   // 3. Below the default priority: only once no default-priority task of a type served waits.
   if (room() > 0 && errors.length === 0 && !endedEarly && lanes.hasBelowDefault()) {

@@ -11,6 +11,7 @@ import type { LeaseEvents } from '../events.js';
 import type { LeaseStore } from '../store/ports.js';
 import type { Task } from '../task-model.js';
 import type { TimerSet } from './timers.js';
+import { TUNING } from '../tuning.js';
 
 export interface RetryPromoterDeps {
   store: Pick<LeaseStore, 'promote'>;
@@ -21,12 +22,6 @@ export interface RetryPromoterDeps {
   /** Told when a promotion settled (the worker looks for work again). */
   onSettled: () => void;
 }
-
-/**
- * Timers may fire a little before the wall clock says the time has come: aim this far past it, and
- * look again if the store still found the task not yet due.
- */
-const PAST_DUE_MS = 5;
 
 export class RetryPromoter {
   /** Retries waiting (task id -> due time): work this worker knows is coming. */
@@ -65,7 +60,7 @@ export class RetryPromoter {
         if (clock.now() < task.availableAt) return this.schedule(task);
         void this.promote(task);
       },
-      Math.max(0, task.availableAt - clock.now()) + PAST_DUE_MS,
+      Math.max(0, task.availableAt - clock.now()) + TUNING.poll.retryPastDueMs,
     );
   }
 
