@@ -153,15 +153,13 @@ describe('a worker with a look gate (emulator)', () => {
     // Enqueued delayed by another process: nothing reaches these workers until the promotion.
     const delayed = async (priority?: number) =>
       (
-        await w
-          .peer()
-          .enqueue({
-            type: 'nap',
-            owner: 'o',
-            payload: { ms: 0 },
-            delayMs: 300,
-            ...(priority ? { priority } : {}),
-          })
+        await w.peer().enqueue({
+          type: 'nap',
+          owner: 'o',
+          payload: { ms: 0 },
+          delayMs: 300,
+          ...(priority ? { priority } : {}),
+        })
       ).task.id;
     const id = await delayed();
     const urgent = await delayed(5);
