@@ -12,7 +12,9 @@ const app = createTaskRuntime(loadConfig(process.env), taskDefinitions);
 const logger = new Logger({ serviceName: 'leasehold-recovery' });
 const metrics = powertoolsMetrics('leasehold-recovery');
 // Tasks the sweep readied start a worker now (LEASEHOLD_WORKER_FUNCTION_ARN), as an enqueue's do.
-const kicker = lambdaKicker(app.config, app.events, app.clock, logger, writeTargetOf(app.store.ctx));
+const kicker = lambdaKicker(app.config, app.events, app.clock, logger, writeTargetOf(app.store.ctx), {
+  readSeats: false,
+});
 
 export const handler = async () => {
   const report = await runRecoverySweep(

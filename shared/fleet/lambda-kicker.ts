@@ -24,17 +24,19 @@ export function lambdaKicker(
   logger: Pick<Logger, 'warn'>,
   /** The task table, where the fleet's seats are read. */
   table: WriteTarget,
+  /**
+   * Whether kicks read the seats first (see EnqueueKicker). Recovery's role may not query the table:
+   * its rare kick starts an invocation that takes a seat, or at the cap rings a held one itself.
+   */
+  options: { readSeats: boolean } = { readSeats: true },
 ): EnqueueKicker | undefined {
   if (!config.workerFunctionArn) return undefined;
   const invoker = new LambdaWorkerInvoker(config.workerFunctionArn, undefined, (message, detail) =>
     logger.warn(message, detail),
   );
-  const seats = new FleetSeats({
-    target: table,
-    clock,
-    random: mathRandom,
-    cap: config.workerMaxConcurrency,
-  });
+  const seats = options.readSeats
+    ? new FleetSeats({ target: table, clock, random: mathRandom, cap: config.workerMaxConcurrency })
+    : undefined;
   const kicker = new EnqueueKicker(
     invoker,
     clock,
