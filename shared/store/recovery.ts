@@ -139,12 +139,10 @@ export function pageFromHead(
 ): { entries: SweepEntry[]; next: Record<string, unknown> | undefined } {
   const due = head.entries.filter((e) => Number(e[INDEX.sweep.sort]) <= bound);
   const entries = due.slice(0, take);
-  if (entries.length < due.length) return { entries, next: entryKey(entries.at(-1)!) };
+  // A keys-only index entry is exactly its keys: the last one taken is where a query goes on.
+  if (entries.length < due.length) return { entries, next: entries.at(-1) };
   return { entries, next: due.length === head.entries.length ? head.next : undefined };
 }
-
-/** An index entry's keys as a query's ExclusiveStartKey (a keys-only entry is exactly its keys). */
-const entryKey = (entry: SweepEntry): Record<string, unknown> => ({ ...entry });
 
 /** Sweeps one partition, taking what it reads from the shared item budget: 'done', or where it stopped. */
 async function sweepPartition(

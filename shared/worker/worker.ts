@@ -290,6 +290,14 @@ export class Worker {
     };
     // Tasks this worker was handed by key: their 'task:readied' wakes it without re-reading every partition.
     const offeredIds = new Set<string>();
+    // A task named by key in this process (an enqueue, a promotion): this worker takes it with one write,
+    // if it has room; the event is marked so no other worker of the process goes for it too.
+    const takeByKey = (event: object, task: { id: string; type: string; readySk: string }) => {
+      if (this.active.size >= this.options.config.workerConcurrency) return false;
+      hintsTaken.add(event);
+      this.claimMemory.offerReady({ ...task, shard: shardForId(task.id) });
+      return true;
+    };
     const unsubscribe = [
       countLifecycle(this.events, this.metrics, {
         monotonic: this.monotonic,
@@ -305,16 +313,7 @@ export class Worker {
         if (taskId !== undefined && offeredIds.delete(taskId)) return wakeUp();
         if (taskId !== undefined && byKey !== undefined) {
           if (hintsTaken.has(readied) || !this.types.includes(byKey.type)) return;
-          if (this.active.size < this.options.config.workerConcurrency) {
-            hintsTaken.add(readied);
-            this.claimMemory.offerReady({
-              id: taskId,
-              type: byKey.type,
-              shard: shardForId(taskId),
-              readySk: byKey.readySk,
-            });
-            return wakeUp();
-          }
+          if (takeByKey(readied, { id: taskId, ...byKey })) return wakeUp();
         }
         lookAgain();
       }),
@@ -325,20 +324,12 @@ export class Worker {
       this.processEvents.on('task:enqueued', (enqueued) => {
         if (enqueued.availableAt > this.clock.now() || !this.types.includes(enqueued.type)) return;
         if (hintsTaken.has(enqueued)) return;
-        const shard = shardForId(enqueued.taskId);
         if (enqueued.readySk !== undefined) {
-          if (this.active.size >= this.options.config.workerConcurrency) return;
-          hintsTaken.add(enqueued);
-          offeredIds.add(enqueued.taskId);
-          this.claimMemory.offerReady({
-            id: enqueued.taskId,
-            type: enqueued.type,
-            shard,
-            readySk: enqueued.readySk,
-          });
+          const { taskId: id, type, readySk } = enqueued;
+          if (takeByKey(enqueued, { id, type, readySk })) offeredIds.add(id);
         } else if (this.wake) {
           hintsTaken.add(enqueued);
-          this.claimMemory.lookFirst(enqueued.type, shard);
+          this.claimMemory.lookFirst(enqueued.type, shardForId(enqueued.taskId));
         }
       }),
       this.events.on('task:promoted', lookAgain),
