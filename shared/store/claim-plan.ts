@@ -1,0 +1,88 @@
+/**
+ * The claim round's decisions, apart from its I/O: how many heads a read asks for, which partitions
+ * it visits and in what waves, how contended workers spread over the heads they all see, and when the
+ * work below the default priority may be taken. No reads, no writes, no clock: claim-round.ts performs
+ * what these decide, and test/claim-plan.test.ts checks them as properties.
+ */
+import { shuffleInPlace } from '../ids.js';
+import { readyPriorityPrefix, SHARD_COUNT } from '../table-layout.js';
+import { TUNING } from '../tuning.js';
+
+/** A partition of the ready index: one shard of one type's default-priority tasks. */
+export interface ShardRef {
+  type: string;
+  shard: number;
+}
+
+/**
+ * Heads one read asks for: the room left plus the configured spare (`claimWindow` - 1), widened when
+ * the worker picks at random (contended or just started: others read the same heads), within bounds.
+ */
+export function readWindow(room: number, claimWindow: number, randomized: boolean): number {
+  const wanted = (room + claimWindow - 1) * (randomized ? TUNING.claim.contendedWindowFactor : 1);
+  return Math.min(TUNING.claim.maxWindow, Math.max(TUNING.claim.minWindow, wanted));
+}
+
+/**
+ * The partitions a round visits: where a task was just enqueued first (the hints: one query finds what
+ * a kick was for), then the worker's own partition (moving on by one each round so a lone worker still
+ * sees every shard), then the rest in random order. Workers whose own partition runs dry scatter
+ * instead of all moving to the same neighbour.
+ */
+export function visitOrder(
+  types: readonly string[],
+  hints: readonly ShardRef[],
+  startPartition: (count: number) => number,
+  random: () => number,
+): ShardRef[] {
+  const all = types.flatMap((type) => Array.from({ length: SHARD_COUNT }, (_, shard) => ({ type, shard })));
+  const start = startPartition(all.length);
+  const [own] = all.splice(start, 1);
+  shuffleInPlace(all, random);
+  const isHint = (p: ShardRef) => hints.some((h) => h.type === p.type && h.shard === p.shard);
+  return [...hints, ...[own!, ...all].filter((p) => !isHint(p))];
+}
+
+/**
+ * How many partitions wave `w` reads at once. The hinted partitions (read at the round's start) are a
+ * wave of their own; then waves grow (1, 1, 2, 4, then 8 at a time), so a worker with plenty of work
+ * reads only its own partition, and one looking for the single task a kick was for finds it within a
+ * few round trips, not after up to 16 x types sequential queries.
+ */
+export function waveSize(w: number, hintCount: number): number {
+  const waves = hintCount > 0 ? [hintCount, ...TUNING.claim.readWaves] : TUNING.claim.readWaves;
+  return waves[w] ?? TUNING.claim.laterWave;
+}
+
+/**
+ * How many of a read's heads a randomized round tries: contended, a share of what is there (all that
+ * is needed when the partition is full, a few when it runs thin), so workers that read the same heads
+ * move on instead of retrying them; otherwise all of them. Never more than the room left.
+ */
+export function headsToTry(read: number, room: number, contended: boolean): number {
+  const share = contended ? Math.ceil(read / TUNING.claim.contendedWindowFactor) : read;
+  return Math.max(0, Math.min(share, room));
+}
+
+/**
+ * Work below the default priority is taken only once no default-priority task of a served type
+ * waits: every partition the round visits is empty (or its type may take nothing now).
+ */
+export function defaultsEmpty(partitions: readonly ShardRef[], isEmpty: (p: ShardRef) => boolean): boolean {
+  return partitions.every(isEmpty);
+}
+
+/**
+ * Random order among heads of equal priority; a higher priority still comes first (the query returned
+ * them sorted). Contended workers that read the same heads then try different ones.
+ */
+export function shuffleWithinPriority<T extends { readySk: string }>(heads: T[], random: () => number): void {
+  const groups: T[][] = [];
+  for (const h of heads) {
+    const last = groups.at(-1);
+    if (last && readyPriorityPrefix(last[0]!.readySk) === readyPriorityPrefix(h.readySk)) last.push(h);
+    else groups.push([h]);
+  }
+  for (const group of groups) shuffleInPlace(group, random);
+  heads.splice(0, heads.length, ...groups.flat());
+}

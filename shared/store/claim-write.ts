@@ -1,0 +1,271 @@
+/**
+ * One claim write and what follows it: the slots its type needs, the conditional write, the payload's
+ * read, the undo of a claim whose outcome was never learned. Each ends in an Attempt and never throws:
+ * the round (claim-round.ts) decides what to do with it.
+ */
+import { claimLeaseUsable } from '../lease-rules.js';
+import { delaySweepPartition, shardForId, taskKey } from '../table-layout.js';
+import type { Task } from '../task-model.js';
+import { writeTargetOf, type StoreContext } from './context.js';
+import {
+  conditionalUpdate,
+  WriteOutcomeUnknownError,
+  type WriteOptions,
+  type WriteResult,
+} from './conditional-write.js';
+import type { Lease, SlotLease } from './inputs.js';
+import type { Candidate, UnknownClaim } from './claim-state.js';
+import { fail, release } from './lease-writes.js';
+import { releaseSlots, type SlotGate } from './slots.js';
+import { readPayload } from './task-body.js';
+import { CostCount, countCost } from './cost-meter.js';
+import { addCost, type TaskCost } from './task-cost.js';
+import { toTask, type TaskItem } from './task-item.js';
+import { readTaskItem } from './task-reads.js';
+import { deadline } from './dynamo.js';
+import {
+  asUpdate,
+  claimed as claimEdge,
+  claimedWhenDue,
+  claimUndone,
+  dueClaimUndone,
+  type Transition,
+} from './transitions.js';
+
+export interface Claimed {
+  task: Task;
+  lease: Lease;
+}
+
+export type Attempt =
+  | { outcome: 'won'; claimed: Claimed }
+  /** `cost`: what the lost write cost (DynamoDB bills a refused write), charged to the round's wins. */
+  | { outcome: 'lost'; cost?: Partial<TaskCost> }
+  | { outcome: 'late' }
+  /** Won, but its payload is gone: the task was failed (PAYLOAD_MISSING), not run. */
+  | { outcome: 'dropped' }
+  | { outcome: 'limited' }
+  | { outcome: 'error'; error: unknown };
+
+export type OnUnknownClaim = (unknown: UnknownClaim) => void;
+
+/**
+ * One claim write: the slots its type needs first (none for a due claim, whose condition excludes
+ * limited types), its edge, and what to remember if its outcome is never learned.
+ */
+interface ClaimWrite {
+  taskId: string;
+  slotsOf?: string;
+  edge: Transition;
+  unknown: Omit<UnknownClaim, 'writeId' | 'leaseUntil'>;
+}
+
+/** The claim of a ready head, as read. */
+export function headClaim(
+  c: Candidate,
+  workerId: string,
+  now: number,
+  leaseUntil: number,
+  config: StoreContext['config'],
+): ClaimWrite {
+  return {
+    taskId: c.id,
+    slotsOf: c.type,
+    edge: claimEdge(c, workerId, now, leaseUntil, config),
+    unknown: { candidate: c },
+  };
+}
+
+/** The claim of a due delayed task straight from its delay partition. */
+export function dueClaim(
+  id: string,
+  types: readonly string[],
+  workerId: string,
+  now: number,
+  leaseUntil: number,
+  config: StoreContext['config'],
+): ClaimWrite {
+  const shard = shardForId(id);
+  return {
+    taskId: id,
+    edge: claimedWhenDue(
+      { shard, delayPartition: delaySweepPartition(shard) },
+      types,
+      workerId,
+      now,
+      leaseUntil,
+      config,
+    ),
+    unknown: { dueTaskId: id },
+  };
+}
+
+/**
+ * One claim: its slots, its conditional write, the payload's read, and every way it can end (never
+ * throws). What its requests cost goes with the lease (`unrecorded`) to the next write of the task.
+ */
+export async function claimOne(
+  ctx: StoreContext,
+  write: ClaimWrite,
+  leaseUntil: number,
+  gate: SlotGate,
+  onUnknown: OnUnknownClaim,
+): Promise<Attempt> {
+  const count = new CostCount();
+  const attempt = await countCost(count, () => claimWrite(ctx, write, leaseUntil, gate, onUnknown));
+  if (attempt.outcome === 'lost') return { outcome: 'lost', cost: count.snapshot() };
+  if (attempt.outcome !== 'taken') return attempt;
+  ctx.heldItems.set(attempt.item);
+  const claimed: Claimed = {
+    ...attempt.claimed,
+    // A claim moves the task's index entry: out of the ready index (or a delay partition) into the lease sweep.
+    lease: {
+      ...attempt.claimed.lease,
+      unrecorded: addCost(count.snapshot(), { indexWriteUnits: CLAIM_INDEX_WRITES }),
+    },
+  };
+  return withPayload(ctx, claimed, attempt.item);
+}
+
+/** A claim's index writes: its entry leaves one partition (ready, or delay sweep) for the lease sweep. */
+const CLAIM_INDEX_WRITES = 2;
+
+/** The claim itself: slots, then the conditional write. */
+async function claimWrite(
+  ctx: StoreContext,
+  write: ClaimWrite,
+  leaseUntil: number,
+  gate: SlotGate,
+  onUnknown: OnUnknownClaim,
+): Promise<Exclude<Attempt, { outcome: 'won' }> | { outcome: 'taken'; claimed: Claimed; item: TaskItem }> {
+  let slots: SlotLease[] = [];
+  try {
+    if (write.slotsOf !== undefined) {
+      const taken = await gate.acquire(write.slotsOf, write.taskId, leaseUntil);
+      if (!taken) return { outcome: 'limited' };
+      slots = taken;
+    }
+  } catch (error) {
+    return { outcome: 'error', error };
+  }
+  ctx.events.emit('claim:intent', { taskId: write.taskId });
+  let written: WriteResult<TaskItem>;
+  try {
+    written = await conditionalUpdate<TaskItem>(
+      writeTargetOf(ctx),
+      taskKey(write.taskId),
+      asUpdate(write.edge),
+      {
+        resends: 1,
+      },
+    );
+  } catch (error) {
+    // Not even a read could tell whether the claim applied: take it back if it did, so the task
+    // is not left RUNNING under a worker that never runs it, with an attempt spent.
+    // If the undo fails too, the next rounds try it again.
+    if (error instanceof WriteOutcomeUnknownError) {
+      const unknown = { ...write.unknown, writeId: error.writeId, leaseUntil } as UnknownClaim;
+      await undoClaim(ctx, unknown).catch(() => onUnknown(unknown));
+    }
+    await releaseSlots(ctx, gate.holder, slots).catch(() => undefined);
+    return { outcome: 'error', error };
+  }
+  try {
+    if (!written.applied) {
+      await releaseSlots(ctx, gate.holder, slots);
+      return { outcome: 'lost' };
+    }
+    const claimed = claimedFrom(written.item, slots);
+    if (!claimLeaseUsable(claimed.lease.leaseUntil, ctx.clock.now(), ctx.config)) {
+      // The write landed too late to start safely: another claimer may take over the task and its
+      // slots any moment. Give it back (attempt not spent); if recovery already requeued it, the
+      // release is refused by its token and nothing changes.
+      await release(ctx, { lease: claimed.lease }).catch(() => undefined);
+      // Not a race with another claimer: it must not make this worker act contended.
+      return { outcome: 'late' };
+    }
+    return { outcome: 'taken', claimed, item: written.item };
+  } catch (error) {
+    return { outcome: 'error', error };
+  }
+}
+
+/**
+ * A won claim with its payload: read from the payload's own item when it did not fit in the task item
+ * (task-body.ts), once per claim. A read that fails gives the task back (attempt not spent); a payload
+ * that is gone (past `maxWaitDays`, or an enqueue that died between its two writes) fails the task
+ * for good, since it can never run as it was asked.
+ */
+async function withPayload(ctx: StoreContext, claimed: Claimed, item: TaskItem): Promise<Attempt> {
+  if (item.payloadBytes === undefined) return { outcome: 'won', claimed };
+  let payload: string | undefined;
+  const count = new CostCount();
+  let lease = claimed.lease;
+  try {
+    payload = await countCost(count, () => readPayload(ctx, item, deadline(ctx.config.requestDeadlineMs)));
+    lease = { ...lease, unrecorded: addCost(lease.unrecorded, count.snapshot()) };
+  } catch (error) {
+    await release(ctx, { lease }).catch(() => undefined);
+    return { outcome: 'error', error };
+  }
+  if (payload === undefined) {
+    await fail(ctx, { lease, error: payloadMissing(ctx, item), retryable: false }).catch(() => undefined);
+    return { outcome: 'dropped' };
+  }
+  return { outcome: 'won', claimed: { lease, task: toTask(item, { ...item, payload }) } };
+}
+
+const payloadMissing = (ctx: StoreContext, item: TaskItem) =>
+  `PAYLOAD_MISSING: the payload of task ${item.id} is gone: a task keeps its payload ${ctx.config.maxWaitDays} days ` +
+  `(LEASEHOLD_MAX_WAIT_DAYS) after its due time plus its retention, or its enqueue failed between its two writes. Enqueue it again.`;
+
+/**
+ * Reverts a claim that may have applied (our write id is on the item), attempt given back: a ready head
+ * goes back to that head; a due delayed task, read back first for the keys of its place, to the ready
+ * index (it is due). Another write since (or none of ours) leaves the task as it is.
+ */
+export async function undoClaim(
+  ctx: StoreContext,
+  unknown: UnknownClaim,
+  options: WriteOptions = {},
+): Promise<void> {
+  if ('candidate' in unknown) {
+    await conditionalUpdate(
+      writeTargetOf(ctx),
+      taskKey(unknown.candidate.id),
+      asUpdate(claimUndone(unknown.candidate, unknown.writeId)),
+      options,
+    );
+    return;
+  }
+  const item = await readTaskItem(ctx, unknown.dueTaskId, deadline(ctx.config.requestDeadlineMs));
+  if (item?.writeId !== unknown.writeId) return;
+  await conditionalUpdate(
+    writeTargetOf(ctx),
+    taskKey(unknown.dueTaskId),
+    asUpdate(dueClaimUndone(item, unknown.writeId, ctx.clock.now())),
+    options,
+  );
+}
+
+function claimedFrom(item: TaskItem, slots: SlotLease[]): Claimed {
+  return {
+    // With what the item holds inline; a payload kept apart is read next (withPayload).
+    task: toTask(item, item),
+    lease: {
+      taskId: item.id,
+      type: item.type,
+      owner: item.leaseOwner!,
+      token: item.leaseToken,
+      leaseUntil: item.leaseUntil!,
+      sweepAt: item.sweepAt!,
+      shard: item.shard,
+      priority: item.priority,
+      createdAt: item.createdAt,
+      availableAt: item.availableAt,
+      attempts: item.attempts,
+      maxAttempts: item.maxAttempts,
+      slots,
+    },
+  };
+}

@@ -1,0 +1,140 @@
+/** The claim round's decisions on their own (pure: no store, randomness given), as properties. */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  defaultsEmpty,
+  headsToTry,
+  readWindow,
+  shuffleWithinPriority,
+  visitOrder,
+  waveSize,
+} from '../shared/store/claim-plan.js';
+import { readyPriorityPrefix, readySortKey, SHARD_COUNT } from '../shared/table-layout.js';
+import { TUNING } from '../shared/tuning.js';
+
+const typeNames = fc.uniqueArray(fc.stringMatching(/^[a-z]{1,6}$/), { minLength: 1, maxLength: 5 });
+/** A seeded random source: the same seed, the same order. */
+const seeded = (seed: number) => {
+  let s = seed >>> 0 || 1;
+  return () => (s = (s * 1664525 + 1013904223) >>> 0) / 2 ** 32;
+};
+
+describe('claim plan', () => {
+  it('a read asks for the room plus the spare, widened when picking at random, always within bounds', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 1000 }),
+        fc.integer({ min: 1, max: 50 }),
+        fc.boolean(),
+        (room, spare, randomized) => {
+          const n = readWindow(room, spare, randomized);
+          expect(n).toBeGreaterThanOrEqual(TUNING.claim.minWindow);
+          expect(n).toBeLessThanOrEqual(TUNING.claim.maxWindow);
+          // Never fewer than the room when the room fits in a read.
+          if (room <= TUNING.claim.maxWindow) expect(n).toBeGreaterThanOrEqual(room);
+          // Picking at random never reads fewer heads than picking in order.
+          expect(readWindow(room, spare, true)).toBeGreaterThanOrEqual(readWindow(room, spare, false));
+        },
+      ),
+    );
+    expect(readWindow(40, 2, false)).toBe(41);
+    expect(readWindow(1, 1, false)).toBe(TUNING.claim.minWindow);
+  });
+
+  it('visits every partition of every served type exactly once: hints first, then its own, then the rest', () => {
+    fc.assert(
+      fc.property(
+        typeNames,
+        fc.nat(),
+        fc.integer({ min: 1 }),
+        fc.array(fc.tuple(fc.nat(4), fc.nat(SHARD_COUNT - 1)), { maxLength: 4 }),
+        (types, start, seed, hintPicks) => {
+          const hints = [
+            ...new Map(
+              hintPicks.map(([t, shard]) => {
+                const type = types[t % types.length]!;
+                return [`${type}#${shard}`, { type, shard }];
+              }),
+            ).values(),
+          ];
+          const order = visitOrder(types, hints, (count) => start % count, seeded(seed));
+          const keys = order.map((p) => `${p.type}#${p.shard}`);
+          expect(new Set(keys).size).toBe(types.length * SHARD_COUNT);
+          expect(order.slice(0, hints.length)).toEqual(hints);
+          const all = types.flatMap((type) =>
+            Array.from({ length: SHARD_COUNT }, (_, shard) => `${type}#${shard}`),
+          );
+          const own = all[start % all.length]!;
+          if (!hints.some((h) => `${h.type}#${h.shard}` === own)) expect(keys[hints.length]).toBe(own);
+        },
+      ),
+    );
+  });
+
+  it('two workers with other random sources leave their own partition in different orders', () => {
+    const a = visitOrder(['t'], [], () => 0, seeded(1)).map((p) => p.shard);
+    const b = visitOrder(['t'], [], () => 0, seeded(2)).map((p) => p.shard);
+    expect(a[0]).toBe(0);
+    expect(b[0]).toBe(0);
+    expect(a.slice(1)).not.toEqual(b.slice(1));
+  });
+
+  it('waves grow from one partition, the hinted ones a wave of their own, and cover any count of partitions', () => {
+    expect([0, 1, 2, 3, 4, 5].map((w) => waveSize(w, 0))).toEqual([1, 1, 2, 4, 8, 8]);
+    expect([0, 1, 2].map((w) => waveSize(w, 3))).toEqual([3, 1, 1]);
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 1700 }), fc.nat(4), (partitions, hints) => {
+        let covered = 0;
+        let waves = 0;
+        for (let w = 0; covered < partitions; w++, waves++) {
+          const size = waveSize(w, hints);
+          expect(size).toBeGreaterThan(0);
+          covered += size;
+        }
+        // Sixteen shards of one type: five waves at most (seven with hints), not sixteen reads in a row.
+        if (partitions <= SHARD_COUNT) expect(waves).toBeLessThanOrEqual(hints > 0 ? 7 : 5);
+      }),
+    );
+  });
+
+  it('contended, a worker tries a share of a read; calm, all of it; never more than its room', () => {
+    fc.assert(
+      fc.property(fc.nat(200), fc.integer({ min: 1, max: 1000 }), fc.boolean(), (read, room, contended) => {
+        const n = headsToTry(read, room, contended);
+        expect(n).toBeLessThanOrEqual(Math.min(read, room));
+        if (read > 0) expect(n).toBeGreaterThan(0);
+        if (!contended) expect(n).toBe(Math.min(read, room));
+      }),
+    );
+    expect(headsToTry(64, 100, true)).toBe(8);
+  });
+
+  it('work below the default waits while any visited partition may hold default work', () => {
+    const parts = [
+      { type: 'a', shard: 0 },
+      { type: 'a', shard: 1 },
+    ];
+    expect(defaultsEmpty(parts, () => true)).toBe(true);
+    expect(defaultsEmpty(parts, (p) => p.shard === 0)).toBe(false);
+  });
+
+  it('shuffles heads only among equal priorities: the order of priorities is kept', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.integer({ min: 0, max: 3 }), fc.uuid()), { maxLength: 40 }),
+        fc.integer({ min: 1 }),
+        (rows, seed) => {
+          const heads = rows
+            .map(([p, id]) => ({ id, readySk: readySortKey(p, 1_000, 1_000, id) }))
+            .sort((x, y) => (x.readySk < y.readySk ? -1 : 1));
+          const shuffled = [...heads];
+          shuffleWithinPriority(shuffled, seeded(seed));
+          expect(shuffled.map((h) => readyPriorityPrefix(h.readySk))).toEqual(
+            heads.map((h) => readyPriorityPrefix(h.readySk)),
+          );
+          expect([...shuffled].sort((x, y) => (x.readySk < y.readySk ? -1 : 1))).toEqual(heads);
+        },
+      ),
+    );
+  });
+});
