@@ -1,5 +1,5 @@
 /**
- * Every store, slot and lock write × every way its answer can go wrong (test/support/fault-injection.ts):
+ * Every store, slot, lock and fleet-seat write × every way its answer can go wrong (test/support/fault-injection.ts):
  *
  *   lost-network          applied; the connection drops before the answer (the SDK retries)
  *   lost-deadline         applied; our deadline aborts before the answer (the store resends)
@@ -13,8 +13,8 @@
  *
  * For each: the caller learns the truth (applied: the success answer; a single fault never turns into
  * an error; nothing refused the write, so no refusal), nothing is written twice (one task, one attempt,
- * token +1, one slot per limit), nothing is stranded (every leased task, held slot and held lock
- * belongs to a lease or lock its holder knows of), and every error is a typed one. The state is read
+ * token +1, one slot per limit), nothing is stranded (every leased task, held slot, held lock and held
+ * fleet seat belongs to a lease, lock or seat its holder knows of), and every error is a typed one. The state is read
  * back consistently through a client without faults.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -42,6 +42,8 @@ import type { RenewOutcome } from '../shared/store/lease-writes.js';
 import { ensureTable } from '../shared/store/table-setup.js';
 import type { TaskItem } from '../shared/store/task-item.js';
 import { TaskStore } from '../shared/store/task-store.js';
+import { FleetSeats, type SeatLease } from '../shared/fleet/fleet-seats.js';
+import { writeTargetOf } from '../shared/store/context.js';
 import type { Task } from '../shared/task-model.js';
 import {
   fastRetryStrategy,
@@ -80,6 +82,7 @@ interface World {
   clock: ManualClock;
   store: TaskStore;
   locks: LockClient;
+  seats: FleetSeats;
   faults: FaultInjector;
   client: DynamoDBClient;
 }
@@ -106,18 +109,21 @@ async function newWorld(): Promise<World> {
   const clock = new ManualClock();
   const store = new TaskStore({ doc, config, clock, newId: sequentialIds('t') });
   const locks = new LockClient({ doc, config, clock, newId: sequentialIds('h') });
-  return { config, clock, store, locks, faults, client };
+  const seats = new FleetSeats({ target: writeTargetOf(store.ctx), clock, random: () => 0.5, cap: 2 });
+  return { config, clock, store, locks, seats, faults, client };
 }
 
 type Item = Record<string, unknown> & { pk: string; sk: string };
 type SlotItem = Item & { holder?: string; leaseUntil?: number; slotToken?: number; taskId?: string };
 type LockItem = Item & { holder?: string; leaseUntil?: number; lockToken?: number };
+type SeatItem = Item & { holder?: string; until?: number; token?: number };
 
 interface Snapshot {
   now: number;
   tasks: TaskItem[];
   slots: SlotItem[];
   locks: LockItem[];
+  seats: SeatItem[];
 }
 
 async function snapshot(w: World): Promise<Snapshot> {
@@ -135,6 +141,7 @@ async function snapshot(w: World): Promise<Snapshot> {
     tasks: items.filter((i) => i.sk === 'TASK') as unknown as TaskItem[],
     slots: items.filter((i) => i.pk.startsWith('LIMIT#')),
     locks: items.filter((i) => i.pk.startsWith('LOCK#')),
+    seats: items.filter((i) => i.pk === 'FLEET'),
   };
 }
 
@@ -238,6 +245,7 @@ type State = 'applied' | 'unchanged';
 interface Setup {
   task?: Task;
   lease?: Lease;
+  seat?: SeatLease;
   lock?: Lock;
   before?: number;
 }
@@ -249,6 +257,7 @@ interface Known {
   /** Leases the caller still has but that may be over (the write ending them failed): their slots run out with them. */
   expiring?: Lease[];
   locks?: Lock[];
+  seats?: SeatLease[];
 }
 
 interface Row {
@@ -286,6 +295,11 @@ async function claimedTask(w: World, extra: { maxAttempts?: number } = {}): Prom
 }
 
 const TASK_WRITE = { operation: 'UpdateItem', pk: 'TASK#' } as const;
+const SEAT_WRITE = { operation: 'UpdateItem', pk: 'FLEET' } as const;
+/** Seats held now (a holder, an expiry ahead). */
+const heldSeats = (snap: Snapshot) =>
+  snap.seats.filter((x) => x.holder !== undefined && (x.until ?? 0) > snap.now);
+const seatIndexOf = (snap: Snapshot) => ({ index: Number(heldSeats(snap)[0]!.sk.slice('SEAT#'.length)) });
 
 const claimRow = (name: string, target: Row['target']): Row => ({
   name,
@@ -651,6 +665,40 @@ const ROWS: Row[] = [
     answer: (v) => expect(v).toBe(true),
     known: (s, value, state) => ({ locks: value || state === 'applied' ? [] : [s.lock!] }),
   },
+  {
+    name: 'fleet seat take',
+    target: SEAT_WRITE,
+    setup: async () => ({}),
+    act: async (w) => {
+      const seat = await w.seats.take('invocation-a', w.clock.now() + 60_000);
+      if (!seat) throw new NothingDone('no seat taken');
+      return seat;
+    },
+    state: (snap) => {
+      const held = heldSeats(snap);
+      return classify(
+        held,
+        held.length === 1 && held[0]!.holder === 'invocation-a' && held[0]!.token === 1,
+        held.length === 0,
+      );
+    },
+    answer: (v, _s, snap) =>
+      expect(v).toMatchObject({ holder: 'invocation-a', token: 1, ...seatIndexOf(snap) }),
+    known: (_s, value) => ({ seats: value ? [value as SeatLease] : [] }),
+  },
+  {
+    name: 'fleet seat give back',
+    target: SEAT_WRITE,
+    setup: async (w) => ({ seat: await w.seats.take('invocation-a', w.clock.now() + 60_000) }),
+    act: async (w, s) => {
+      const given = await w.seats.giveBack(s.seat!);
+      if (!given.released) throw new Refused('give back answered not released (no longer ours)');
+      return given;
+    },
+    state: (snap) => classify(snap.seats, heldSeats(snap).length === 0, heldSeats(snap).length === 1),
+    answer: (v) => expect(v).toEqual({ released: true, rings: 0 }),
+    known: (s, value, state) => ({ seats: value || state === 'applied' ? [] : [s.seat!] }),
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------
@@ -765,6 +813,24 @@ function checkNothingStranded(snap: Snapshot, known: Known, config: LeaseholdCon
     if (!lock)
       problems.push(
         `lock ${l.pk} is held by ${l.holder} (token ${l.lockToken}) until ${l.leaseUntil}, and no lock its holder knows of has it`,
+      );
+  }
+  for (const seat of heldSeats(snap)) {
+    const index = Number(seat.sk.slice('SEAT#'.length));
+    if (
+      !(known.seats ?? []).some(
+        (k) => k.index === index && k.holder === seat.holder && k.token === seat.token,
+      )
+    )
+      problems.push(
+        `fleet seat ${index} is held by ${seat.holder} (token ${seat.token}) until ${seat.until}, and no invocation knows it holds it`,
+      );
+  }
+  for (const k of known.seats ?? []) {
+    const seat = snap.seats.find((x) => Number(x.sk.slice('SEAT#'.length)) === k.index);
+    if (seat?.holder !== k.holder || seat.token !== k.token)
+      problems.push(
+        `fleet seat ${k.index} is held by its invocation (token ${k.token}), but the table says ${show(seat)}`,
       );
   }
   for (const lock of known.locks ?? []) {

@@ -17,6 +17,8 @@ import { shuffleInPlace, type RandomSource } from '../ids.js';
 import { KEY } from '../table-layout.js';
 import { conditionalUpdate, readItem, type WriteTarget } from '../store/conditional-write.js';
 import { Expression, type ConditionPart } from '../store/update-expression.js';
+import { holdsTokenLease } from '../store/conditions.js';
+import { acquireOrUndo, releaseIfHolder } from '../store/lease-item.js';
 import { runningCount, seatsToTry, type Seat } from './fleet-rules.js';
 import { TUNING } from '../tuning.js';
 
@@ -81,10 +83,11 @@ const seatStillFree =
  * Giving a seat back, or adopting one reserved for us: we still hold this very take of it (a later
  * holder's take is never undone, and a reservation that ran out and was taken is not ours any more).
  */
-const holdsSeat =
-  (lease: Pick<SeatLease, 'holder' | 'token'>): ConditionPart =>
-  (e) =>
-    `${e.name('holder')} = ${e.value(lease.holder)} AND ${e.name('token')} = ${e.value(lease.token)}`;
+const holdsSeat = (lease: Pick<SeatLease, 'holder' | 'token'>): ConditionPart =>
+  holdsTokenLease(lease.holder, lease.token, SEAT_LEASE.tokenAttribute);
+
+/** A seat is a lease item (lease-item.ts) with these attribute names. */
+const SEAT_LEASE = { tokenAttribute: 'token', expiryAttribute: 'until' } as const;
 
 /**
  * Ringing a held seat: the take we read still holds it and has not run out. A seat given back (or
@@ -265,14 +268,16 @@ export class FleetSeats {
     condition: ConditionPart = seatStillFree(this.options.clock.now()),
   ): Promise<SeatLease | undefined> {
     const { clock, target } = this.options;
-    const e = new Expression()
-      .require(condition)
-      .set('holder', holder)
-      .set('until', until)
-      .set('takenAt', clock.now())
-      .set('rings', 0)
-      .add('token', 1);
-    const written = await conditionalUpdate<SeatItem>(target, seatKey(index), e, { resends: 1 });
+    // A take whose answer was lost and could not be learned is undone if it applied (and the error
+    // thrown): a seat is never held by an invocation that does not know it holds it.
+    const written = await acquireOrUndo(target, seatKey(index), {
+      ...SEAT_LEASE,
+      holder,
+      leaseUntil: until,
+      free: condition,
+      fields: { takenAt: clock.now(), rings: 0 },
+      resends: 1,
+    });
     return written.applied ? { index, holder, token: written.item.token!, until } : undefined;
   }
 
@@ -283,12 +288,13 @@ export class FleetSeats {
 
   /** Gives the seat back and says how often it was rung while held (the write returns the item: no read). */
   async giveBack(lease: SeatLease): Promise<GivenBack> {
-    const e = new Expression().require(holdsSeat(lease)).remove('holder').set('until', 0);
-    const written = await conditionalUpdate<SeatItem>(this.options.target, seatKey(lease.index), e, {
-      resends: 1,
+    const written = await releaseIfHolder(this.options.target, seatKey(lease.index), {
+      ...SEAT_LEASE,
+      holder: lease.holder,
+      token: lease.token,
     });
     return written.applied
-      ? { released: true, rings: written.item.rings ?? 0 }
+      ? { released: true, rings: (written.item as SeatItem).rings ?? 0 }
       : { released: false, rings: 0 };
   }
 

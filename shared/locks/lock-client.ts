@@ -12,13 +12,12 @@ import { LeaseholdError } from '../errors.js';
 import { mathRandom, randomId, type IdGenerator } from '../ids.js';
 import { recoveryCutoff } from '../lease-rules.js';
 import { lockFreeToTake } from '../store/conditions.js';
-import { WriteOutcomeUnknownError, type WriteTarget } from '../store/conditional-write.js';
+import type { WriteTarget } from '../store/conditional-write.js';
 import { parseInput } from '../store/inputs.js';
 import {
-  acquireIfFree,
+  acquireOrUndo,
   releaseIfHolder,
   renewIfHolder,
-  undoAcquire,
   type HeldLease,
   type LeaseItem,
 } from '../store/lease-item.js';
@@ -142,17 +141,13 @@ export class LockClient {
     const holder = this.newId();
     const leaseUntil = now + options.leaseMs;
     const free = lockFreeToTake(recoveryCutoff(now, this.config));
-    const taken = await acquireIfFree(this.target, lockKey(key), {
+    // Perhaps taken under a holder id only this call knows: undone if so, so the lock is not held by nobody.
+    const taken = await acquireOrUndo(this.target, lockKey(key), {
       tokenAttribute: 'lockToken',
       holder,
       leaseUntil,
       free,
       needCurrent: true,
-    }).catch(async (error: unknown) => {
-      // Perhaps taken under a holder id only this call knows: free it if so, so the lock is not held by nobody.
-      if (error instanceof WriteOutcomeUnknownError)
-        await undoAcquire(this.target, lockKey(key), error.writeId).catch(() => undefined);
-      throw error;
     });
     if (!taken.applied) return { current: taken.current };
     return {

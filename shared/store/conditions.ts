@@ -96,11 +96,11 @@ const leaseFreeToTake =
     `attribute_not_exists(${e.name('holder')}) OR ${e.name('leaseUntil')} < ${e.value(cutoff)}`;
 
 /**
- * Renewing or giving back a slot or a lock: only its current holder, under the token of its own
- * acquisition. A holder that was paused past its lease, and whose lock was taken over, fails here.
+ * Renewing or giving back a slot, a lock or a fleet seat: only its current holder, under the token of
+ * its own acquisition. A holder that was paused past its lease, and whose lock was taken over, fails here.
  */
 export const holdsTokenLease =
-  (holder: string, token: number, tokenAttribute: 'slotToken' | 'lockToken'): ConditionPart =>
+  (holder: string, token: number, tokenAttribute: 'slotToken' | 'lockToken' | 'token'): ConditionPart =>
   (e) =>
     `${e.name(tokenAttribute)} = ${e.value(token)} AND ${e.name('holder')} = ${e.value(holder)}`;
 

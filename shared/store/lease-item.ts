@@ -1,13 +1,22 @@
 /**
- * Items that are themselves leases: concurrency slots and locks. Each has a holder, an expiry and a
- * fencing token that grows with every take and never resets. Three writes serve both (the lock
- * client's single-primitive design): take it if free, renew it while holding it, give it back.
+ * Items that are themselves leases: concurrency slots, locks and the fleet's seats. Each has a holder,
+ * an expiry and a fencing token that grows with every take and never resets. Three writes serve all
+ * (the lock client's single-primitive design): take it if free, renew it while holding it, give it
+ * back; and one protocol for a take whose answer was lost: undone if it applied, never left held.
  */
 import { holdsTokenLease, unchangedSince } from './conditions.js';
-import { conditionalUpdate, type WriteResult, type WriteTarget } from './conditional-write.js';
+import {
+  conditionalUpdate,
+  WriteOutcomeUnknownError,
+  type WriteResult,
+  type WriteTarget,
+} from './conditional-write.js';
 import { Expression, type ConditionPart } from './update-expression.js';
 
-export type TokenAttribute = 'slotToken' | 'lockToken';
+/** The fencing token's attribute: a slot's, a lock's, a fleet seat's. */
+export type TokenAttribute = 'slotToken' | 'lockToken' | 'token';
+/** The expiry's attribute: `leaseUntil` for slots and locks, `until` for a fleet seat. */
+export type ExpiryAttribute = 'leaseUntil' | 'until';
 
 export interface LeaseItem {
   pk: string;
@@ -16,14 +25,32 @@ export interface LeaseItem {
   leaseUntil?: number;
   slotToken?: number;
   lockToken?: number;
+  /** A fleet seat's token and expiry. */
+  token?: number;
+  until?: number;
   taskId?: string;
   writeId?: string;
 }
 
 export interface HeldLease {
   tokenAttribute: TokenAttribute;
+  expiryAttribute?: ExpiryAttribute;
   holder: string;
   token: number;
+}
+
+/** How a take is written. */
+export interface LeaseTake {
+  tokenAttribute: TokenAttribute;
+  /** Default `leaseUntil`. */
+  expiryAttribute?: ExpiryAttribute;
+  holder: string;
+  leaseUntil: number;
+  free: ConditionPart;
+  fields?: Record<string, unknown>;
+  needCurrent?: boolean;
+  /** Sends after the first when unanswered (conditional-write.ts; its default when absent). */
+  resends?: number;
 }
 
 /**
@@ -33,20 +60,39 @@ export interface HeldLease {
 export function acquireIfFree(
   target: WriteTarget,
   key: Record<string, string>,
-  take: {
-    tokenAttribute: TokenAttribute;
-    holder: string;
-    leaseUntil: number;
-    free: ConditionPart;
-    fields?: Record<string, unknown>;
-    needCurrent?: boolean;
-  },
+  take: LeaseTake,
 ): Promise<WriteResult<LeaseItem>> {
   const e = new Expression()
     .require(take.free)
-    .assign({ holder: take.holder, leaseUntil: take.leaseUntil, ...take.fields })
+    .assign({ holder: take.holder, [take.expiryAttribute ?? 'leaseUntil']: take.leaseUntil, ...take.fields })
     .add(take.tokenAttribute, 1);
-  return conditionalUpdate<LeaseItem>(target, key, e, { needCurrent: take.needCurrent ?? false });
+  return conditionalUpdate<LeaseItem>(target, key, e, {
+    needCurrent: take.needCurrent ?? false,
+    ...(take.resends === undefined ? {} : { resends: take.resends }),
+  });
+}
+
+/**
+ * acquireIfFree, and when nobody could learn whether the take applied (WriteOutcomeUnknownError), its
+ * undo: if that very write applied, the item is freed, so nobody holds it without knowing (a slot
+ * would shrink its limit, a lock or a seat stay held, until the expiry). The error is rethrown; an
+ * undo that fails too leaves the item to its expiry.
+ */
+export async function acquireOrUndo(
+  target: WriteTarget,
+  key: Record<string, string>,
+  take: LeaseTake,
+  alsoRemove: string[] = [],
+): Promise<WriteResult<LeaseItem>> {
+  try {
+    return await acquireIfFree(target, key, take);
+  } catch (error) {
+    if (error instanceof WriteOutcomeUnknownError) {
+      const expiry = take.expiryAttribute ?? 'leaseUntil';
+      await undoAcquire(target, key, error.writeId, [expiry, ...alsoRemove]).catch(() => undefined);
+    }
+    throw error;
+  }
 }
 
 /**
@@ -78,7 +124,7 @@ export function releaseIfHolder(
 ): Promise<WriteResult<LeaseItem>> {
   const e = new Expression()
     .require(holdsTokenLease(held.holder, held.token, held.tokenAttribute))
-    .remove('holder', 'leaseUntil', ...alsoRemove);
+    .remove('holder', held.expiryAttribute ?? 'leaseUntil', ...alsoRemove);
   return conditionalUpdate<LeaseItem>(target, key, e);
 }
 
@@ -95,6 +141,8 @@ export async function undoAcquire(
   await conditionalUpdate(
     target,
     key,
-    new Expression().require(unchangedSince(writeId)).remove('holder', 'leaseUntil', ...alsoRemove),
+    new Expression()
+      .require(unchangedSince(writeId))
+      .remove(...new Set(['holder', 'leaseUntil', ...alsoRemove])),
   );
 }

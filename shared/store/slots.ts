@@ -15,8 +15,7 @@ import { recoveryCutoff, leaseIsFree } from '../lease-rules.js';
 import { writeTargetOf, type StoreContext } from './context.js';
 import { slotStillFree } from './conditions.js';
 import type { SlotLease } from './inputs.js';
-import { acquireIfFree, releaseIfHolder, renewIfHolder, undoAcquire, type LeaseItem } from './lease-item.js';
-import { WriteOutcomeUnknownError } from './conditional-write.js';
+import { acquireOrUndo, releaseIfHolder, renewIfHolder, type LeaseItem } from './lease-item.js';
 import { recoverTask } from './recovery.js';
 
 type SlotItem = LeaseItem & { slotToken: number };
@@ -104,20 +103,19 @@ export class SlotGate {
         if (stranded === 'lease-valid') continue;
         if (stranded === 'fixed') this.fixed++;
       }
-      const taken = await acquireIfFree(writeTargetOf(this.ctx), slotKey(scope, index), {
-        tokenAttribute: 'slotToken',
-        holder: this.holder,
-        leaseUntil,
-        free: slotStillFree(seen?.slotToken, recoveryCutoff(now, this.ctx.config)),
-        fields: { taskId },
-      }).catch(async (error: unknown) => {
-        // Perhaps taken, perhaps not: free it if it was, so the limit does not shrink for a lease.
-        if (error instanceof WriteOutcomeUnknownError)
-          await undoAcquire(writeTargetOf(this.ctx), slotKey(scope, index), error.writeId, ['taskId']).catch(
-            () => undefined,
-          );
-        throw error;
-      });
+      // Perhaps taken, perhaps not: undone if it was, so the limit does not shrink for a lease.
+      const taken = await acquireOrUndo(
+        writeTargetOf(this.ctx),
+        slotKey(scope, index),
+        {
+          tokenAttribute: 'slotToken',
+          holder: this.holder,
+          leaseUntil,
+          free: slotStillFree(seen?.slotToken, recoveryCutoff(now, this.ctx.config)),
+          fields: { taskId },
+        },
+        ['taskId'],
+      );
       if (taken.applied) return { scope, index, token: taken.item.slotToken!, leaseUntil };
     }
     return undefined;
