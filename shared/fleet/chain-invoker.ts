@@ -11,6 +11,7 @@ import { describeError } from '../errors.js';
 import { chainStartAllowed } from './fleet-rules.js';
 import type { FleetSeats, SeatLease } from './fleet-seats.js';
 import type { InvocationSource, StartHints, WorkerInvoker } from './worker-invoker.js';
+import { startIntoSeat } from './reserved-start.js';
 
 export class ChainInvoker implements WorkerInvoker {
   private generation = 0;
@@ -44,12 +45,10 @@ export class ChainInvoker implements WorkerInvoker {
         return false;
       }
     }
-    const seat = reserved
-      ? { index: reserved.index, holder: reserved.holder, token: reserved.token }
-      : hints.seat;
-    const sent = await this.deps.invoker.start(source, { ...hints, ...(seat ? { seat } : {}), generation });
+    const sent = reserved
+      ? await startIntoSeat(this.deps, reserved, source, { ...hints, generation })
+      : await this.deps.invoker.start(source, { ...hints, generation });
     if (sent) this.counts.sent++;
-    else if (reserved) await this.giveBack(reserved);
     return sent;
   }
 
@@ -63,13 +62,5 @@ export class ChainInvoker implements WorkerInvoker {
       });
       return undefined;
     }
-  }
-
-  private async giveBack(seat: SeatLease): Promise<void> {
-    await this.deps.seats.release(seat).catch((error: unknown) =>
-      this.deps.logger.warn('giving back a reserved seat failed; it frees itself shortly', {
-        error: describeError(error),
-      }),
-    );
   }
 }

@@ -71,16 +71,7 @@ export async function runFleetInvocation(
   remainingTimeMs: () => number,
   hints: StartHints = {},
 ): Promise<InvocationSummary> {
-  const { seats, clock, logger } = deps;
-  if (deps.idleCheck) {
-    const plan = await deps.idleCheck().catch((error: unknown) => {
-      logger.warn('reading the queue summary failed; the tick runs as usual', {
-        error: describeError(error),
-      });
-      return undefined;
-    });
-    if (plan && !plan.run) return { seat: undefined, stoppedBecause: 'nothing-to-do' };
-  }
+  if (await nothingToDo(deps)) return { seat: undefined, stoppedBecause: 'nothing-to-do' };
   // Handed its tasks by key, a kick's invocation returns once they end. Any kick's invocation leaves
   // seat 0 (the timekeeper's) to the scheduled tick and to invocations started to keep time: one
   // that runs the tasks it was started for is no better a timekeeper than its slowest handler (a
@@ -88,6 +79,32 @@ export async function runFleetInvocation(
   // Started for work at all, it rings a held seat when it finds none free.
   const handedOnly = (hints.offers?.length ?? 0) > 0 && !hints.readAll && !hints.lookFirst;
   const startedForWork = handedOnly || hints.readAll === true || hints.lookFirst !== undefined;
+  const taken = await takeSeat(deps, holder, remainingTimeMs, hints, startedForWork);
+  if ('summary' in taken) return taken.summary;
+  return runInSeat(deps, taken.seat, remainingTimeMs, hints, handedOnly);
+}
+
+/** For the scheduled tick: the queue summary says there is nothing to do (a failed read: run as usual). */
+async function nothingToDo(deps: FleetInvocationDeps): Promise<boolean> {
+  if (!deps.idleCheck) return false;
+  const plan = await deps.idleCheck().catch((error: unknown) => {
+    deps.logger.warn('reading the queue summary failed; the tick runs as usual', {
+      error: describeError(error),
+    });
+    return undefined;
+  });
+  return plan !== undefined && !plan.run;
+}
+
+/** Takes this invocation's seat, or says why it returns without one. */
+async function takeSeat(
+  deps: FleetInvocationDeps,
+  holder: string,
+  remainingTimeMs: () => number,
+  hints: StartHints,
+  startedForWork: boolean,
+): Promise<{ seat: SeatLease } | { summary: InvocationSummary }> {
+  const { seats, clock, logger } = deps;
   let seat: SeatLease | undefined;
   try {
     const until = seatUntil(clock.now(), remainingTimeMs(), deps.clockSkewMs);
@@ -103,59 +120,41 @@ export async function runFleetInvocation(
       const outcome = await seats.takeOrRing(holder, until);
       if ('lease' in outcome) seat = outcome.lease;
       else if ('rung' in outcome)
-        return { seat: undefined, stoppedBecause: 'fleet-full', rang: outcome.rung };
+        return { summary: { seat: undefined, stoppedBecause: 'fleet-full', rang: outcome.rung } };
     }
   } catch (error) {
     // Without a seat nothing may be claimed (the cap could not be checked); the next tick tries again.
     logger.warn('taking a fleet seat failed; this invocation claims nothing', {
       error: describeError(error),
     });
-    return { seat: undefined, stoppedBecause: 'seat-unavailable' };
+    return { summary: { seat: undefined, stoppedBecause: 'seat-unavailable' } };
   }
-  if (!seat && hints.keepTime) return { seat: undefined, stoppedBecause: 'timekeeper-running' };
-  if (!seat) {
-    logger.info('every fleet seat is held; returning at once');
-    return { seat: undefined, stoppedBecause: 'fleet-full' };
-  }
+  if (seat) return { seat };
+  if (hints.keepTime) return { summary: { seat: undefined, stoppedBecause: 'timekeeper-running' } };
+  logger.info('every fleet seat is held; returning at once');
+  return { summary: { seat: undefined, stoppedBecause: 'fleet-full' } };
+}
+
+/** Runs the worker in the seat taken, gives the seat back, and hands over what still waits. */
+async function runInSeat(
+  deps: FleetInvocationDeps,
+  seat: SeatLease,
+  remainingTimeMs: () => number,
+  hints: StartHints,
+  handedOnly: boolean,
+): Promise<InvocationSummary> {
   const timekeeper = seat.index === TUNING.fleet.timekeeperSeat ? deps.timekeeper() : undefined;
   const gate =
-    deps.rings && seats.ringsOf
-      ? new RingGate({ ringsOf: seats.ringsOf.bind(seats) }, seat, clock)
+    deps.rings && deps.seats.ringsOf
+      ? new RingGate({ ringsOf: deps.seats.ringsOf.bind(deps.seats) }, seat, deps.clock)
       : undefined;
-  const heldSeat = seat;
-  // Rings of the seat this invocation did not read for, learned as it gives the seat back.
-  let unanswered = 0;
-  let seatReleased: Promise<void> | undefined;
-  const releaseSeat = () =>
-    (seatReleased ??= seats.giveBack(heldSeat).then(
-      ({ rings }) => {
-        unanswered = Math.max(0, rings - (gate?.seen ?? rings));
-      },
-      (error: unknown) =>
-        logger.warn('giving the fleet seat back failed; it frees itself at the invocation deadline', {
-          error: describeError(error),
-        }),
-    ));
-  // The claim window closed for a type while tasks still run: the seat goes to a successor that can
-  // claim every type (and seat 0's duty with it), instead of staying held until the slowest task ends.
-  // Work of that type enqueued meanwhile then starts at once (a kick finds the seat free), and a
-  // backlog this run was taking is taken on by the successor started into the seat.
-  let gaveSeatAway: Promise<boolean> | undefined;
-  const onClaimingOver = ({ backlog }: { backlog: boolean }) => {
-    gaveSeatAway ??= (async () => {
-      if (timekeeper) await timekeeper.stop();
-      await deps.scaler.settled();
-      await releaseSeat();
-      if (timekeeper) return deps.invoker.start('leasehold.due', { keepTime: true });
-      return backlog ? deps.scaler.refill() : false;
-    })();
-  };
+  const held = new HeldSeat(deps, seat, gate, timekeeper);
   let summary: RunSummary;
   try {
     if (hints.expectWorkAt !== undefined)
       // Without the offer the burst still starts: the timekeeper promotes it after its grace.
       await deps.offerBurst?.(hints.expectWorkAt).catch((error: unknown) =>
-        logger.warn('reading the burst ahead failed; its tasks start through their promotion', {
+        deps.logger.warn('reading the burst ahead failed; its tasks start through their promotion', {
           error: describeError(error),
         }),
       );
@@ -169,37 +168,88 @@ export async function runFleetInvocation(
       ...(gate ? { lookGate: gate } : {}),
       ...(handedOnly && gate ? { returnWhenIdle: true } : {}),
       ...(hints.expectWorkAt ? { expectWorkAt: hints.expectWorkAt } : {}),
-      onClaimingOver,
+      onClaimingOver: held.giveAway,
     });
   } finally {
-    await gaveSeatAway;
+    await held.givenAway;
     await deps.scaler.settled();
-    await releaseSeat();
+    await held.release();
   }
-  if (gaveSeatAway !== undefined) {
-    // Seat 0's successor reads the delay partitions itself; retries this run scheduled from another
-    // seat start a timekeeper if none runs (one returns at once if one does).
-    const handedOver =
-      (await gaveSeatAway) ||
-      (summary.retriesWaiting > 0 && (await deps.invoker.start('leasehold.due', { keepTime: true })));
-    const answeredRing = unanswered > 0 && (await answerRing(deps));
-    return { ...summary, seat: seat.index, timekeeper: timekeeper !== undefined, handedOver, answeredRing };
+  const handedOver = await handOver(deps, held, summary, timekeeper, remainingTimeMs);
+  const answeredRing = held.unanswered > 0 && (await answerRing(deps));
+  return { ...summary, seat: seat.index, timekeeper: timekeeper !== undefined, handedOver, answeredRing };
+}
+
+/** The seat while this invocation holds it: given back once, or given away early to a successor. */
+class HeldSeat {
+  /** Rings of the seat this invocation did not read for, learned as it gives the seat back. */
+  unanswered = 0;
+  /** Set once the run's claiming was over: whether a successor was started. */
+  givenAway: Promise<boolean> | undefined;
+  private released: Promise<void> | undefined;
+
+  constructor(
+    private readonly deps: FleetInvocationDeps,
+    private readonly lease: SeatLease,
+    private readonly gate: RingGate | undefined,
+    private readonly timekeeper: TimekeeperDuty | undefined,
+  ) {}
+
+  release(): Promise<void> {
+    return (this.released ??= this.deps.seats.giveBack(this.lease).then(
+      ({ rings }) => {
+        this.unanswered = Math.max(0, rings - (this.gate?.seen ?? rings));
+      },
+      (error: unknown) =>
+        this.deps.logger.warn(
+          'giving the fleet seat back failed; it frees itself at the invocation deadline',
+          {
+            error: describeError(error),
+          },
+        ),
+    ));
   }
-  // Retries this run scheduled, or delayed tasks the timekeeper knew of, fall due after it: the next
-  // invocation (seat 0 is free now, unless another timekeeper runs) promotes them on time.
-  const handOver =
+
+  /**
+   * The claim window closed for a type while tasks still run: the seat goes to a successor that can
+   * claim every type (and seat 0's duty with it), instead of staying held until the slowest task ends.
+   * Work of that type enqueued meanwhile then starts at once (a kick finds the seat free), and a
+   * backlog this run was taking is taken on by the successor started into the seat.
+   */
+  giveAway = ({ backlog }: { backlog: boolean }): void => {
+    const { deps, timekeeper } = this;
+    this.givenAway ??= (async () => {
+      if (timekeeper) await timekeeper.stop();
+      await deps.scaler.settled();
+      await this.release();
+      if (timekeeper) return deps.invoker.start('leasehold.due', { keepTime: true });
+      return backlog ? deps.scaler.refill() : false;
+    })();
+  };
+}
+
+/**
+ * Starts the next timekeeper when work still waits for one: retries this run scheduled, or delayed
+ * tasks the timekeeper knew of, fall due after it (seat 0 is free now, unless another timekeeper runs).
+ * A seat given away already started seat 0's successor; retries scheduled from another seat start a
+ * timekeeper if none runs (one returns at once if one does).
+ */
+async function handOver(
+  deps: FleetInvocationDeps,
+  held: HeldSeat,
+  summary: RunSummary,
+  timekeeper: TimekeeperDuty | undefined,
+  remainingTimeMs: () => number,
+): Promise<boolean> {
+  const startTimekeeper = () => deps.invoker.start('leasehold.due', { keepTime: true });
+  if (held.givenAway !== undefined)
+    return (await held.givenAway) || (summary.retriesWaiting > 0 && (await startTimekeeper()));
+  const due =
     timekeeper?.nextDueAt !== undefined ||
     summary.retriesWaiting > 0 ||
     (timekeeper !== undefined && (await lastLookFindsDue(deps, timekeeper, remainingTimeMs)));
-  if (handOver) await deps.invoker.start('leasehold.due', { keepTime: true });
-  const answeredRing = unanswered > 0 && (await answerRing(deps));
-  return {
-    ...summary,
-    seat: seat.index,
-    timekeeper: timekeeper !== undefined,
-    handedOver: handOver,
-    answeredRing,
-  };
+  if (due) await startTimekeeper();
+  return due;
 }
 
 /**

@@ -10,6 +10,7 @@ import { describeError } from '../errors.js';
 import { scaleUpDue } from './fleet-rules.js';
 import type { FleetSeats } from './fleet-seats.js';
 import type { InvocationSource, StartHints, WorkerInvoker } from './worker-invoker.js';
+import { startIntoSeat } from './reserved-start.js';
 import { TUNING } from '../tuning.js';
 
 export class FleetScaler {
@@ -94,24 +95,12 @@ export class FleetScaler {
     }
   }
 
-  /**
-   * Reserves a seat and starts an invocation into it (false when every seat is held). A failed Invoke
-   * gives the seat back at once; one that never starts anything holds it until the reservation runs out.
-   */
+  /** Reserves a seat and starts an invocation into it (reserved-start.ts); false when every seat is held. */
   private async startWithSeat(source: InvocationSource, hints: StartHints): Promise<boolean> {
-    const { seats, invoker, logger } = this.deps;
-    const seat = await seats.reserve();
+    const seat = await this.deps.seats.reserve();
     if (!seat) return false;
-    const { index, holder, token } = seat;
-    if (await invoker.start(source, { ...hints, seat: { index, holder, token } })) {
-      this.started++;
-      return true;
-    }
-    await seats.release(seat).catch((error: unknown) =>
-      logger.warn('giving back a reserved seat failed; it frees itself shortly', {
-        error: describeError(error),
-      }),
-    );
-    return false;
+    const sent = await startIntoSeat(this.deps, seat, source, hints);
+    if (sent) this.started++;
+    return sent;
   }
 }
