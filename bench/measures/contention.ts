@@ -28,7 +28,7 @@ export async function claimContention(ctx: BenchContext): Promise<Measure[]> {
         name: `lost claim races per claim, ${workers} worker${workers > 1 ? 's' : ''}`,
         value: round(perClaim, 4),
         unit: 'writes',
-        ...(workers === 32 ? { target: { op: '<=' as const, value: 0.05 } } : {}),
+        ...(workers === 32 ? { target: { op: '<=' as const, value: 0.02 } } : {}),
         parameters: {
           tasks,
           workers,
