@@ -288,11 +288,13 @@ export class FleetSeats {
 
   /** Gives the seat back and says how often it was rung while held (the write returns the item: no read). */
   async giveBack(lease: SeatLease): Promise<GivenBack> {
-    const written = await releaseIfHolder(this.options.target, seatKey(lease.index), {
-      ...SEAT_LEASE,
-      holder: lease.holder,
-      token: lease.token,
-    });
+    const written = await releaseIfHolder(
+      this.options.target,
+      seatKey(lease.index),
+      { ...SEAT_LEASE, holder: lease.holder, token: lease.token },
+      [],
+      { resends: 1 },
+    );
     return written.applied
       ? { released: true, rings: (written.item as SeatItem).rings ?? 0 }
       : { released: false, rings: 0 };

@@ -8,6 +8,7 @@ import { holdsTokenLease, unchangedSince } from './conditions.js';
 import {
   conditionalUpdate,
   WriteOutcomeUnknownError,
+  type WriteOptions,
   type WriteResult,
   type WriteTarget,
 } from './conditional-write.js';
@@ -115,17 +116,22 @@ export function renewIfHolder(
 /** How every renewal is sent (slots, locks, and task leases in lease-writes.ts). */
 export const RENEWAL = { resends: 1, settleUnanswered: false } as const;
 
-/** Gives it back (a new holder may take it at once); refused when it is no longer ours. */
+/**
+ * Gives it back (a new holder may take it at once); refused when it is no longer ours. `options`: how
+ * it is sent (a fleet seat resends once: its give-back comes in the invocation's last seconds, before
+ * the hand-over that must still go out).
+ */
 export function releaseIfHolder(
   target: WriteTarget,
   key: Record<string, string>,
   held: HeldLease,
   alsoRemove: string[] = [],
+  options: WriteOptions = {},
 ): Promise<WriteResult<LeaseItem>> {
   const e = new Expression()
     .require(holdsTokenLease(held.holder, held.token, held.tokenAttribute))
     .remove('holder', held.expiryAttribute ?? 'leaseUntil', ...alsoRemove);
-  return conditionalUpdate<LeaseItem>(target, key, e);
+  return conditionalUpdate<LeaseItem>(target, key, e, options);
 }
 
 /**

@@ -235,7 +235,7 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
         : Promise.resolve(),
     setRate: (r) => (rate = r),
     close: async () => {
-      lag?.close();
+      await lag?.close();
       if (journal && !journal.closed) await new Promise<void>((resolve) => journal.end(() => resolve()));
       await Promise.all(
         servers.map(

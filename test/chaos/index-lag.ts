@@ -89,6 +89,13 @@ export class IndexLag {
   private readonly timers = new Set<NodeJS.Timeout>();
   private behind = 0;
   private closed = false;
+  /**
+   * Requests sent and not yet answered. close() waits for them: dynalite finishes a request it has
+   * received even when its client is gone, and one that reaches its database after the harness closed
+   * it throws "Database is closed" out of dynalite's callback, which ends the process (a chaos run
+   * in CI crashed so).
+   */
+  private readonly inFlight = new Set<Promise<unknown>>();
 
   constructor(private readonly options: IndexLagOptions) {
     const client = (endpoint: string) =>
@@ -166,13 +173,24 @@ export class IndexLag {
     );
   }
 
-  /** Stops: pending applies are dropped. */
-  close(): void {
+  /** Stops: pending applies are dropped; requests already sent are answered first. */
+  async close(): Promise<void> {
     this.closed = true;
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
+    await Promise.allSettled([...this.inFlight]);
     this.primary.destroy();
     this.replica.destroy();
+  }
+
+  /** Sends through `client`, counted in flight until answered. */
+  private send<T>(request: Promise<T>): Promise<T> {
+    this.inFlight.add(request);
+    void request.then(
+      () => this.inFlight.delete(request),
+      () => this.inFlight.delete(request),
+    );
+    return request;
   }
 
   private sleep(ms: number): Promise<void> {
@@ -188,9 +206,9 @@ export class IndexLag {
   private keyNames(table: string): Promise<string[]> {
     let names = this.keySchemas.get(table);
     if (!names) {
-      names = this.primary
-        .send(new DescribeTableCommand({ TableName: table }))
-        .then((out) => (out.Table?.KeySchema ?? []).map((k) => k.AttributeName!));
+      names = this.send(this.primary.send(new DescribeTableCommand({ TableName: table }))).then((out) =>
+        (out.Table?.KeySchema ?? []).map((k) => k.AttributeName!),
+      );
       names.catch(() => this.keySchemas.delete(table));
       this.keySchemas.set(table, names);
     }
@@ -226,7 +244,9 @@ export class IndexLag {
       for (;;) {
         try {
           image = (
-            await this.primary.send(new GetItemCommand({ TableName: table, Key: key, ConsistentRead: true }))
+            await this.send(
+              this.primary.send(new GetItemCommand({ TableName: table, Key: key, ConsistentRead: true })),
+            )
           ).Item;
           break;
         } catch {
@@ -246,8 +266,9 @@ export class IndexLag {
         for (;;) {
           if (this.closed) return;
           try {
-            if (image) await this.replica.send(new PutItemCommand({ TableName: table, Item: image }));
-            else await this.replica.send(new DeleteItemCommand({ TableName: table, Key: key }));
+            if (image)
+              await this.send(this.replica.send(new PutItemCommand({ TableName: table, Item: image })));
+            else await this.send(this.replica.send(new DeleteItemCommand({ TableName: table, Key: key })));
             this.stats.applied++;
             break;
           } catch {
