@@ -80,6 +80,12 @@ export const TUNING = {
   /** The fleet's seats and how it grows (fleet/fleet-seats.ts, fleet/fleet-scaler.ts, fleet/ring-gate.ts). */
   fleet: {
     /**
+     * A holder that learns of a ring as it gives its seat back answers it itself (warm) with at least
+     * this much time left: a round of claims and a short task fit, and a type that no longer fits is
+     * handed on as any run's is (claiming over). With less, it starts an invocation that answers it.
+     */
+    answerInPlaceMinRemainingMs: 60_000,
+    /**
      * Seat 0 is the timekeeper's: its holder also promotes delayed tasks and retries when they fall
      * due, so one invocation (not every one) reads the delay partitions every poll.
      */

@@ -573,10 +573,14 @@ describe('runFleetInvocation (seats on the emulator, fake worker)', () => {
       const w = await invocationWorld(1);
       const holding = deferred();
       const rung = deferred();
+      const runCalls: RunOptions[] = [];
       const held = runFleetInvocation(
         {
           ...w.deps({
             run: async (options: RunOptions) => {
+              runCalls.push(options);
+              // The ring's answer in this invocation (see below): a run that finds nothing.
+              if (runCalls.length > 1) return summary;
               holding.resolve();
               await rung.promise;
               if (holderPolls) expect(await options.lookGate?.shouldRead()).toBe(true);
@@ -601,11 +605,53 @@ describe('runFleetInvocation (seats on the emulator, fake worker)', () => {
       expect(kicked).toEqual({ seat: undefined, stoppedBecause: 'fleet-full', rang: 0 });
       expect(run).not.toHaveBeenCalled();
       rung.resolve();
-      // Read for while it ran: nothing to answer. Not read for: one invocation that reads.
-      expect(await held).toMatchObject({ answeredRing: !holderPolls });
-      expect(w.invoker.calls).toEqual(holderPolls ? [] : ['leasehold.kick']);
-      if (!holderPolls) expect(w.invoker.hints[0]).toEqual({ readAll: true });
+      // Read for while it ran: nothing to answer. Not read for: the holder answers it itself, warm (a
+      // second run that reads, in the seat taken again), with no Invoke and no cold start.
+      const result = await held;
+      expect(result).toMatchObject({ answeredRing: !holderPolls });
+      expect(w.invoker.calls).toEqual([]);
+      if (!holderPolls) {
+        expect(result).toMatchObject({ ringAnswer: { seat: 0, answeredRing: false } });
+        const again = runCalls.at(-1)!;
+        expect(again.lookGate).toBeDefined();
+        expect([again.offerReady, again.returnWhenIdle]).toEqual([undefined, undefined]);
+      }
     }
+  });
+
+  it('a holder rung with little time left starts an invocation that reads instead', async () => {
+    const w = await invocationWorld(1);
+    let left = 120_000;
+    const holding = deferred();
+    const rung = deferred();
+    const held = runFleetInvocation(
+      {
+        ...w.deps({
+          run: async () => {
+            holding.resolve();
+            await rung.promise;
+            return summary;
+          },
+        }),
+        rings: true,
+      },
+      'env-1/req-1',
+      () => left,
+    );
+    await holding.promise;
+    await runFleetInvocation(
+      { ...w.deps({ run: vi.fn(async () => summary) }), rings: true },
+      'env-2/req-1',
+      () => 60_000,
+      {
+        offers: [{ taskId: 't-1', type: 'mail', shard: 3, readySk: 'sk-1' }],
+      },
+    );
+    left = TUNING.fleet.answerInPlaceMinRemainingMs - 1;
+    rung.resolve();
+    expect(await held).toMatchObject({ answeredRing: true });
+    expect(w.invoker.calls).toEqual(['leasehold.kick']);
+    expect(w.invoker.hints[0]).toEqual({ readAll: true });
   });
 
   it('a seat freed between the first look and the ring is taken, not rung; a ring aimed at a take that ended is refused', async () => {

@@ -57,7 +57,14 @@ export interface FleetInvocationDeps {
 }
 
 export type InvocationSummary =
-  | (RunSummary & { seat: number; timekeeper: boolean; handedOver: boolean; answeredRing: boolean })
+  | (RunSummary & {
+      seat: number;
+      timekeeper: boolean;
+      handedOver: boolean;
+      answeredRing: boolean;
+      /** A ring answered in this invocation, warm (answerRing): what that second run did. */
+      ringAnswer?: InvocationSummary;
+    })
   | {
       seat: undefined;
       stoppedBecause: 'fleet-full' | 'seat-unavailable' | 'timekeeper-running' | 'nothing-to-do';
@@ -176,8 +183,14 @@ async function runInSeat(
     await held.release();
   }
   const handedOver = await handOver(deps, held, summary, timekeeper, remainingTimeMs);
-  const answeredRing = held.unanswered > 0 && (await answerRing(deps));
-  return { ...summary, seat: seat.index, timekeeper: timekeeper !== undefined, handedOver, answeredRing };
+  const done = { ...summary, seat: seat.index, timekeeper: timekeeper !== undefined, handedOver };
+  if (held.unanswered === 0) return { ...done, answeredRing: false };
+  const answer = await answerRing(deps, seat.holder, remainingTimeMs);
+  return {
+    ...done,
+    answeredRing: answer !== false,
+    ...(typeof answer === 'object' ? { ringAnswer: answer } : {}),
+  };
 }
 
 /** The seat while this invocation holds it: given back once, or given away early to a successor. */
@@ -254,10 +267,21 @@ async function handOver(
 
 /**
  * The seat was rung after this invocation's last read of the ready partitions: work that no running
- * invocation took was sent its way. It starts one that reads (and takes the seat just given back).
+ * invocation took was sent its way. With time left, this invocation answers it itself, warm: it takes
+ * a seat again and runs a round that reads, as an invocation started for it would (no Invoke, no cold
+ * start: in the sim, with a cap of 1, a new environment's init held a task rung for 3.5 s). With
+ * little time left it starts one that reads (and takes the seat just given back).
  */
-function answerRing(deps: FleetInvocationDeps): Promise<boolean> {
-  return deps.invoker.start('leasehold.kick', { readAll: true });
+async function answerRing(
+  deps: FleetInvocationDeps,
+  holder: string,
+  remainingTimeMs: () => number,
+): Promise<InvocationSummary | boolean> {
+  if (remainingTimeMs() < TUNING.fleet.answerInPlaceMinRemainingMs)
+    return deps.invoker.start('leasehold.kick', { readAll: true });
+  // Not the tick's idle check again: a ring is work.
+  const { idleCheck: _idleCheck, ...rest } = deps;
+  return runFleetInvocation(rest, holder, remainingTimeMs, { readAll: true });
 }
 
 /** The last look (TUNING.timekeeper.lastLookDelayMs): seat 0 is free; does anything fall due that nobody keeps time for? */
