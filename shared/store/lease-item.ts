@@ -89,8 +89,9 @@ export async function acquireOrUndo(
     return await acquireIfFree(target, key, take);
   } catch (error) {
     if (error instanceof WriteOutcomeUnknownError) {
-      const expiry = take.expiryAttribute ?? 'leaseUntil';
-      await undoAcquire(target, key, error.writeId, [expiry, ...alsoRemove]).catch(() => undefined);
+      // undoAcquire removes `leaseUntil`; an item with another expiry (a seat's `until`) names it.
+      const expiry = take.expiryAttribute === 'until' ? ['until'] : [];
+      await undoAcquire(target, key, error.writeId, [...expiry, ...alsoRemove]).catch(() => undefined);
     }
     throw error;
   }
@@ -147,8 +148,6 @@ export async function undoAcquire(
   await conditionalUpdate(
     target,
     key,
-    new Expression()
-      .require(unchangedSince(writeId))
-      .remove(...new Set(['holder', 'leaseUntil', ...alsoRemove])),
+    new Expression().require(unchangedSince(writeId)).remove('holder', 'leaseUntil', ...alsoRemove),
   );
 }

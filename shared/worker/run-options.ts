@@ -148,6 +148,19 @@ export interface RunSummary {
   retriesWaiting: number;
 }
 
+/** A run's figures before it has done anything. */
+export function emptyRunSummary(): RunSummary {
+  return {
+    claimed: 0,
+    lostRaces: 0,
+    heartbeatRounds: 0,
+    maxEventLoopLagMs: 0,
+    stoppedBecause: 'idle',
+    timersArmed: 0,
+    retriesWaiting: 0,
+  };
+}
+
 /** run() was called while a run of the same worker was still going. */
 export class WorkerBusyError extends LeaseholdError {
   override name = 'WorkerBusyError';

@@ -16,7 +16,7 @@ import { countLifecycle } from './lifecycle-metrics.js';
 import { flushOutcomesEvery } from './outcome-flushes.js';
 import { expectingWork, idlePollWait, pollWait } from './poll-rules.js';
 import { RetryPromoter } from './retry-promoter.js';
-import type { RunOptions, RunSummary, WorkerOptions } from './run-options.js';
+import { emptyRunSummary, type RunOptions, type RunSummary, type WorkerOptions } from './run-options.js';
 import type { RunningTasks } from './running-tasks.js';
 import type { TimerSet } from './timers.js';
 import { RunSignals, type PollPause } from './work-signals.js';
@@ -45,15 +45,7 @@ export class WorkerRun {
   private readonly promoter: RetryPromoter;
   private readonly signals: RunSignals;
   private readonly idleStopMs: number;
-  private readonly summary: RunSummary = {
-    claimed: 0,
-    lostRaces: 0,
-    heartbeatRounds: 0,
-    maxEventLoopLagMs: 0,
-    stoppedBecause: 'idle',
-    timersArmed: 0,
-    retriesWaiting: 0,
-  };
+  private readonly summary: RunSummary = emptyRunSummary();
   /** The duty starts after the first claim round: its reads must not slow the claim it was started for. */
   private dutyStarted = false;
   private claimingOverTold = false;

@@ -3,18 +3,11 @@ import { vi, type Mock } from 'vitest';
 import type { TimekeeperDuty } from '../../shared/fleet/fleet-invocation.js';
 import type { InvocationSource, StartHints, WorkerInvoker } from '../../shared/fleet/worker-invoker.js';
 import type { RunSummary } from '../../shared/worker/worker.js';
+import { emptyRunSummary } from '../../shared/worker/run-options.js';
 
 /** What a worker run that claimed `claimed` tasks and left nothing waiting returns. */
 export function runSummary(claimed = 0): RunSummary {
-  return {
-    claimed,
-    lostRaces: 0,
-    heartbeatRounds: 0,
-    maxEventLoopLagMs: 0,
-    stoppedBecause: 'idle',
-    timersArmed: 0,
-    retriesWaiting: 0,
-  };
+  return { ...emptyRunSummary(), claimed };
 }
 
 /** A timekeeper duty whose `nextDueAt` the test sets (what it would know when the run ends). */
