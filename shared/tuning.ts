@@ -116,6 +116,17 @@ export const TUNING = {
     tickAndSweepSlackMs: 10_000,
   },
 
+  /** The recovery minute's gauges (store/gauge-rotation.ts, store/queue-depth.ts). */
+  gauge: {
+    /**
+     * Shards of a type found empty that each sweep reads (with its lane): a quarter, so every shard is
+     * read at least every fourth minute. At 0.1 task a second with five types, reading every shard of
+     * every type was 85 of the minute's 117 queries: about 7 of a task's 9.8 read units; a ready task is
+     * kicked when enqueued, so the gauge finds only the rare one whose kick was lost, a few minutes late.
+     */
+    idleTypeShardsPerSweep: 4,
+  },
+
   /** The timekeeper on seat 0 (fleet/timekeeper.ts, fleet/fleet-invocation.ts). */
   timekeeper: {
     /**

@@ -14,6 +14,7 @@ import { ensureTable } from '../store/table-setup.js';
 import type { TaskDefinition } from '../tasks/define.js';
 import { RecordingMetrics } from '../metrics.js';
 import { runRecoverySweep } from '../recovery/recovery-sweep.js';
+import { GaugeRotation } from '../store/gauge-rotation.js';
 import { taskDefinitions } from '../../tasks/catalog.js';
 import { Worker, type RunSummary } from '../worker/worker.js';
 import { startDynalite, type DynaliteServer } from './dynalite.js';
@@ -133,6 +134,7 @@ export async function startStack(options: StackOptions): Promise<LocalStack> {
   let recoveryTimer: NodeJS.Timeout | undefined;
   if (options.roles.recovery) {
     let lastGaugeAt = Number.NEGATIVE_INFINITY;
+    const rotation = new GaugeRotation();
     const runSweep = () => {
       // Sweeps may overlap (each fix is conditioned on the lease it observed, so two sweeps never both
       // fix a task): a sweep held up by one slow write (a 2 s deadline, resent) must not hold back the
@@ -140,7 +142,11 @@ export async function startStack(options: StackOptions): Promise<LocalStack> {
       if (sweeps.size >= MAX_SWEEPS_IN_FLIGHT) return;
       const gauge = clock.now() - lastGaugeAt >= QUEUE_GAUGE_INTERVAL_MS;
       if (gauge) lastGaugeAt = clock.now();
-      const sweep = runRecoverySweep(app.store, { clock, metrics, logger }, gauge ? app.registry.names() : [])
+      const sweep = runRecoverySweep(
+        app.store,
+        { clock, metrics, logger, rotation },
+        gauge ? app.registry.names() : [],
+      )
         .catch((error: unknown) => logger.error('recovery sweep failed', { error: String(error) }))
         .finally(() => sweeps.delete(sweep));
       sweeps.add(sweep);

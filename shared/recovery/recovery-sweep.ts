@@ -5,6 +5,7 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { RecoveryReport } from '../store/recovery.js';
 import type { Sweeper } from '../store/ports.js';
+import type { GaugeRotation } from '../store/gauge-rotation.js';
 import type { Clock } from '../clock.js';
 import type { LeaseholdMetrics } from '../metrics.js';
 import { describeError } from '../errors.js';
@@ -13,13 +14,16 @@ import { logOutcomeFlush } from '../stats/outcome-recorder.js';
 /** `types`: the task types whose queue depth is published as gauges, in all and per type (none: no gauges). */
 export async function runRecoverySweep(
   store: Sweeper,
-  deps: { clock: Clock; metrics: LeaseholdMetrics; logger: Logger },
+  deps: { clock: Clock; metrics: LeaseholdMetrics; logger: Logger; rotation?: GaugeRotation },
   types: string[] = [],
 ): Promise<RecoveryReport> {
   const { clock, metrics, logger } = deps;
   try {
     // With gauges, each sweep partition is read once for both the fixes and the figures.
-    const swept = types.length > 0 ? await store.sweepAndMeasure(types) : { report: await store.recover() };
+    const swept =
+      types.length > 0
+        ? await store.sweepAndMeasure(types, deps.rotation)
+        : { report: await store.recover() };
     const { report } = swept;
     if ('depth' in swept) {
       const { depth } = swept;

@@ -11,10 +11,12 @@ import { DEPTH_LIMITS, queueDepth, type QueueDepth } from './queue-depth.js';
 import type { DepthLimits } from './depth-sample.js';
 import { recoverExpired, type RecoveryReport, type SweepHeadPage } from './recovery.js';
 import { sweepPage } from './sweep-page.js';
+import type { GaugeRotation } from './gauge-rotation.js';
 
 export async function sweepAndMeasure(
   ctx: StoreContext,
   types: string[],
+  rotation?: GaugeRotation,
   limits: DepthLimits = DEPTH_LIMITS,
 ): Promise<{ report: RecoveryReport; depth: QueueDepth }> {
   const shards = Array.from({ length: SHARD_COUNT }, (_, s) => s);
@@ -32,10 +34,14 @@ export async function sweepAndMeasure(
   // What the sweep moved out of its partition is gone from it (a requeued task is counted where it went,
   // in its ready partition, which the gauge reads after the fixes).
   const slices = heads.map((head) => head && sliceOf(head, left, limits.head));
-  const depth = await queueDepth(ctx, types, limits, {
-    lease: slices.slice(0, SHARD_COUNT),
-    delay: slices.slice(SHARD_COUNT),
-  });
+  const depth = await queueDepth(
+    ctx,
+    types,
+    limits,
+    { lease: slices.slice(0, SHARD_COUNT), delay: slices.slice(SHARD_COUNT) },
+    (type) => rotation?.firstShards(type),
+  );
+  rotation?.noteSweep(depth.byType);
   return { report, depth };
 }
 

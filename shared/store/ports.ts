@@ -4,6 +4,7 @@
  * request side, `TaskRequests`, the API's reads and TaskCommands alone); the worker's tests use an
  * in-memory fake of `LeaseStore` with fake timers.
  */
+import type { GaugeRotation } from './gauge-rotation.js';
 import type { Task } from '../task-model.js';
 import type { ClaimResult } from './claim.js';
 import type { ClaimState } from './claim-state.js';
@@ -70,8 +71,11 @@ export interface OutcomeFlusher {
 export interface Sweeper extends OutcomeFlusher {
   recover(): Promise<RecoveryReport>;
   depth(types: string[]): Promise<QueueDepth>;
-  /** recover() and depth() in one, reading each sweep partition once for both. */
-  sweepAndMeasure(types: string[]): Promise<{ report: RecoveryReport; depth: QueueDepth }>;
+  /** recover() and depth() in one, reading each sweep partition once for both (and idle types in part, given a rotation). */
+  sweepAndMeasure(
+    types: string[],
+    rotation?: GaugeRotation,
+  ): Promise<{ report: RecoveryReport; depth: QueueDepth }>;
   writeSummary(summary: QueueSummary): Promise<void>;
 }
 

@@ -8,7 +8,8 @@
  * the entries it reads, not by what it returns), and each group of alike partitions (a type's sixteen
  * shards; its priority lane; the sixteen delay partitions) at most one sample read further
  * (depth-sample.ts); the lease partitions are each read further (see readGroup). A gauge sends
- * 17 queries per type and 32 for the sweep partitions, plus for each group holding more than its head
+ * 17 queries per type (5 for a type the last sweep found empty, while it still looks empty:
+ * gauge-rotation.ts) and 32 for the sweep partitions, plus for each group holding more than its head
  * pages: one further page (16 for the leases), and if the sample holds more than that a tail probe, a
  * probe per level below the first (one for a shard), and two or four pages per stratum, 4 strata per
  * span (one span for a steady backlog, two after a burst due at one instant): 11 more for a steady
@@ -113,16 +114,20 @@ export interface SweepHeads {
   delay: (Slice | undefined)[];
 }
 
+/** The shards of a type to look at first (gauge-rotation.ts); undefined: read them all. */
+export type FirstShards = (type: string) => readonly number[] | undefined;
+
 export async function queueDepth(
   ctx: StoreContext,
   types: string[],
   limits: DepthLimits = DEPTH_LIMITS,
   sweepHeads?: SweepHeads,
+  firstShards: FirstShards = () => undefined,
 ): Promise<QueueDepth> {
   const shards = Array.from({ length: SHARD_COUNT }, (_, s) => s);
   const unique = [...new Set(types)];
   const [perType, leased, delayed] = await Promise.all([
-    Promise.all(unique.map((type) => typeDepth(ctx, type, limits))),
+    Promise.all(unique.map((type) => typeDepth(ctx, type, limits, firstShards(type)))),
     readGroup(ctx, SWEEP_INDEX, shards.map(leaseSweepPartition), limits, false, sweepHeads?.lease),
     readGroup(ctx, SWEEP_INDEX, shards.map(delaySweepPartition), limits, true, sweepHeads?.delay),
   ]);
@@ -147,11 +152,18 @@ export async function queueDepth(
   };
 }
 
-async function typeDepth(ctx: StoreContext, type: string, limits: DepthLimits): Promise<TypeDepth> {
+async function typeDepth(
+  ctx: StoreContext,
+  type: string,
+  limits: DepthLimits,
+  first: readonly number[] | undefined,
+): Promise<TypeDepth> {
   const shardPartitions = Array.from({ length: SHARD_COUNT }, (_, s) => shardPartition(type, s));
+  const looked = first && (await firstLook(ctx, type, first, limits));
+  if (looked && looked.empty) return { ready: 0, basis: 'counted', oldestDueAt: undefined };
   const [shards, lane] = await Promise.all([
-    readGroup(ctx, READY_INDEX, shardPartitions, limits, true),
-    readGroup(ctx, READY_INDEX, [lanePartition(type)], limits, true),
+    readGroup(ctx, READY_INDEX, shardPartitions, limits, true, looked?.shards),
+    readGroup(ctx, READY_INDEX, [lanePartition(type)], limits, true, looked && [looked.lane]),
   ]);
   // A shard holds one priority, so its first entry is its oldest due; the lane's are looked for.
   const heads = shards.reads.flatMap((r) => (r.points[0] === undefined ? [] : [r.points[0]]));
@@ -161,6 +173,27 @@ async function typeDepth(ctx: StoreContext, type: string, limits: DepthLimits): 
     basis: worseBasis(shards.count.basis, lane.count.basis),
     oldestDueAt: dueTimes.length > 0 ? Math.min(...dueTimes) : undefined,
   };
+}
+
+/**
+ * A type the last sweep found empty: its lane and the given shards only. Empty: nothing more is read
+ * (the other shards are read by later sweeps, gauge-rotation.ts). Otherwise the heads read here serve
+ * the full read that follows, in their places.
+ */
+async function firstLook(
+  ctx: StoreContext,
+  type: string,
+  first: readonly number[],
+  limits: DepthLimits,
+): Promise<{ empty: boolean; lane: Slice; shards: (Slice | undefined)[] }> {
+  const head = (partition: string) => readSlice(ctx, READY_INDEX, partition, { limit: limits.head });
+  const [lane, ...read] = await Promise.all([
+    head(lanePartition(type)),
+    ...first.map((s) => head(shardPartition(type, s))),
+  ]);
+  const shards: (Slice | undefined)[] = Array.from({ length: SHARD_COUNT }, () => undefined);
+  first.forEach((s, i) => (shards[s] = read[i]));
+  return { empty: [lane!, ...read].every((h) => h.positions.length === 0), lane: lane!, shards };
 }
 
 /** The level of a ready position that is its due time (readySortKey: rank, availableAt, createdAt). */

@@ -14,6 +14,7 @@ import { complete, fail, finishCancel, release, renewLeases, type RenewOutcome }
 import { dueDelayed, type DueTask } from './delayed-reads.js';
 import type { FailInput, LeaseStore, Sweeper, TaskCommands, TaskReads, Timekeeping } from './ports.js';
 import { sweepAndMeasure } from './minute-sweep.js';
+import type { GaugeRotation } from './gauge-rotation.js';
 import { promoteTask, recoverExpired, type RecoveryReport } from './recovery.js';
 import { queueDepth, type QueueDepth } from './queue-depth.js';
 import { writeQueueSummary, type QueueSummary } from './queue-summary.js';
@@ -90,8 +91,14 @@ export class TaskStore
     return this.readied(recoverExpired(this.ctx));
   }
 
-  /** The recovery Lambda's minute: recover() and then depth(), each sweep partition read once for both. */
-  sweepAndMeasure(types: string[]): Promise<{ report: RecoveryReport; depth: QueueDepth }> {
-    return this.readied(sweepAndMeasure(this.ctx, types));
+  /**
+   * The recovery Lambda's minute: recover() and then depth(), each sweep partition read once for both.
+   * `rotation`: the caller's memory of its last sweeps, so a type found empty is looked at cheaply.
+   */
+  sweepAndMeasure(
+    types: string[],
+    rotation?: GaugeRotation,
+  ): Promise<{ report: RecoveryReport; depth: QueueDepth }> {
+    return this.readied(sweepAndMeasure(this.ctx, types, rotation));
   }
 }
