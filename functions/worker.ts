@@ -23,7 +23,7 @@ import {
 } from '../shared/fleet/worker-invoker.js';
 import { planIdleTick } from '../shared/fleet/idle-tick.js';
 import { readQueueSummary } from '../shared/store/queue-summary.js';
-import { Timekeeper } from '../shared/fleet/timekeeper.js';
+import { Timekeeper } from '../shared/worker/timekeeper.js';
 import { workerStartEvent } from '../shared/fleet/worker-start-event.js';
 import { writeTargetOf } from '../shared/store/context.js';
 import { ChainInvoker } from '../shared/fleet/chain-invoker.js';
@@ -110,8 +110,12 @@ export const handler = async (
           clock: app.clock,
           timers: worker.timers,
           logger,
-          refreshMs: app.config.pollIntervalMs,
-          horizonMs: kickHorizonMs(app.config.recoveryIntervalMs),
+          events: worker.events,
+          reads: {
+            store: app.store,
+            refreshMs: app.config.pollIntervalMs,
+            horizonMs: kickHorizonMs(app.config.recoveryIntervalMs),
+          },
           // A prewarmed worker takes about this many short tasks in the first seconds of a burst.
           onBurstAhead: (at, count) => scaler.prewarm(at, count, app.config.workerConcurrency * 25),
           offerDue: (entries) => worker.offerDue(entries),

@@ -64,7 +64,7 @@ export interface LeaseEventMap {
      */
     readySk?: string;
   };
-  /** A delayed retry moved into the ready index by the worker that scheduled it. */
+  /** A delayed task or a retry moved into the ready index by this process's timekeeper (worker/timekeeper.ts). */
   'task:promoted': { taskId: string };
   /**
    * A task reached a final status or went back to wait for another attempt: emitted once, by whoever's

@@ -49,11 +49,6 @@ export const TUNING = {
     expectedWorkPollMs: 50,
     /** The longest an idle worker with a short poll interval waits between rounds. */
     idleCeilingMs: 1_000,
-    /**
-     * The worker's retry timers may fire a little before the wall clock says the time has come: aim
-     * this far past it, and look again if the store still found the task not yet due.
-     */
-    retryPastDueMs: 5,
   },
 
   /** Kicks: an enqueue (or a sweep that readied tasks) starting a worker invocation (fleet/enqueue-kicker.ts). */
@@ -127,7 +122,7 @@ export const TUNING = {
     idleTypeShardsPerSweep: 4,
   },
 
-  /** The timekeeper on seat 0 (fleet/timekeeper.ts, fleet/fleet-invocation.ts). */
+  /** The timekeeper, each process's owner of promotion (worker/timekeeper.ts; seat 0's in fleet/fleet-invocation.ts). */
   timekeeper: {
     /**
      * The fastest the delay partitions are read again: sixteen queries a read, so not at a worker's
@@ -167,7 +162,7 @@ export const TUNING = {
     lastLookMinRemainingMs: 5_000,
   },
 
-  /** Many delayed tasks due at one instant (fleet/timekeeper.ts). */
+  /** Many delayed tasks due at one instant (worker/timekeeper.ts). */
   burst: {
     /** A second in which at least this many tasks fall due is a burst worth starting workers ahead for. */
     minTasks: 64,

@@ -81,16 +81,16 @@ async function handoverWorld(cap = 2) {
 }
 
 describe('runFleetInvocation hand-over (seats on the emulator, fake worker, invoker and timekeeper)', () => {
-  it('seat 0 keeps time: the run gets the timekeeper as its duty', async () => {
+  it('seat 0 keeps time: the run gets the reading timekeeper as its own', async () => {
     const w = await handoverWorld();
     let options: RunOptions | undefined;
     const result = await w.invoke(async (o) => ((options = o), summary));
     expect(w.timekeepers).toHaveLength(1);
-    expect(options?.duty).toBe(w.timekeepers[0]);
+    expect(options?.timekeeper).toBe(w.timekeepers[0]);
     expect(result).toMatchObject({ seat: 0, timekeeper: true, handedOver: false });
   });
 
-  it('the holder of seat 1 gets no duty, and no timekeeper is made for it', async () => {
+  it('the holder of seat 1 is given no timekeeper (its run keeps its own), and none is made for it', async () => {
     const w = await handoverWorld();
     const keeper = await w.seats.take('the-timekeeper', w.t.clock.now() + 60_000);
     expect(keeper?.index).toBe(0);
@@ -98,7 +98,7 @@ describe('runFleetInvocation hand-over (seats on the emulator, fake worker, invo
     const result = await w.invoke(async (o) => ((options = o), summary), 'env-2/req-1');
     expect(result).toMatchObject({ seat: 1, timekeeper: false, handedOver: false });
     expect(options).toBeDefined();
-    expect(options).not.toHaveProperty('duty');
+    expect(options).not.toHaveProperty('timekeeper');
     expect(w.timekeepers).toEqual([]);
     expect(w.starts).toEqual([]);
   });
@@ -150,7 +150,7 @@ describe('runFleetInvocation hand-over (seats on the emulator, fake worker, invo
     expect(w.starts).toEqual([]);
   });
 
-  it('claiming over while a long task runs: seat 0 and its duty go to a successor at once, not when the task ends', async () => {
+  it('claiming over while a long task runs: seat 0 and its timekeeping go to a successor at once, not when the task ends', async () => {
     const w = await handoverWorld();
     const result = await w.invoke(async (options) => {
       options.onClaimingOver!({ backlog: false });

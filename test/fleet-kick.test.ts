@@ -11,7 +11,7 @@ import { FleetScaler } from '../shared/fleet/fleet-scaler.js';
 import { FleetSeats, type SeatLease } from '../shared/fleet/fleet-seats.js';
 import { writeTargetOf } from '../shared/store/context.js';
 import type { RunOptions, RunSummary } from '../shared/worker/worker.js';
-import { deferred, FakeInvoker, flush, seededRandom } from './support/fleet-fakes.js';
+import { deferred, FakeInvoker, fakeTimekeeper, flush, seededRandom } from './support/fleet-fakes.js';
 import { ManualClock } from './support/manual-clock.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { createTestStore } from './support/test-store.js';
@@ -390,13 +390,7 @@ describe('runFleetInvocation (seats on the emulator, fake worker)', () => {
       seats,
       scaler,
       invoker,
-      timekeeper: () => ({
-        start: () => undefined,
-        stop: async () => undefined,
-        dueWithin: () => false,
-        nextDueAt: undefined,
-        dueAfterRelease: async () => false,
-      }),
+      timekeeper: fakeTimekeeper,
       pause: async () => undefined,
       clock: t.clock,
       logger,
@@ -432,7 +426,7 @@ describe('runFleetInvocation (seats on the emulator, fake worker)', () => {
     expect(result).toEqual({ ...summary, seat: 0, timekeeper: true, handedOver: false, answeredRing: false });
     expect(run).toHaveBeenCalledWith({
       remainingTimeMs: expect.any(Function),
-      duty: expect.anything(),
+      timekeeper: expect.anything(),
       onClaimingOver: expect.any(Function),
     });
     expect(w.invoker.calls).toEqual([]);

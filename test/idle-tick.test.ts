@@ -12,7 +12,7 @@ import { planIdleTick } from '../shared/fleet/idle-tick.js';
 import { writeTargetOf } from '../shared/store/context.js';
 import { readQueueSummary, writeQueueSummary, type QueueSummary } from '../shared/store/queue-summary.js';
 import type { RunSummary } from '../shared/worker/worker.js';
-import { runSummary, seededRandom } from './support/fleet-fakes.js';
+import { fakeTimekeeper, runSummary, seededRandom } from './support/fleet-fakes.js';
 import { RecordingMetrics } from '../shared/metrics.js';
 import { runRecoverySweep } from '../shared/recovery/recovery-sweep.js';
 import { silentLogger } from './support/worker-world.js';
@@ -126,13 +126,7 @@ async function tickWorld() {
         seats,
         scaler: { settled: async () => undefined, refill: async () => false },
         invoker: { start: async () => true },
-        timekeeper: () => ({
-          start: vi.fn(),
-          stop: async () => undefined,
-          dueWithin: () => false,
-          nextDueAt: undefined,
-          dueAfterRelease: async () => false,
-        }),
+        timekeeper: fakeTimekeeper,
         pause: async () => undefined,
         clock: t.clock,
         logger: { warn: vi.fn(), info: vi.fn() },

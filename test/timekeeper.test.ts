@@ -1,12 +1,14 @@
 /**
- * The fleet's timekeeper: delayed tasks are promoted within a few milliseconds of their due time, by
- * one timer for the earliest, on what each refresh of the delay partitions found. First on an
+ * The timekeeper, each process's one owner of promotion: delayed tasks are promoted within a few
+ * milliseconds of their due time, by one timer for the earliest, on what each refresh of the delay
+ * partitions found and what it was told of (a retry its worker scheduled). First on an
  * in-memory store and fake timers (exact instants), then on dynalite with real timers (1,000 tasks
  * falling due at once), and the delay-partition read itself on dynalite.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { systemClock } from '../shared/clock.js';
-import { Timekeeper, type TimekeeperDeps } from '../shared/fleet/timekeeper.js';
+import { LeaseEvents } from '../shared/events.js';
+import { Timekeeper, type TimekeeperDeps, type TimekeeperReads } from '../shared/worker/timekeeper.js';
 import { kickHorizonMs } from '../shared/fleet/fleet-rules.js';
 
 /** The horizon with the default recovery interval (a minute). */
@@ -29,7 +31,7 @@ describe('Timekeeper (in-memory store, fake timers)', () => {
   useFakeTime();
 
   function keeper(
-    options: Partial<Pick<TimekeeperDeps, 'refreshMs' | 'horizonMs' | 'onBurstAhead' | 'offerDue'>> = {},
+    options: Partial<Pick<TimekeeperDeps, 'onBurstAhead' | 'offerDue'> & Omit<TimekeeperReads, 'store'>> = {},
   ) {
     const clock = systemClock();
     const store = new FakeTimekeepingStore(clock);
@@ -40,8 +42,11 @@ describe('Timekeeper (in-memory store, fake timers)', () => {
       clock,
       timers,
       logger,
-      refreshMs: options.refreshMs ?? TUNING.timekeeper.minRefreshMs,
-      horizonMs: options.horizonMs ?? KICK_HORIZON_MS,
+      reads: {
+        store,
+        refreshMs: options.refreshMs ?? TUNING.timekeeper.minRefreshMs,
+        horizonMs: options.horizonMs ?? KICK_HORIZON_MS,
+      },
       ...(options.onBurstAhead ? { onBurstAhead: options.onBurstAhead } : {}),
       ...(options.offerDue ? { offerDue: options.offerDue } : {}),
     });
@@ -400,6 +405,92 @@ describe('Timekeeper (in-memory store, fake timers)', () => {
   });
 });
 
+describe('Timekeeper told of retries, without reads (in-memory store, fake timers)', () => {
+  useFakeTime();
+
+  function toldOnly() {
+    const clock = systemClock();
+    const store = new FakeTimekeepingStore(clock);
+    const timers = new TimerSet();
+    const promotedEvents: string[] = [];
+    const events = new LeaseEvents();
+    events.on('task:promoted', (e) => void promotedEvents.push(e.taskId));
+    const timekeeper = new Timekeeper({ store, clock, timers, logger: { warn: vi.fn() }, events });
+    return { store, timers, timekeeper, promotedEvents };
+  }
+
+  it('promotes what it is told of at its due time, with no read; told before start, it is armed at start', async () => {
+    const k = toldOnly();
+    k.store.delay('retry', START + 2_000);
+    k.timekeeper.expect('retry', START + 2_000);
+    expect(k.timers.armed).toBe(0);
+    k.timekeeper.start();
+    expect(k.timers.armed).toBe(1);
+    expect(k.timekeeper.expectedWaiting).toBe(1);
+    expect(k.timekeeper.dueWithin(1_999)).toBe(false);
+    expect(k.timekeeper.dueWithin(2_000)).toBe(true);
+    await advance(1_999);
+    expect(k.store.promoteCalls).toEqual([]);
+    await advance(LATE_MS + 1);
+    expect(k.store.promotions).toEqual([{ id: 'retry', at: expect.any(Number) }]);
+    expect(k.store.promotions[0]!.at - (START + 2_000)).toBeLessThanOrEqual(LATE_MS);
+    expect(k.store.reads).toEqual([]);
+    expect(k.promotedEvents).toEqual(['retry']);
+    expect(k.timekeeper.promotedAt).toBe(k.store.promotions[0]!.at);
+    expect(k.timekeeper.expectedWaiting).toBe(0);
+    expect(k.timers.armed).toBe(0);
+    await k.timekeeper.stop();
+  });
+
+  it('one it finds gone (cancelled, or promoted by another) is dropped, not retried', async () => {
+    const k = toldOnly();
+    k.timekeeper.start();
+    k.timekeeper.expect('cancelled', START + 500);
+    await advance(500 + LATE_MS);
+    expect(k.store.promoteCalls.map((c) => c.id)).toEqual(['cancelled']);
+    expect(k.timekeeper.expectedWaiting).toBe(0);
+    expect(k.promotedEvents).toEqual([]);
+    await advance(10_000);
+    expect(k.store.promoteCalls).toHaveLength(1);
+    expect(k.timers.armed).toBe(0);
+    await k.timekeeper.stop();
+  });
+
+  it('one the store finds not yet due (this clock stepped back) is armed again and promoted when due', async () => {
+    const k = toldOnly();
+    k.store.delay('retry', START + 1_000);
+    k.timekeeper.start();
+    k.timekeeper.expect('retry', START + 1_000);
+    // The first promote is answered as the clock steps back 300 ms: the store says not yet.
+    const promote = k.store.promote.bind(k.store);
+    vi.spyOn(k.store, 'promote').mockImplementationOnce(async (input) => {
+      vi.setSystemTime(Date.now() - 300);
+      return promote(input);
+    });
+    await advance(1_000 + LATE_MS);
+    expect(k.store.promotions).toEqual([]);
+    expect(k.timekeeper.expectedWaiting).toBe(1);
+    await advance(300 + LATE_MS);
+    expect(k.store.promotions.map((p) => p.id)).toEqual(['retry']);
+    expect(k.timekeeper.expectedWaiting).toBe(0);
+    await k.timekeeper.stop();
+  });
+
+  it('stopped, it leaves what it was told of waiting (counted: the run hands over) and promotes nothing more', async () => {
+    const k = toldOnly();
+    k.store.delay('later', START + 60_000);
+    k.timekeeper.start();
+    k.timekeeper.expect('later', START + 60_000);
+    await advance(1_000);
+    await k.timekeeper.stop();
+    expect(k.timekeeper.expectedWaiting).toBe(1);
+    expect(k.timers.armed).toBe(0);
+    await advance(60_000 + LATE_MS);
+    expect(k.store.promoteCalls).toEqual([]);
+    expect(await k.timekeeper.dueAfterRelease()).toBe(false); // it reads nothing
+  });
+});
+
 describe('Timekeeper and dueDelayed on dynalite (real TaskStore)', () => {
   let server: TestDynamo;
   beforeAll(async () => {
@@ -449,8 +540,7 @@ describe('Timekeeper and dueDelayed on dynalite (real TaskStore)', () => {
       timers,
       logger: { warn: vi.fn() },
       // Refreshes land inside the burst, as in production: they must not repeat its writes.
-      refreshMs: TUNING.timekeeper.minRefreshMs,
-      horizonMs: KICK_HORIZON_MS,
+      reads: { store: t.store, refreshMs: TUNING.timekeeper.minRefreshMs, horizonMs: KICK_HORIZON_MS },
     });
     offset = dueAt - LEAD_MS - Date.now();
     timekeeper.start();

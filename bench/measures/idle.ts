@@ -14,7 +14,7 @@ import { systemClock } from '../../shared/clock.js';
 import { runFleetInvocation } from '../../shared/fleet/fleet-invocation.js';
 import { FleetSeats } from '../../shared/fleet/fleet-seats.js';
 import { planIdleTick } from '../../shared/fleet/idle-tick.js';
-import { Timekeeper } from '../../shared/fleet/timekeeper.js';
+import { Timekeeper } from '../../shared/worker/timekeeper.js';
 import { kickHorizonMs } from '../../shared/fleet/fleet-rules.js';
 import { RecordingMetrics } from '../../shared/metrics.js';
 import { workerInvocationTimeoutMs } from '../../shared/invocation-budget.js';
@@ -100,8 +100,11 @@ async function idleFigures(endpoint: string, n: number) {
             clock,
             timers: worker.timers,
             logger,
-            refreshMs: config.pollIntervalMs,
-            horizonMs: kickHorizonMs(config.recoveryIntervalMs),
+            reads: {
+              store,
+              refreshMs: config.pollIntervalMs,
+              horizonMs: kickHorizonMs(config.recoveryIntervalMs),
+            },
           }),
         clock,
         logger,

@@ -8,7 +8,7 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { Clock } from '../clock.js';
 import { describeError } from '../errors.js';
-import type { RunDuty, RunOptions, RunSummary, Worker } from '../worker/worker.js';
+import type { RunOptions, RunSummary, RunTimekeeper, Worker } from '../worker/worker.js';
 import { seatUntil } from './fleet-rules.js';
 import { RingGate } from './ring-gate.js';
 import type { FleetSeats, SeatLease } from './fleet-seats.js';
@@ -17,8 +17,8 @@ import type { StartHints, WorkerInvoker } from './worker-invoker.js';
 import type { IdleTickPlan } from './idle-tick.js';
 import { TUNING } from '../tuning.js';
 
-/** The timekeeper duty of seat 0's holder (shared/fleet/timekeeper.ts). */
-export interface TimekeeperDuty extends RunDuty {
+/** The timekeeper of seat 0's holder, which reads the delay partitions (shared/worker/timekeeper.ts). */
+export interface TimekeeperDuty extends RunTimekeeper {
   readonly nextDueAt: number | undefined;
   /** Reads whether any delayed task or retry falls due within the horizon (see TUNING.timekeeper.lastLookDelayMs). */
   dueAfterRelease(): Promise<boolean>;
@@ -167,7 +167,7 @@ async function runInSeat(
       );
     summary = await deps.worker.run({
       remainingTimeMs,
-      ...(timekeeper ? { duty: timekeeper } : {}),
+      ...(timekeeper ? { timekeeper } : {}),
       ...(hints.lookFirst
         ? { lookFirst: [{ type: hints.lookFirst.type, shard: hints.lookFirst.shard }] }
         : {}),
@@ -225,7 +225,7 @@ class HeldSeat {
 
   /**
    * The claim window closed for a type while tasks still run: the seat goes to a successor that can
-   * claim every type (and seat 0's duty with it), instead of staying held until the slowest task ends.
+   * claim every type (and seat 0's timekeeping with it), instead of staying held until the slowest task ends.
    * Work of that type enqueued meanwhile then starts at once (a kick finds the seat free), and a
    * backlog this run was taking is taken on by the successor started into the seat.
    */

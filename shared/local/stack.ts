@@ -17,6 +17,7 @@ import { runRecoverySweep } from '../recovery/recovery-sweep.js';
 import { GaugeRotation } from '../store/gauge-rotation.js';
 import { taskDefinitions } from '../../tasks/catalog.js';
 import { Worker, type RunSummary } from '../worker/worker.js';
+import { Timekeeper } from '../worker/timekeeper.js';
 import { startDynalite, type DynaliteServer } from './dynalite.js';
 import { LocalScheduleTicker } from '../schedules/local-ticker.js';
 import { systemClock, type Clock } from '../clock.js';
@@ -127,7 +128,24 @@ export async function startStack(options: StackOptions): Promise<LocalStack> {
       // interval backs off to a second, so its rounds do not crowd out the work it is woken for.
       idlePollCeilingMs: TUNING.poll.idleCeilingMs,
     });
-    workerRun = worker.run({ stop: stopWorker.signal, idleStopMs: Number.POSITIVE_INFINITY });
+    // The stack's one owner of promotion (the recovery sweep is the floor under it): it reads the delay
+    // partitions every poll (a second at the fastest) and is told of what this process delays.
+    const refreshMs = Math.max(TUNING.timekeeper.minRefreshMs, app.config.pollIntervalMs);
+    const timekeeper = new Timekeeper({
+      store,
+      clock,
+      timers: worker.timers,
+      logger,
+      events: worker.events,
+      // Each read looks past the next one, with the index's lag to spare (a DynamoDB endpoint lags).
+      reads: { store: app.store, refreshMs, horizonMs: 2 * refreshMs + TUNING.timekeeper.indexLagMs },
+    });
+    unsubscribeWake.push(
+      app.events.on('task:enqueued', ({ taskId, availableAt }) => {
+        if (availableAt > clock.now()) timekeeper.expect(taskId, availableAt);
+      }),
+    );
+    workerRun = worker.run({ stop: stopWorker.signal, idleStopMs: Number.POSITIVE_INFINITY, timekeeper });
   }
 
   const sweeps = new Set<Promise<unknown>>();

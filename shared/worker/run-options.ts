@@ -97,11 +97,13 @@ export interface WorkSource {
   /** Ready tasks known by key (the task that caused this run): the first round takes them without a read. */
   offerReady?: Candidate[];
   /**
-   * Work this run does beside claiming, on the worker's timers (the fleet's timekeeper): started after
-   * the first claim round, stopped before the run returns, and the run stays up while it knows work due
-   * before the run must end.
+   * The process's owner of promotion for this run (worker/timekeeper.ts), on the worker's timers: the
+   * fleet's seat 0 and the local stack pass one that reads the delay partitions. Started after the first
+   * claim round, stopped before the run returns; the run stays up while it knows work due before the run
+   * must end, and hands it the retries its tasks schedule. Without it the run keeps one of its own that
+   * promotes only those retries (and stays up for the ones due within the idle window).
    */
-  duty?: RunDuty;
+  timekeeper?: RunTimekeeper;
   /**
    * Called once when a type this worker serves can no longer be claimed (the time left no longer fits
    * its timeout: the run's claim window for it closed); from then on the run claims nothing and only
@@ -129,10 +131,18 @@ export interface LookGate {
   shouldRead(): Promise<boolean>;
 }
 
-export interface RunDuty {
+/** What a run uses of its timekeeper (worker/timekeeper.ts). */
+export interface RunTimekeeper {
   start(): void;
   stop(): Promise<void>;
+  /** Whether it knows a task falling due within `ms`. */
   dueWithin(ms: number): boolean;
+  /** A retry this run scheduled falls due at `dueAt`. */
+  expect(id: string, dueAt: number): void;
+  /** Retries told of by expect() and not yet promoted. */
+  readonly expectedWaiting: number;
+  /** When it last promoted a task (0: never). */
+  readonly promotedAt: number;
 }
 
 export interface RunSummary {

@@ -13,8 +13,7 @@ import type { LeaseStore } from '../store/ports.js';
 import type { TaskRegistry } from '../tasks/registry.js';
 import { Execution } from './execution.js';
 import type { LeaseKeeper } from './lease-keeper.js';
-import type { RetryPromoter } from './retry-promoter.js';
-import type { WorkerConfig } from './run-options.js';
+import type { RunTimekeeper, WorkerConfig } from './run-options.js';
 import type { TimerSet } from './timers.js';
 
 export interface RunningTasksDeps {
@@ -38,8 +37,8 @@ export class RunningTasks {
     return this.active.size;
   }
 
-  /** Starts a claimed task under the run's lease keeper and retry promoter. */
-  start(claimed: Claimed, run: { keeper: LeaseKeeper; promoter: RetryPromoter }): void {
+  /** Starts a claimed task under the run's lease keeper; its retry is the run's timekeeper's to promote. */
+  start(claimed: Claimed, run: { keeper: LeaseKeeper; timekeeper: RunTimekeeper }): void {
     const { store, config, registry, events, logger } = this.deps;
     const { task, lease } = claimed;
     events.emit('claim:won', {
@@ -61,7 +60,7 @@ export class RunningTasks {
         definition,
         timeoutMs: effectiveTimeoutMs(task.timeoutMs, definition?.timeoutMs, config),
         graceMs: config.heartbeatIntervalMs,
-        onRetryScheduled: (retry) => run.promoter.schedule(retry),
+        onRetryScheduled: (retry) => run.timekeeper.expect(retry.id, retry.availableAt),
       },
       claimed,
     );

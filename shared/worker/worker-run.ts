@@ -1,7 +1,7 @@
 /**
  * One run of a worker (one Lambda invocation, or the local stack's life): it claims while it has free
  * slots and time, waits between polls, and returns on a stop, at the deadline, or once idle. What it
- * owns lives and dies with it: the lease keeper, the retry promoter, its signals, its figures. What
+ * owns lives and dies with it: the lease keeper, its timekeeper, its signals, its figures. What
  * outlives it (the claim memory, the running tasks, the burst) is the Worker's (worker.ts).
  */
 import type { Clock } from '../clock.js';
@@ -15,10 +15,16 @@ import { LeaseKeeper } from './lease-keeper.js';
 import { countLifecycle } from './lifecycle-metrics.js';
 import { flushOutcomesEvery } from './outcome-flushes.js';
 import { expectingWork, idlePollWait, pollWait } from './poll-rules.js';
-import { RetryPromoter } from './retry-promoter.js';
-import { emptyRunSummary, type RunOptions, type RunSummary, type WorkerOptions } from './run-options.js';
+import {
+  emptyRunSummary,
+  type RunOptions,
+  type RunSummary,
+  type RunTimekeeper,
+  type WorkerOptions,
+} from './run-options.js';
 import type { RunningTasks } from './running-tasks.js';
 import type { TimerSet } from './timers.js';
+import { Timekeeper } from './timekeeper.js';
 import { RunSignals, type PollPause } from './work-signals.js';
 import type { Logger } from '@aws-lambda-powertools/logger';
 
@@ -42,12 +48,13 @@ export interface WorkerParts {
 
 export class WorkerRun {
   private readonly keeper: LeaseKeeper;
-  private readonly promoter: RetryPromoter;
+  /** The one that promotes this run's retries: the source's, or one of its own that reads nothing. */
+  private readonly timekeeper: RunTimekeeper;
   private readonly signals: RunSignals;
   private readonly idleStopMs: number;
   private readonly summary: RunSummary = emptyRunSummary();
-  /** The duty starts after the first claim round: its reads must not slow the claim it was started for. */
-  private dutyStarted = false;
+  /** The timekeeper starts after the first claim round: its reads must not slow the claim it was started for. */
+  private timekeeperStarted = false;
   private claimingOverTold = false;
   /** A round of this run filled every free slot. */
   private saturated = false;
@@ -65,7 +72,7 @@ export class WorkerRun {
       heartbeatIntervalMs: config.heartbeatIntervalMs,
       monotonic: parts.monotonic,
     });
-    this.promoter = new RetryPromoter({ ...common, onSettled: () => pause.interrupt() });
+    this.timekeeper = options.timekeeper ?? new Timekeeper(common);
     this.signals = new RunSignals(
       {
         memory: parts.memory,
@@ -106,7 +113,7 @@ export class WorkerRun {
       await this.keeper.stop();
     } finally {
       options.stop?.removeEventListener('abort', onStop);
-      if (this.dutyStarted) await options.duty?.stop();
+      if (this.timekeeperStarted) await this.timekeeper.stop();
       // Offered due tasks not taken are left to their promotion: a later invocation must not try stale ones.
       parts.memory.dropDue();
       parts.burst.reset();
@@ -118,7 +125,7 @@ export class WorkerRun {
         heartbeatRounds: this.keeper.figures.rounds,
         maxEventLoopLagMs: this.keeper.figures.maxLagMs,
         timersArmed: parts.timers.armed,
-        retriesWaiting: this.promoter.waiting,
+        retriesWaiting: this.timekeeper.expectedWaiting,
       });
       stopListening.forEach((off) => off());
       parts.metrics.flush();
@@ -146,7 +153,7 @@ export class WorkerRun {
       if (!look) this.signals.idlePolls++;
       if (look && free > 0 && claimable.length > 0 && refill !== 'wait')
         if ((await this.claimStep(claimable, free)) === 'again') continue;
-      this.startDuty();
+      this.startTimekeeper();
       if (this.idleOver(left)) return 'idle';
       // Offered due tasks still waiting while there is room: the next round takes them now (each round
       // takes some off the list, won or lost, so this ends).
@@ -204,7 +211,7 @@ export class WorkerRun {
     const handedOver =
       won > 0 && handedOnly && won < free && (signals.idlePolls > 0 || this.options.lookGate !== undefined);
     if (!handedOver) signals.idlePolls = won > 0 ? 0 : signals.idlePolls + 1;
-    this.startDuty();
+    this.startTimekeeper();
     if (won === 0) return 'idle';
     this.parts.burst.won(won);
     if (won === free) {
@@ -229,7 +236,7 @@ export class WorkerRun {
       this.summary.lostRaces += round.lostRaces;
       events.emit('claim:round', { claimed: round.claimed.length, lostRaces: round.lostRaces });
       for (const claimed of round.claimed)
-        tasks.start(claimed, { keeper: this.keeper, promoter: this.promoter });
+        tasks.start(claimed, { keeper: this.keeper, timekeeper: this.timekeeper });
       return { won: round.claimed.length, handedOnly: round.handedOnly === true };
     } catch (error) {
       this.parts.logger.error('claim failed', { error: describeError(error) });
@@ -237,10 +244,10 @@ export class WorkerRun {
     }
   }
 
-  private startDuty(): void {
-    if (this.dutyStarted) return;
-    this.dutyStarted = true;
-    this.options.duty?.start();
+  private startTimekeeper(): void {
+    if (this.timekeeperStarted) return;
+    this.timekeeperStarted = true;
+    this.timekeeper.start();
   }
 
   /** Whether the run has been idle long enough to return (work on its way keeps it up). */
@@ -249,7 +256,7 @@ export class WorkerRun {
     const { memory, burst, tasks } = this.parts;
     const now = this.parts.clock.now();
     // A promotion that finished during the last round made work that round could not see yet.
-    this.idleSince = Math.max(this.idleSince, this.promoter.promotedAt);
+    this.idleSince = Math.max(this.idleSince, this.timekeeper.promotedAt);
     // A retry due within the idle window is work on its way; a long backoff is left to the next
     // invocation. A burst this run was started for, or due tasks offered to it (due before the run
     // must end), keep it up.
@@ -258,12 +265,10 @@ export class WorkerRun {
       burst.inBurst ||
       expectingWork(this.options.expectWorkAt, now) ||
       (nextOffered !== undefined && nextOffered - now <= left - drainMarginMs);
-    if (
-      tasks.size > 0 ||
-      this.promoter.dueWithin(this.idleStopMs) ||
-      this.options.duty?.dueWithin(left - drainMarginMs) ||
-      expecting
-    ) {
+    // The source's timekeeper knows what falls due before the run must end; a run's own knows only its
+    // retries, and one due after the idle window is left to the next invocation.
+    const timekeeperWindow = this.options.timekeeper ? left - drainMarginMs : this.idleStopMs;
+    if (tasks.size > 0 || this.timekeeper.dueWithin(timekeeperWindow) || expecting) {
       this.idleSince = now;
       return false;
     }

@@ -31,7 +31,7 @@ import { WorkerRun, type WorkerParts } from './worker-run.js';
 export {
   WorkerBusyError,
   type LookGate,
-  type RunDuty,
+  type RunTimekeeper,
   type RunLimits,
   type RunOptions,
   type RunSummary,

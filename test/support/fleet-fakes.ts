@@ -10,7 +10,7 @@ export function runSummary(claimed = 0): RunSummary {
   return { ...emptyRunSummary(), claimed };
 }
 
-/** A timekeeper duty whose `nextDueAt` the test sets (what it would know when the run ends). */
+/** A reading timekeeper whose `nextDueAt` the test sets (what it would know when the run ends). */
 export function fakeTimekeeper(): TimekeeperDuty & {
   nextDueAt: number | undefined;
   dueAfterRelease: Mock<() => Promise<boolean>>;
@@ -19,6 +19,9 @@ export function fakeTimekeeper(): TimekeeperDuty & {
     start: vi.fn(),
     stop: vi.fn(async () => undefined),
     dueWithin: vi.fn(() => false),
+    expect: vi.fn(),
+    expectedWaiting: 0,
+    promotedAt: 0,
     nextDueAt: undefined,
     dueAfterRelease: vi.fn(async () => false),
   };

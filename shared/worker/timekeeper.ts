@@ -1,29 +1,35 @@
 /**
- * The timekeeper: the worker invocation holding the fleet's seat 0 promotes delayed tasks and retries
- * into the ready index when they fall due, within a few milliseconds of their due time, whoever
- * scheduled them and whether or not that invocation still runs. It reads the delay partitions for
- * what falls due within the horizon (at start, then every refresh), arms one timer for the earliest
- * due time, and promotes everything due at once in parallel; each promotion readies the task on the
- * process's stream, so this invocation's worker claims it at once (and, saturated, scales the fleet).
- * The recovery sweep still promotes what nobody did, once a minute: the timekeeper is the fast path.
+ * The timekeeper: the one owner of promotion in a process (a delayed task or a retry moved into the
+ * ready index when it falls due). It promotes within a few milliseconds of each due time what it was
+ * told of (`expect`: a retry this process's worker scheduled) and, when it reads, what it finds in the
+ * delay partitions, whoever delayed it and whether or not they still run: it reads what falls due
+ * within the horizon (at start, then every refresh), arms one timer for the earliest due time, and
+ * promotes everything due at once in parallel. Each promotion readies the task on the process's
+ * stream, so this process's worker claims it at once (and, saturated, scales the fleet).
+ *
+ * Who reads: in Lambda, the invocation holding the fleet's seat 0 (the others promote only their own
+ * retries); in the local stack, its worker. The recovery sweep is the floor under both: once a
+ * minute it promotes what no timekeeper did (one that crashed, or none up).
  */
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { Clock } from '../clock.js';
 import { describeError } from '../errors.js';
+import type { LeaseEvents } from '../events.js';
 import type { Timekeeping } from '../store/ports.js';
 import type { DueTask } from '../store/delayed-reads.js';
-import type { TimerHandle, TimerSet } from '../worker/timers.js';
+import type { TimerHandle, TimerSet } from './timers.js';
 import { TUNING } from '../tuning.js';
 
 export interface TimekeeperDeps {
-  store: Timekeeping;
+  /** Where it promotes. */
+  store: Pick<Timekeeping, 'promote'>;
   clock: Clock;
   timers: TimerSet;
   logger: Pick<Logger, 'warn'>;
-  /** How often the delay partitions are read again (tasks delayed meanwhile by anyone). */
-  refreshMs: number;
-  /** How far ahead each read looks: what an enqueue is kicked for (fleet-rules.ts kickHorizonMs), so none falls between. */
-  horizonMs: number;
+  /** Told of each promotion that applied ('task:promoted': the worker looks again, the metrics count it). */
+  events?: Pick<LeaseEvents, 'emit'>;
+  /** Without reads it promotes only what it is told of (expect). */
+  reads?: TimekeeperReads;
   /**
    * Told, TUNING.burst.prewarmLeadMs ahead, of an instant at which at least TUNING.burst.minTasks fall due (the
    * scaler starts invocations that wait for it, so the burst starts on many workers, not one).
@@ -35,6 +41,19 @@ export interface TimekeeperDeps {
    * workers stop taking (see promoteLeft).
    */
   offerDue?: (entries: DueTask[]) => void;
+}
+
+/** How a reading timekeeper reads the delay partitions. */
+export interface TimekeeperReads {
+  /** Where it reads the delay partitions. */
+  store: Pick<Timekeeping, 'dueDelayed'>;
+  /** How often the delay partitions are read again (tasks delayed meanwhile by anyone). */
+  refreshMs: number;
+  /**
+   * How far ahead each read looks. In Lambda: what an enqueue is kicked for (fleet-rules.ts
+   * kickHorizonMs), so none falls between; locally: past the next refresh.
+   */
+  horizonMs: number;
 }
 
 export class Timekeeper {
@@ -59,6 +78,9 @@ export class Timekeeper {
   /** The seconds whose burst was already announced. */
   private readonly announced = new Set<number>();
   private readonly work = new Set<Promise<void>>();
+  /** Told of by expect() and not yet promoted, nor found gone. */
+  private readonly expected = new Set<string>();
+  private lastPromotedAt = 0;
   /** Promotions that applied (figures and tests). */
   promoted = 0;
 
@@ -66,11 +88,35 @@ export class Timekeeper {
 
   start(): void {
     this.stopped = false;
+    this.arm();
+    const { reads } = this.deps;
+    if (!reads) return;
     this.track(this.refresh());
     this.refreshTimer = this.deps.timers.interval(
       () => this.track(this.refresh()),
-      Math.max(TUNING.timekeeper.minRefreshMs, this.deps.refreshMs),
+      Math.max(TUNING.timekeeper.minRefreshMs, reads.refreshMs),
     );
+  }
+
+  /**
+   * A task this process delayed (a retry's backoff; locally, an enqueue with a delay) falls due at
+   * `dueAt`: promoted then, with one write by key and no read. Told before start(), armed at start.
+   */
+  expect(id: string, dueAt: number): void {
+    if (this.promoting.has(id) || this.deferred.has(id)) return;
+    this.expected.add(id);
+    this.due.set(id, dueAt);
+    this.arm();
+  }
+
+  /** Told of by expect() and not yet promoted: left to the next timekeeper or the sweep when it stops. */
+  get expectedWaiting(): number {
+    return this.expected.size;
+  }
+
+  /** When it last promoted a task (0: never). */
+  get promotedAt(): number {
+    return this.lastPromotedAt;
   }
 
   /** Stops reading and promoting; waits for what is in flight. What is still due later is left to the next timekeeper. */
@@ -100,10 +146,11 @@ export class Timekeeper {
    * only to find the task ready.
    */
   async dueAfterRelease(): Promise<boolean> {
-    const { store, clock, horizonMs } = this.deps;
+    const { clock, reads } = this.deps;
+    if (!reads) return false;
     const sentAt = clock.now();
-    const found = await store.dueDelayed({
-      before: sentAt + horizonMs,
+    const found = await reads.store.dueDelayed({
+      before: sentAt + reads.horizonMs,
       limit: TUNING.timekeeper.lastLookLimit,
     });
     return found.some(({ id, dueAt }) => !this.staleEntry(id, dueAt, sentAt));
@@ -121,14 +168,14 @@ export class Timekeeper {
   }
 
   private async refresh(): Promise<void> {
-    const { store, clock, logger } = this.deps;
+    const { clock, logger, reads } = this.deps;
     // A slow read is not stacked under the next one.
-    if (this.refreshing) return;
+    if (this.refreshing || !reads) return;
     this.refreshing = true;
     try {
       const sentAt = clock.now();
-      const found = await store.dueDelayed({
-        before: sentAt + this.deps.horizonMs,
+      const found = await reads.store.dueDelayed({
+        before: sentAt + reads.horizonMs,
         limit: TUNING.timekeeper.readLimit,
       });
       if (this.stopped) return;
@@ -185,7 +232,7 @@ export class Timekeeper {
 
   /**
    * Everything due now: a burst's tasks are offered to the workers first (promoted after the grace if
-   * still waiting), the rest promoted at once. Then arms for the next.
+   * still waiting), the rest promoted at once (which arms for the next).
    */
   private async promoteDue(): Promise<void> {
     const { clock, offerDue } = this.deps;
@@ -200,7 +247,6 @@ export class Timekeeper {
     }
     const inBurst = new Set(burst.map(([id]) => id));
     await this.promote(dueNow.filter(([id]) => !inBurst.has(id)));
-    this.arm();
   }
 
   /**
@@ -210,10 +256,12 @@ export class Timekeeper {
    * passed, what waits is promoted.
    */
   private async promoteLeft(ids: string[]): Promise<void> {
-    const { store, clock, logger } = this.deps;
+    const { clock, logger, reads } = this.deps;
     let waiting: string[];
     try {
-      const found = await store.dueDelayed({ before: clock.now(), limit: TUNING.timekeeper.readLimit });
+      // A burst is offered only by a reading timekeeper (only its reads find one).
+      const found =
+        (await reads?.store.dueDelayed({ before: clock.now(), limit: TUNING.timekeeper.readLimit })) ?? [];
       const still = new Set(found.map((d) => d.id));
       waiting = ids.filter((id) => still.has(id));
     } catch (error) {
@@ -259,7 +307,7 @@ export class Timekeeper {
 
   /** Promotes these tasks (id -> due time), TUNING.timekeeper.promoteConcurrency at a time. */
   private async promote(ready: [id: string, dueAt: number][]): Promise<void> {
-    const { store, logger, clock } = this.deps;
+    const { store, logger, clock, events } = this.deps;
     for (const [id] of ready) this.promoting.add(id);
     let next = 0;
     await Promise.all(
@@ -267,12 +315,20 @@ export class Timekeeper {
         while (next < ready.length && !this.stopped) {
           const [id, dueAt] = ready[next++]!;
           try {
-            // False: cancelled, promoted by someone else, or the store's clock says not yet (re-read then).
+            // False: cancelled, promoted by someone else, or the store's clock says not yet (this
+            // clock stepped back: due again, armed after this batch).
             if (await store.promote({ id })) {
               this.promoted++;
+              this.lastPromotedAt = clock.now();
               this.promotedLately.set(id, { dueAt, at: clock.now() });
+              events?.emit('task:promoted', { taskId: id });
+            } else if (clock.now() < dueAt) {
+              this.due.set(id, dueAt);
+              continue;
             }
+            this.expected.delete(id);
           } catch (error) {
+            this.expected.delete(id);
             logger.warn('promoting a due task failed; the next refresh or sweep promotes it', {
               taskId: id,
               error: describeError(error),
@@ -284,5 +340,6 @@ export class Timekeeper {
     for (const [id] of ready) this.promoting.delete(id);
     // Stopped before these were sent: still due, so nextDueAt names them and the run hands over.
     for (const [id, dueAt] of ready.slice(next)) this.due.set(id, dueAt);
+    this.arm();
   }
 }

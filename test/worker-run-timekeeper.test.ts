@@ -1,6 +1,6 @@
 /**
- * A run's duty (the fleet's timekeeper rides on the run of seat 0's holder), its lookFirst hints and
- * the retries it leaves waiting, on the in-memory store and fake timers with production settings
+ * A run's timekeeper (the fleet's reading one rides on the run of seat 0's holder; without one the run
+ * keeps its own), its lookFirst hints and the retries it leaves waiting, on the in-memory store and fake timers with production settings
  * (poll 1 s, drain margin 20 s).
  */
 import { describe, expect, it, vi } from 'vitest';
@@ -11,7 +11,7 @@ import type { ClaimState } from '../shared/store/claim-state.js';
 import type { ClaimInput } from '../shared/store/inputs.js';
 import { defineTask } from '../shared/tasks/define.js';
 import { TaskRegistry } from '../shared/tasks/registry.js';
-import type { RunDuty, RunOptions, RunSummary } from '../shared/worker/worker.js';
+import type { RunOptions, RunSummary, RunTimekeeper } from '../shared/worker/worker.js';
 import { FakeLeaseStore } from './support/fake-lease-store.js';
 import { deferred } from './support/fleet-fakes.js';
 import { fakeTimeWorker } from './support/worker-world.js';
@@ -23,7 +23,7 @@ const config: LeaseholdConfig = loadConfig({});
 /** A Lambda invocation with 15 minutes from START. */
 const fifteenMinutes = () => START + 15 * 60_000 - Date.now();
 
-function dutyWorld(retryBackoffMs = 60_000) {
+function runWorld(retryBackoffMs = 60_000) {
   const store = new FakeLeaseStore(systemClock(), config);
   const registry = new TaskRegistry(
     [
@@ -53,32 +53,35 @@ function dutyWorld(retryBackoffMs = 60_000) {
   return { store, worker, start };
 }
 
-/** A duty that says whatever `due` says, recording its calls. */
-function fakeDuty(order: string[] = []) {
+/** A timekeeper that says whatever `due` says, recording its calls (and the retries it is told of). */
+function fakeRunTimekeeper(order: string[] = []) {
   const state = { due: true };
-  const duty = {
-    start: vi.fn(() => void order.push('duty.start')),
-    stop: vi.fn(async () => void order.push('duty.stop')),
+  const timekeeper = {
+    start: vi.fn(() => void order.push('timekeeper.start')),
+    stop: vi.fn(async () => void order.push('timekeeper.stop')),
     dueWithin: vi.fn((_ms: number) => state.due),
-  } satisfies RunDuty;
-  return { state, duty };
+    expect: vi.fn((_id: string, _dueAt: number) => undefined),
+    expectedWaiting: 0,
+    promotedAt: 0,
+  } satisfies RunTimekeeper;
+  return { state, timekeeper };
 }
 
-describe('RunOptions.duty', () => {
-  it('a duty that knows work due keeps the run up past idleStopMs; once it does not, the run stops idle', async () => {
+describe('RunOptions.timekeeper', () => {
+  it('a timekeeper that knows work due keeps the run up past idleStopMs; once it does not, the run stops idle', async () => {
     const idleStopMs = 5_000;
-    // Without a duty the same run stops idle after idleStopMs.
-    const baseline = dutyWorld().start({ idleStopMs, remainingTimeMs: fifteenMinutes });
+    // Without one the same run stops idle after idleStopMs.
+    const baseline = runWorld().start({ idleStopMs, remainingTimeMs: fifteenMinutes });
     await advance(idleStopMs + config.pollIntervalMs);
     expect(baseline.summary?.stoppedBecause).toBe('idle');
 
     vi.setSystemTime(START);
-    const { state, duty } = fakeDuty();
-    const run = dutyWorld().start({ idleStopMs, remainingTimeMs: fifteenMinutes, duty });
+    const { state, timekeeper } = fakeRunTimekeeper();
+    const run = runWorld().start({ idleStopMs, remainingTimeMs: fifteenMinutes, timekeeper });
     await advance(0);
     // It asks about what falls due before the run must end (the drain margin before the deadline).
-    expect(duty.dueWithin).toHaveBeenCalled();
-    expect(duty.dueWithin.mock.calls[0]![0]).toBe(15 * 60_000 - config.drainMarginMs);
+    expect(timekeeper.dueWithin).toHaveBeenCalled();
+    expect(timekeeper.dueWithin.mock.calls[0]![0]).toBe(15 * 60_000 - config.drainMarginMs);
     await advance(30_000);
     expect(run.ended).toBeUndefined();
     state.due = false;
@@ -89,26 +92,30 @@ describe('RunOptions.duty', () => {
     expect(run.ended! - quietFrom).toBeLessThanOrEqual(idleStopMs + config.pollIntervalMs);
   });
 
-  it('a duty does not keep the run past its deadline: it stops at the drain margin', async () => {
-    const { duty } = fakeDuty();
+  it('a timekeeper does not keep the run past its deadline: it stops at the drain margin', async () => {
+    const { timekeeper } = fakeRunTimekeeper();
     const deadline = START + 60_000;
-    const run = dutyWorld().start({ idleStopMs: 1_000, remainingTimeMs: () => deadline - Date.now(), duty });
+    const run = runWorld().start({
+      idleStopMs: 1_000,
+      remainingTimeMs: () => deadline - Date.now(),
+      timekeeper,
+    });
     await advance(60_000);
     expect(run.summary).toMatchObject({ stoppedBecause: 'deadline' });
     expect(run.ended).toBe(deadline - config.drainMarginMs);
-    expect(duty.stop).toHaveBeenCalledTimes(1);
+    expect(timekeeper.stop).toHaveBeenCalledTimes(1);
   });
 
-  it('duty.start is called once, after the first claim round; duty.stop once; run() waits for it', async () => {
+  it('timekeeper.start is called once, after the first claim round; timekeeper.stop once; run() waits for it', async () => {
     const order: string[] = [];
-    const { duty } = fakeDuty(order);
+    const { timekeeper } = fakeRunTimekeeper(order);
     const stopped = deferred();
-    duty.stop.mockImplementation(async () => {
-      order.push('duty.stop');
+    timekeeper.stop.mockImplementation(async () => {
+      order.push('timekeeper.stop');
       await stopped.promise;
-      order.push('duty.stopped');
+      order.push('timekeeper.stopped');
     });
-    const w = dutyWorld();
+    const w = runWorld();
     const claim = w.store.claim.bind(w.store);
     let rounds = 0;
     vi.spyOn(w.store, 'claim').mockImplementation(async (input: ClaimInput, memory: ClaimState) => {
@@ -120,14 +127,14 @@ describe('RunOptions.duty', () => {
     });
     w.store.add({ type: 'job' });
     const stop = new AbortController();
-    const run = w.start({ idleStopMs: Number.POSITIVE_INFINITY, stop: stop.signal, duty });
+    const run = w.start({ idleStopMs: Number.POSITIVE_INFINITY, stop: stop.signal, timekeeper });
     await advance(3_000);
-    expect(duty.start).toHaveBeenCalledTimes(1);
-    expect(duty.stop).not.toHaveBeenCalled();
+    expect(timekeeper.start).toHaveBeenCalledTimes(1);
+    expect(timekeeper.stop).not.toHaveBeenCalled();
     stop.abort();
     await advance(5_000);
-    // The duty is told to stop, and the run has not returned while it is still stopping.
-    expect(duty.stop).toHaveBeenCalledTimes(1);
+    // The timekeeper is told to stop, and the run has not returned while it is still stopping.
+    expect(timekeeper.stop).toHaveBeenCalledTimes(1);
     expect(run.ended).toBeUndefined();
     stopped.resolve();
     await run.promise;
@@ -136,27 +143,41 @@ describe('RunOptions.duty', () => {
     expect(order).toEqual([
       'claim 1',
       'claim 1 answered',
-      'duty.start',
+      'timekeeper.start',
       'claim 2',
       'claim 2 answered',
-      'duty.stop',
-      'duty.stopped',
+      'timekeeper.stop',
+      'timekeeper.stopped',
       'run returned',
     ]);
-    expect(duty.start).toHaveBeenCalledTimes(1);
-    expect(duty.stop).toHaveBeenCalledTimes(1);
+    expect(timekeeper.start).toHaveBeenCalledTimes(1);
+    expect(timekeeper.stop).toHaveBeenCalledTimes(1);
     expect(run.summary).toMatchObject({ stoppedBecause: 'stop-signal', claimed: 1, timersArmed: 0 });
   });
 
-  it('a run that ends before its first claim round neither starts nor stops the duty', async () => {
-    const { duty } = fakeDuty();
+  it("hands the retries its tasks schedule to the source's timekeeper, which promotes them (the run does not)", async () => {
+    const { timekeeper } = fakeRunTimekeeper();
+    const w = runWorld(2_000);
+    const task = w.store.add({ type: 'flaky' });
+    timekeeper.dueWithin.mockReturnValue(false);
+    const run = w.start({ idleStopMs: 5_000, remainingTimeMs: fifteenMinutes, timekeeper });
+    await advance(15_000);
+    const backedOff = w.store.get(task.id);
+    expect(timekeeper.expect.mock.calls).toEqual([[task.id, backedOff.availableAt]]);
+    // Nobody else promoted it: still delayed, one attempt spent.
+    expect(backedOff).toMatchObject({ status: 'QUEUED', attempts: 1 });
+    expect(run.summary).toMatchObject({ stoppedBecause: 'idle', claimed: 1 });
+  });
+
+  it('a run that ends before its first claim round neither starts nor stops the timekeeper', async () => {
+    const { timekeeper } = fakeRunTimekeeper();
     const stop = new AbortController();
     stop.abort();
-    const run = dutyWorld().start({ stop: stop.signal, duty });
+    const run = runWorld().start({ stop: stop.signal, timekeeper });
     await advance(0);
     expect(run.summary).toMatchObject({ stoppedBecause: 'stop-signal', claimed: 0 });
-    expect(duty.start).not.toHaveBeenCalled();
-    expect(duty.stop).not.toHaveBeenCalled();
+    expect(timekeeper.start).not.toHaveBeenCalled();
+    expect(timekeeper.stop).not.toHaveBeenCalled();
   });
 });
 
@@ -164,7 +185,7 @@ describe('RunOptions.lookFirst', () => {
   // The fake store cannot tell which partition a claim reads first; what it can see is the claim
   // memory each round is given, whose hints the DynamoDB store reads first (shared/store/claim.ts).
   it('the first claim round carries the hints, later rounds none', async () => {
-    const w = dutyWorld();
+    const w = runWorld();
     const hintsPerRound: { type: string; shard: number }[][] = [];
     const claim = w.store.claim.bind(w.store);
     vi.spyOn(w.store, 'claim').mockImplementation((input: ClaimInput, memory: ClaimState) => {
@@ -186,7 +207,7 @@ describe('RunOptions.lookFirst', () => {
 
 describe('RunSummary.retriesWaiting', () => {
   it('counts a retry this run scheduled that is not yet due when it returns', async () => {
-    const w = dutyWorld(60_000);
+    const w = runWorld(60_000);
     const task = w.store.add({ type: 'flaky' });
     const run = w.start({ idleStopMs: 5_000 });
     await advance(10_000);
@@ -196,7 +217,7 @@ describe('RunSummary.retriesWaiting', () => {
   });
 
   it('a retry promoted and run within the run is not counted', async () => {
-    const w = dutyWorld(2_000);
+    const w = runWorld(2_000);
     const task = w.store.add({ type: 'flaky' });
     const run = w.start({ idleStopMs: 5_000 });
     await advance(15_000);
