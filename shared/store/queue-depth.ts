@@ -20,7 +20,9 @@
  * How exact (CountBasis, per type and for each total):
  * - `counted`: no partition held more than its head page (a type up to about 1,300 ready tasks, the
  *   shards filling alike), or only the sample did and it was read to its end. Exact, up to the index's
- *   eventual consistency. Zero is always counted.
+ *   eventual consistency. Zero is always counted, for what was read: a type looked at in part (its
+ *   lane and a quarter of its shards, gauge-rotation.ts) that shows nothing counts as empty, though an
+ *   unread shard may hold a task whose kick was lost (read within four sweeps).
  * - `sampled`: the sample was read to its end (up to 300 entries a partition, about 4,800 a type);
  *   each other full partition is counted to its last head entry and taken to hold, from there on, what
  *   the sample holds (countGroup). Tasks go to shards by a hash of their id, so the error is the spread
