@@ -3,7 +3,10 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   defaultsEmpty,
+  endsRoundAfter,
   headsToTry,
+  roundSteps,
+  type RoundEnd,
   readWindow,
   shuffleWithinPriority,
   visitOrder,
@@ -107,6 +110,48 @@ describe('claim plan', () => {
       }),
     );
     expect(headsToTry(64, 100, true)).toBe(8);
+  });
+
+  it('the steps of a round keep claim order: undo first, above the default before it, the default before below it', () => {
+    fc.assert(
+      fc.property(fc.boolean(), fc.boolean(), (handedFirst, randomized) => {
+        const steps = roundSteps({ handedFirst, randomized }).map((s) => s.step);
+        const at = (name: string) => steps.indexOf(name as (typeof steps)[number]);
+        expect(steps[0]).toBe('undoUnknown');
+        expect(steps.at(-1)).toBe('belowDefault');
+        // Each step once, but the offered ones: before the lanes too when the run was handed its tasks.
+        expect(steps.filter((s) => s === 'offered')).toHaveLength(handedFirst ? 2 : 1);
+        expect(new Set(steps.filter((s) => s !== 'offered')).size).toBe(steps.length - (handedFirst ? 2 : 1));
+        expect(steps.indexOf('offered') < at('lanesAbove')).toBe(handedFirst);
+        // Above the default, then what is known by key or offered due, then what must be read.
+        expect(at('lanesAbove')).toBeLessThan(at('dueDirect'));
+        expect(at('dueDirect')).toBeLessThan(at('shards'));
+        expect(at('shards')).toBeLessThan(at('belowDefault'));
+        // No ready read while offered due tasks remain: dueDirect ends the round if they do.
+        const due = roundSteps({ handedFirst, randomized }).find((s) => s.step === 'dueDirect')!;
+        expect(endsRoundAfter(due.endsRound, { won: 0 }, 1)).toBe(true);
+        // Contended, no spare heads (others read them too); calm, right before the shards.
+        if (randomized) expect(at('spare')).toBe(-1);
+        else expect(at('spare')).toBe(at('shards') - 1);
+      }),
+    );
+  });
+
+  it('a step ends the round only by its rule', () => {
+    const rules: RoundEnd[] = ['won', 'dueWaiting', 'endedEarly', 'never'];
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...rules),
+        fc.nat(5),
+        fc.boolean(),
+        fc.nat(5),
+        (rule, won, endedEarly, dueWaiting) => {
+          const ends = endsRoundAfter(rule, { won, endedEarly }, dueWaiting);
+          const expected = { won: won > 0, dueWaiting: dueWaiting > 0, endedEarly, never: false }[rule];
+          expect(ends).toBe(expected);
+        },
+      ),
+    );
   });
 
   it('work below the default waits while any visited partition may hold default work', () => {

@@ -1,12 +1,75 @@
 /**
- * The claim round's decisions, apart from its I/O: how many heads a read asks for, which partitions
- * it visits and in what waves, how contended workers spread over the heads they all see, and when the
- * work below the default priority may be taken. No reads, no writes, no clock: claim-round.ts performs
+ * The claim round's decisions, apart from its I/O: which steps it takes in what order and when it
+ * ends (roundSteps), how many heads a read asks for, which partitions it visits and in what waves,
+ * how contended workers spread over the heads they all see, and when the work below the default
+ * priority may be taken. No reads, no writes, no clock: claim-round.ts performs
  * what these decide, and test/claim-plan.test.ts checks them as properties.
  */
 import { shuffleInPlace } from '../ids.js';
 import { readyPriorityPrefix, SHARD_COUNT } from '../table-layout.js';
 import { TUNING } from '../tuning.js';
+
+/**
+ * A step of a claim round (claim-round.ts performs each):
+ * - `undoUnknown`: claims of earlier rounds whose outcome was never learned, undone first;
+ * - `offered`: ready tasks handed over by key (an enqueue in this process, a kick), one write each;
+ * - `lanesAbove`: the lanes above the default priority, highest first;
+ * - `dueDirect`: delayed tasks offered as due (a burst), claimed from their delay partition;
+ * - `spare`: heads of the default priority the last round read and did not need;
+ * - `shards`: the default-priority shards, in waves;
+ * - `belowDefault`: the lanes below the default, once no default-priority task waits.
+ */
+export type RoundStepName =
+  'undoUnknown' | 'offered' | 'lanesAbove' | 'dueDirect' | 'spare' | 'shards' | 'belowDefault';
+
+/**
+ * When a step ends the round:
+ * - `won`: it won a task (offered tasks start at once; the worker's next round reads on);
+ * - `dueWaiting`: offered due tasks still wait (the ready partitions, most of them empty in a burst,
+ *   are read once that list is done);
+ * - `endedEarly`: the shards' hinted wave won (those tasks start now), or offers arrived between waves;
+ * - `never`.
+ */
+export type RoundEnd = 'won' | 'dueWaiting' | 'endedEarly' | 'never';
+
+export interface RoundStep {
+  step: RoundStepName;
+  endsRound: RoundEnd;
+}
+
+/** What a performed step reports, for its end rule. */
+export interface StepOutcome {
+  won: number;
+  endedEarly?: boolean;
+}
+
+/**
+ * The round's steps, in claim order: above the default priority before it, the default before below
+ * it; what is known by key before what must be read. A kick's run (`handedFirst`) takes what it was
+ * handed before it reads a lane (a task above the default was kicked for on its own, to an invocation
+ * that reads the lanes first). A randomized (contended) round tries no spare heads: others read them
+ * too, so they are likely taken.
+ */
+export function roundSteps(options: { handedFirst: boolean; randomized: boolean }): RoundStep[] {
+  return [
+    { step: 'undoUnknown', endsRound: 'never' },
+    ...(options.handedFirst ? [{ step: 'offered', endsRound: 'won' } as const] : []),
+    { step: 'lanesAbove', endsRound: 'never' },
+    { step: 'offered', endsRound: 'won' },
+    { step: 'dueDirect', endsRound: 'dueWaiting' },
+    ...(options.randomized ? [] : [{ step: 'spare', endsRound: 'never' } as const]),
+    { step: 'shards', endsRound: 'endedEarly' },
+    { step: 'belowDefault', endsRound: 'never' },
+  ];
+}
+
+/** Whether the round ends after a step, by its rule, what it did, and the offered due tasks still waiting. */
+export function endsRoundAfter(rule: RoundEnd, outcome: StepOutcome, dueWaiting: number): boolean {
+  if (rule === 'won') return outcome.won > 0;
+  if (rule === 'dueWaiting') return dueWaiting > 0;
+  if (rule === 'endedEarly') return outcome.endedEarly === true;
+  return false;
+}
 
 /** A partition of the ready index: one shard of one type's default-priority tasks. */
 export interface ShardRef {

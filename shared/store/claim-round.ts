@@ -1,8 +1,9 @@
 /**
- * One claim round, performed: the reads and conditional writes the plan (claim-plan.ts) calls for, in
- * claim order. Work handed by key first, then the lanes above the default priority, offered due
- * delayed tasks, the spare heads of the last round, the shards in waves, and last the work below the
- * default priority. A failing request ends the round; what was already won is still returned.
+ * One claim round, performed: the steps the plan (claim-plan.ts roundSteps) lists, in claim order, each
+ * one method here doing its reads and conditional writes, until a step's end rule ends the round. Work
+ * handed by key, the lanes above the default priority, offered due delayed tasks, the spare heads of
+ * the last round, the shards in waves, and last the work below the default priority. A failing request
+ * ends the round; what was already won is still returned.
  */
 import { leaseExpiry } from '../lease-rules.js';
 import { shardPartition } from '../table-layout.js';
@@ -13,12 +14,16 @@ import type { Candidate, ClaimState, UnknownClaim } from './claim-state.js';
 import { LaneRound } from './claim-lanes.js';
 import {
   defaultsEmpty,
+  endsRoundAfter,
   headsToTry,
+  roundSteps,
   readWindow,
   shuffleWithinPriority,
   visitOrder,
   waveSize,
+  type RoundStepName,
   type ShardRef,
+  type StepOutcome,
 } from './claim-plan.js';
 import { claimOne, dueClaim, headClaim, undoClaim, type Attempt, type Claimed } from './claim-write.js';
 import { readHeads } from './ready-heads.js';
@@ -43,6 +48,15 @@ interface PartitionRead {
   now: number;
   candidates: Candidate[];
   exhausted: boolean;
+}
+
+/** The round's visit of the default-priority shards: in what order, the hinted reads under way, which it found empty. */
+interface ShardVisit {
+  partitions: ShardRef[];
+  hintCount: number;
+  hinted: Promise<(PartitionRead | undefined)[]> | undefined;
+  /** Partitions read to their end and taken: below-default work waits for all to be. */
+  empty: Set<string>;
 }
 
 /** Heads read but not needed this round, kept for the next (as old as the oldest read they came from). */
@@ -80,8 +94,8 @@ export class ClaimRound {
     this.lanes = new LaneRound(ctx, state, input.types);
   }
 
+  /** Performs the plan's steps (claim-plan.ts roundSteps) until one ends the round. */
   async run(): Promise<ClaimResult> {
-    await this.undoUnknownClaims();
     const hints = this.state.takeHints().filter((h) => this.input.types.includes(h.type));
     const partitions = visitOrder(
       this.input.types,
@@ -91,24 +105,54 @@ export class ClaimRound {
     );
     // A partition named by a hint is read at once, beside the lanes: the task a kick was sent for is
     // then found in one round trip. (Its heads are re-checked by the claim write like any other.)
-    const hinted =
-      hints.length > 0
-        ? Promise.all(partitions.slice(0, hints.length).map((p) => this.readPartition(p)))
-        : undefined;
-    // A kick's run takes what it was handed before it reads a lane: a task above the default priority
-    // was kicked for on its own, to an invocation that reads the lanes first.
-    if (this.input.handedFirst && (await this.takeOffered())) return this.end();
-    await this.takeLanesAbove();
-    // Offered tasks won here start now: the worker's next round reads on.
-    if (await this.takeOffered()) return this.end();
-    await this.takeDueDirect();
-    // While this worker still holds due tasks it was offered, it has its work: the ready partitions
-    // (16 per type, most of them empty in a burst of delayed tasks) are read once that list is done.
-    if (this.state.dueWaiting > 0) return this.end();
-    await this.takeSpare();
-    const shards = await this.takeShards(partitions, hinted, hints.length);
-    if (!shards.endedEarly) await this.takeBelowDefault(partitions, shards.empty);
+    const shards: ShardVisit = {
+      partitions,
+      hintCount: hints.length,
+      hinted:
+        hints.length > 0
+          ? Promise.all(partitions.slice(0, hints.length).map((p) => this.readPartition(p)))
+          : undefined,
+      empty: new Set<string>(),
+    };
+    const plan = roundSteps({
+      handedFirst: this.input.handedFirst === true,
+      randomized: this.state.randomized,
+    });
+    for (const { step, endsRound } of plan) {
+      const outcome = await this.perform(step, shards);
+      if (endsRoundAfter(endsRound, outcome, this.state.dueWaiting)) break;
+    }
     return this.end();
+  }
+
+  /** One step of the plan, and what it won. */
+  private async perform(step: RoundStepName, shards: ShardVisit): Promise<StepOutcome> {
+    const before = this.result.claimed.length;
+    let endedEarly = false;
+    switch (step) {
+      case 'undoUnknown':
+        await this.undoUnknownClaims();
+        break;
+      case 'offered':
+        await this.takeOffered();
+        break;
+      case 'lanesAbove':
+        await this.takeLanesAbove();
+        break;
+      case 'dueDirect':
+        await this.takeDueDirect();
+        break;
+      case 'spare':
+        await this.takeSpare();
+        break;
+      case 'shards':
+        endedEarly = await this.takeShards(shards);
+        break;
+      case 'belowDefault':
+        await this.takeBelowDefault(shards);
+        break;
+    }
+    return { won: this.result.claimed.length - before, endedEarly };
   }
 
   private get room(): number {
@@ -223,7 +267,7 @@ export class ClaimRound {
     return won > 0;
   }
 
-  /** 1. Tasks above the default priority, of every type served, highest first (the lanes). */
+  /** `lanesAbove`: tasks above the default priority, of every type served, highest first (the lanes). */
   private async takeLanesAbove(): Promise<void> {
     await this.guard(async () => {
       while (this.open) {
@@ -237,7 +281,7 @@ export class ClaimRound {
   }
 
   /**
-   * 2. Delayed tasks this worker was told fall due (a burst it was started ahead of), once due: claimed
+   * `dueDirect`: delayed tasks this worker was told fall due (a burst it was started ahead of), once due: claimed
    * straight from their delay partition, at the default priority only (every head above it was just
    * taken), by types it may take without a concurrency slot. No promotion write, no ready read.
    */
@@ -269,7 +313,7 @@ export class ClaimRound {
     }
   }
 
-  /** 3. Heads of the default priority left over from the last round (calm only: contended, they are likely taken). */
+  /** `spare`: heads of the default priority left over from the last round (calm only: contended, they are likely taken). */
   private async takeSpare(): Promise<void> {
     if (!this.open || this.state.randomized) return;
     const spare = this.state.takeSpare(
@@ -299,16 +343,11 @@ export class ClaimRound {
   }
 
   /**
-   * 4. The shards, in waves (claim-plan.ts waveSize). Offers that arrive during the reads are taken
+   * `shards`: the default-priority shards, in waves (claim-plan.ts waveSize). Offers that arrive during the reads are taken
    * between waves, and a round that won in the hinted wave returns at once: those tasks start now, and
    * the worker's next round reads on for the room left.
    */
-  private async takeShards(
-    partitions: ShardRef[],
-    hinted: Promise<(PartitionRead | undefined)[]> | undefined,
-    hintCount: number,
-  ): Promise<{ endedEarly: boolean; empty: Set<string> }> {
-    const empty = new Set<string>();
+  private async takeShards({ partitions, hinted, hintCount, empty }: ShardVisit): Promise<boolean> {
     const spares = new SpareHeads();
     let endedEarly = false;
     for (let w = 0, from = 0; from < partitions.length && this.open; w++) {
@@ -327,7 +366,7 @@ export class ClaimRound {
     }
     if (!this.state.randomized && spares.heads.length > 0 && this.errors.length === 0)
       this.state.keepSpare(spares.heads.slice(0, TUNING.claim.maxWindow), spares.readAt);
-    return { endedEarly, empty };
+    return endedEarly;
   }
 
   /** Takes what one partition read holds; the rest are spares; a partition read to its end is empty. */
@@ -354,8 +393,8 @@ export class ClaimRound {
     }
   }
 
-  /** 5. Below the default priority: only once no default-priority task of a type served waits. */
-  private async takeBelowDefault(partitions: ShardRef[], empty: Set<string>): Promise<void> {
+  /** `belowDefault`: the lanes below the default priority, only once no default-priority task of a type served waits. */
+  private async takeBelowDefault({ partitions, empty }: ShardVisit): Promise<void> {
     if (!this.open || !this.lanes.hasBelowDefault()) return;
     const now = this.ctx.clock.now();
     const isEmpty = ({ type, shard }: ShardRef) => {
