@@ -165,7 +165,12 @@ export async function drain(
         logger: quietLogger(),
         metrics: new ProgressMetrics(onCount),
       });
-      return worker.run({ stop: stop.signal, idleStopMs: Number.POSITIVE_INFINITY });
+      // Placed as the fleet places its invocations (a seat of the cap): they start at different shards.
+      return worker.run({
+        stop: stop.signal,
+        idleStopMs: Number.POSITIVE_INFINITY,
+        place: { index: i, of: runtimes.length },
+      });
     }),
   );
   clearTimeout(guard);

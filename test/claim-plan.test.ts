@@ -5,6 +5,7 @@ import {
   defaultsEmpty,
   endsRoundAfter,
   headsToTry,
+  placedStart,
   roundSteps,
   type RoundEnd,
   readWindow,
@@ -72,6 +73,42 @@ describe('claim plan', () => {
         },
       ),
     );
+  });
+
+  it('placed, a round reads in turn from its own partition; places spread evenly, distinct while no more than the partitions', () => {
+    fc.assert(
+      fc.property(typeNames, fc.integer({ min: 1, max: 128 }), fc.nat(), (types, of, pick) => {
+        const count = types.length * SHARD_COUNT;
+        const index = pick % of;
+        const start = placedStart({ index, of }, count);
+        // More places than partitions: none (a hash and a random order spread them).
+        if (of > count) {
+          expect(start).toBeUndefined();
+          return;
+        }
+        expect(start).toBeGreaterThanOrEqual(0);
+        expect(start).toBeLessThan(count);
+        const order = visitOrder(
+          types,
+          [],
+          () => start!,
+          seeded(1),
+          () => true,
+        );
+        const all = types.flatMap((type) =>
+          Array.from({ length: SHARD_COUNT }, (_, shard) => ({ type, shard })),
+        );
+        expect(order).toEqual([...all.slice(start), ...all.slice(0, start)]);
+        const starts = Array.from({ length: of }, (_, i) => placedStart({ index: i, of }, count)!);
+        // In order, each place's partitions up to the next place's its own.
+        expect(starts).toEqual([...starts].sort((a, b) => a - b));
+        expect(new Set(starts).size).toBe(of);
+      }),
+    );
+    // Eight workers over one type's sixteen shards: every other shard.
+    expect(Array.from({ length: 8 }, (_, i) => placedStart({ index: i, of: 8 }, SHARD_COUNT))).toEqual([
+      0, 2, 4, 6, 8, 10, 12, 14,
+    ]);
   });
 
   it('two workers with other random sources leave their own partition in different orders', () => {

@@ -31,6 +31,21 @@ describe('claim memory', () => {
     expect(s.startPartition('worker-a', 16)).toBe((Math.floor(0.999 * 2 ** 31) + 2) % 16);
   });
 
+  it('placed, starts at the share of the partitions its place gives and reads in turn; unplaced again, by its id', () => {
+    const s = new ClaimState();
+    const byId = s.startPartition('worker-a', 16);
+    expect(s.inTurn(16)).toBe(false);
+    s.placeAt({ index: 3, of: 8 });
+    expect(s.inTurn(16)).toBe(true);
+    expect(s.inTurn(4)).toBe(false); // more places than partitions
+    expect(s.startPartition('worker-a', 16)).toBe(6);
+    s.noteRound(0, () => 0.5);
+    expect(s.startPartition('worker-a', 16)).toBe(7);
+    s.placeAt(undefined);
+    expect(s.inTurn(16)).toBe(false);
+    expect(s.startPartition('worker-a', 16)).toBe((byId + 1) % 16);
+  });
+
   it('keeps tasks handed over by key once each, hands out those of the wanted types oldest first, and at most 64', () => {
     const s = new ClaimState();
     s.offerReady(head('a'));

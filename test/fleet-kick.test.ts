@@ -426,6 +426,8 @@ describe('runFleetInvocation (seats on the emulator, fake worker)', () => {
     expect(result).toEqual({ ...summary, seat: 0, timekeeper: true, handedOver: false, answeredRing: false });
     expect(run).toHaveBeenCalledWith({
       remainingTimeMs: expect.any(Function),
+      // Its place among the invocations: its seat of the cap (where its rounds start reading).
+      place: { index: 0, of: w.seats.cap },
       timekeeper: expect.anything(),
       onClaimingOver: expect.any(Function),
     });
@@ -523,6 +525,7 @@ describe('runFleetInvocation (seats on the emulator, fake worker)', () => {
       take: () => Promise.reject(new Error('throttled')),
       takeTimekeeper: () => Promise.reject(new Error('throttled')),
       giveBack: w.seats.giveBack.bind(w.seats),
+      cap: w.seats.cap,
     };
     const result = await runFleetInvocation(
       { ...w.deps({ run }), seats: failing },

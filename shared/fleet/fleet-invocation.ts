@@ -26,7 +26,7 @@ export interface TimekeeperDuty extends RunTimekeeper {
 
 export interface FleetInvocationDeps {
   worker: Pick<Worker, 'run'>;
-  seats: Pick<FleetSeats, 'take' | 'takeTimekeeper' | 'adopt' | 'giveBack'> &
+  seats: Pick<FleetSeats, 'take' | 'takeTimekeeper' | 'adopt' | 'giveBack' | 'cap'> &
     Partial<Pick<FleetSeats, 'takeOrRing' | 'ringsOf'>>;
   /**
    * Rings (fleet-seats.ts): idle polls read the invocation's own seat instead of the ready partitions,
@@ -167,6 +167,8 @@ async function runInSeat(
       );
     summary = await deps.worker.run({
       remainingTimeMs,
+      // Invocations started together (a scale-up, a burst's prewarm) start at their seat's partitions.
+      place: { index: seat.index, of: deps.seats.cap },
       ...(timekeeper ? { timekeeper } : {}),
       ...(hints.lookFirst
         ? { lookFirst: [{ type: hints.lookFirst.type, shard: hints.lookFirst.shard }] }

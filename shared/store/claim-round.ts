@@ -102,6 +102,7 @@ export class ClaimRound {
       hints,
       (count) => this.state.startPartition(this.input.workerId, count),
       this.ctx.random,
+      (count) => this.state.inTurn(count),
     );
     // A partition named by a hint is read at once, beside the lanes: the task a kick was sent for is
     // then found in one round trip. (Its heads are re-checked by the claim write like any other.)

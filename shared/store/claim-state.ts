@@ -3,6 +3,7 @@
  * starts, heads it read but did not take, and partitions it found empty.
  */
 import { fnv1a } from '../ids.js';
+import { placedRange, placedStart, type ClaimPlace } from './claim-plan.js';
 import { SHARD_COUNT, shardForId, shardPartition } from '../table-layout.js';
 import type { DueTask } from './delayed-reads.js';
 import { TUNING } from '../tuning.js';
@@ -52,8 +53,28 @@ export class ClaimState {
     return this.contended || this.round < TUNING.claim.calmAfterRounds;
   }
 
-  /** Index of the partition this round starts at, out of `count`. */
+  /** Where this worker's rounds start (RunOptions.place); without one, a hash of its id. */
+  private place: ClaimPlace | undefined;
+
+  /** Places the worker for its next rounds (a run's place; undefined: none), from its own start again. */
+  placeAt(place: ClaimPlace | undefined): void {
+    this.place = place;
+    this.offset = undefined;
+  }
+
+  /** Whether a round over `count` partitions reads them in turn from its own (placed) rather than at random. */
+  inTurn(count: number): boolean {
+    return placedStart(this.place, count) !== undefined;
+  }
+
+  /**
+   * Index of the partition this round starts at, out of `count`: placed, each partition of its range in
+   * turn; otherwise its own (by a hash of its id, moved at random after a lost race), one further each
+   * round, so a lone worker still sees every shard.
+   */
   startPartition(workerId: string, count: number): number {
+    const range = placedRange(this.place, count);
+    if (range) return range.start + (this.round % range.size);
     this.offset ??= fnv1a(workerId);
     return (this.offset + this.round) % count;
   }

@@ -13,6 +13,7 @@ import type { LeaseEvents } from '../events.js';
 import type { LeaseholdMetrics } from '../metrics.js';
 import type { Candidate } from '../store/claim-state.js';
 import type { DueTask } from '../store/delayed-reads.js';
+import type { ClaimPlace } from '../store/claim-plan.js';
 import type { LeaseStore } from '../store/ports.js';
 import type { TaskRegistry } from '../tasks/registry.js';
 import type { TimerSet } from './timers.js';
@@ -92,6 +93,13 @@ export interface WorkSource {
    * it, and look often for a moment after it, while the promotions land.
    */
   expectWorkAt?: number;
+  /**
+   * This run's place among the workers running now (in the fleet, its seat of the cap): its rounds
+   * start at its own share of the partitions and read on to the next ones in turn, so workers that
+   * start together (a burst, a scale-up) read different heads instead of racing for the same ones.
+   * Without it, a hash of the worker id picks the start and the rest are read in random order.
+   */
+  place?: ClaimPlace;
   /** Partitions to read first in the first round (where the task that caused this run was enqueued). */
   lookFirst?: { type: string; shard: number }[];
   /** Ready tasks known by key (the task that caused this run): the first round takes them without a read. */

@@ -104,6 +104,7 @@ export class WorkerRun {
       intervalMs: metricsFlushIntervalMs ?? METRICS_FLUSH_INTERVAL_MS,
       monotonic: parts.monotonic,
     });
+    parts.memory.placeAt(options.place);
     for (const { type, shard } of options.lookFirst ?? []) parts.memory.lookFirst(type, shard);
     for (const candidate of options.offerReady ?? []) parts.memory.offerReady(candidate);
     this.keeper.start();
