@@ -19,17 +19,37 @@ export function ConfirmProvider({ children }) {
       }),
     [],
   );
+  /** The request the dialog shows now (set as it opens, cleared as it is answered). */
+  const shown = useRef(undefined);
   useEffect(() => {
-    if (request && !dialog.current.open) dialog.current.showModal();
+    if (request && !dialog.current.open) {
+      shown.current = request;
+      dialog.current.showModal();
+    }
   }, [request]);
-  const onClose = () => {
-    const answer = dialog.current.returnValue === 'confirm';
-    dialog.current.returnValue = '';
-    request?.resolve(answer);
-    request?.opener?.focus?.();
-    setRequest(undefined);
+  // Answers the request shown and closes the dialog at once, not on its 'close' event: that event
+  // comes later, and a key press can be handled before it (Enter on the action again, right after
+  // Escape): it then answered and dropped the new request, whose dialog never opened.
+  const finish = (answer) => {
+    const closing = shown.current;
+    if (!closing) return;
+    shown.current = undefined;
+    closing.resolve(answer);
+    if (dialog.current.open) dialog.current.close();
+    closing.opener?.focus?.();
+    // A newer request waits to be shown: keep it.
+    setRequest((current) => (current === closing ? undefined : current));
   };
-  const close = (value) => dialog.current.close(value);
+  // Closed another way: declined. A 'close' event that arrives while the dialog is open again is a
+  // late one from the showing before, already answered: ignored.
+  const onClose = () => {
+    if (!dialog.current.open) finish(false);
+  };
+  const onCancel = (event) => {
+    // Escape: answered here, synchronously (the browser would close it and fire 'close' later).
+    event.preventDefault();
+    finish(false);
+  };
   return html`<${ConfirmContext.Provider} value=${confirm}>
     ${children}
     <dialog
@@ -37,6 +57,7 @@ export function ConfirmProvider({ children }) {
       class="confirm"
       aria-labelledby="confirm-title"
       aria-describedby="confirm-body"
+      onCancel=${onCancel}
       onClose=${onClose}
     >
       ${
@@ -48,11 +69,11 @@ export function ConfirmProvider({ children }) {
               type="button"
               class=${request.danger ? 'danger' : 'primary'}
               autofocus=${!request.danger}
-              onClick=${() => close('confirm')}
+              onClick=${() => finish(true)}
             >
               ${request.confirmLabel}
             </button>
-            <button type="button" autofocus=${!!request.danger} onClick=${() => close('cancel')}>
+            <button type="button" autofocus=${!!request.danger} onClick=${() => finish(false)}>
               Keep as is
             </button>
           </div>`
