@@ -91,6 +91,14 @@ export const TUNING = {
      * never starts anything holds a seat this long at most.
      */
     reservationMs: 30_000,
+    /**
+     * How many times an invocation started for work that found no seat reads the seats and tries to
+     * take or ring one (fleet-seats.ts, takeOrRing). A refused ring means that seat changed hands after
+     * the read: a holder answering a ring warm gives its seat back and takes it again within
+     * milliseconds, so one look can race it (the kicked task then waited for the next tick); three
+     * refused looks in a row would need that to happen every time.
+     */
+    takeOrRingLooks: 3,
     /** The longest an invocation that polls goes without reading the ready partitions. */
     safetyReadMs: 30_000,
     /** How often one worker may add an invocation: about a cold start, so the fleet grows as fast as it can start. */

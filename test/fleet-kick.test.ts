@@ -666,4 +666,43 @@ describe('runFleetInvocation (seats on the emulator, fake worker)', () => {
       rings: 1,
     });
   });
+
+  it('a holder that gives its seat back and takes it again between the read and the ring is rung on a second look; three refused looks answer none', async () => {
+    const t = await createTestStore(server.endpoint);
+    const until = t.clock.now() + 60_000;
+    /** Seats whose holder 'a' gives its seat back and takes it again (a new token) just before each of the first `retakes` rings lands. */
+    class RetakenBeforeRing extends FleetSeats {
+      rings = 0;
+      constructor(
+        private retakes: number,
+        public held: SeatLease,
+      ) {
+        super({ target: writeTargetOf(t.store.ctx), clock: t.clock, random: seededRandom(1), cap: 1 });
+      }
+      override async ring(seat: Parameters<FleetSeats['ring']>[0]): Promise<boolean> {
+        this.rings++;
+        if (this.retakes-- > 0) {
+          await this.release(this.held);
+          this.held = (await this.take('a', until))!;
+        }
+        return super.ring(seat);
+      }
+    }
+    const plain = new FleetSeats({
+      target: writeTargetOf(t.store.ctx),
+      clock: t.clock,
+      random: seededRandom(1),
+      cap: 1,
+    });
+    const once = new RetakenBeforeRing(1, (await plain.take('a', until))!);
+    expect(await once.takeOrRing('c', until)).toEqual({ rung: 0 });
+    expect(once.rings).toBe(2);
+    // The ring reached the newer take, so its holder answers it when it gives the seat back.
+    expect(await once.giveBack(once.held)).toEqual({ released: true, rings: 1 });
+
+    const always = new RetakenBeforeRing(Infinity, (await plain.take('a', until))!);
+    expect(await always.takeOrRing('d', until)).toEqual({ none: true });
+    expect(always.rings).toBe(TUNING.fleet.takeOrRingLooks);
+    expect(await always.giveBack(always.held)).toEqual({ released: true, rings: 0 });
+  });
 });

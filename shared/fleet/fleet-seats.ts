@@ -160,22 +160,27 @@ export class FleetSeats {
 
   /**
    * For an invocation started for work that found no seat: reads the seats strongly consistently and
-   * takes one freed since, or rings a held one (its holder then looks for the work). 'none' only when
-   * every ring was refused too (each seat changed hands under us), which a later kick or tick mends.
+   * takes one freed since, or rings a held one (its holder then looks for the work). A refused ring
+   * means that seat changed hands after the read (its holder gave it back, and may have taken it again
+   * with a new token), so the seats are read again: the next read finds it free or held by the newer
+   * take. 'none' only when every ring of every look was refused, which a later kick or tick mends.
    */
   async takeOrRing(
     holder: string,
     until: number,
   ): Promise<{ lease: SeatLease } | { rung: number } | { none: true }> {
     const { clock, random, cap } = this.options;
-    const seats = await this.read({ consistent: true });
-    const free = timekeeperLast(seatsToTry(seats, cap, clock.now(), random));
-    for (const index of free) {
-      const lease = await this.takeSeat(index, holder, until);
-      if (lease) return { lease };
+    for (let look = 0; look < TUNING.fleet.takeOrRingLooks; look++) {
+      const seats = await this.read({ consistent: true });
+      const free = timekeeperLast(seatsToTry(seats, cap, clock.now(), random));
+      for (const index of free) {
+        const lease = await this.takeSeat(index, holder, until);
+        if (lease) return { lease };
+      }
+      const rung = await this.ringOneOf(seats, free);
+      if (rung !== undefined) return { rung };
     }
-    const rung = await this.ringOneOf(seats, free);
-    return rung === undefined ? { none: true } : { rung };
+    return { none: true };
   }
 
   /**
