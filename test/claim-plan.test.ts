@@ -5,7 +5,7 @@ import {
   defaultsEmpty,
   endsRoundAfter,
   headsToTry,
-  placedStart,
+  placedRange,
   roundSteps,
   type RoundEnd,
   readWindow,
@@ -80,7 +80,7 @@ describe('claim plan', () => {
       fc.property(typeNames, fc.integer({ min: 1, max: 128 }), fc.nat(), (types, of, pick) => {
         const count = types.length * SHARD_COUNT;
         const index = pick % of;
-        const start = placedStart({ index, of }, count);
+        const start = placedRange({ index, of }, count)?.start;
         // More places than partitions: none (a hash and a random order spread them).
         if (of > count) {
           expect(start).toBeUndefined();
@@ -99,16 +99,16 @@ describe('claim plan', () => {
           Array.from({ length: SHARD_COUNT }, (_, shard) => ({ type, shard })),
         );
         expect(order).toEqual([...all.slice(start), ...all.slice(0, start)]);
-        const starts = Array.from({ length: of }, (_, i) => placedStart({ index: i, of }, count)!);
+        const starts = Array.from({ length: of }, (_, i) => placedRange({ index: i, of }, count)!.start);
         // In order, each place's partitions up to the next place's its own.
         expect(starts).toEqual([...starts].sort((a, b) => a - b));
         expect(new Set(starts).size).toBe(of);
       }),
     );
     // Eight workers over one type's sixteen shards: every other shard.
-    expect(Array.from({ length: 8 }, (_, i) => placedStart({ index: i, of: 8 }, SHARD_COUNT))).toEqual([
-      0, 2, 4, 6, 8, 10, 12, 14,
-    ]);
+    expect(Array.from({ length: 8 }, (_, i) => placedRange({ index: i, of: 8 }, SHARD_COUNT)!.start)).toEqual(
+      [0, 2, 4, 6, 8, 10, 12, 14],
+    );
   });
 
   it('two workers with other random sources leave their own partition in different orders', () => {

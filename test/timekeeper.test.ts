@@ -405,6 +405,30 @@ describe('Timekeeper (in-memory store, fake timers)', () => {
   });
 });
 
+describe('Timekeeper reads without a horizon given', () => {
+  useFakeTime();
+
+  it('looks two reads ahead plus the index lag, reading at most once a TUNING.timekeeper.minRefreshMs', async () => {
+    const clock = systemClock();
+    const store = new FakeTimekeepingStore(clock);
+    const timers = new TimerSet();
+    const timekeeper = new Timekeeper({
+      store,
+      clock,
+      timers,
+      logger: { warn: vi.fn() },
+      reads: { store, refreshMs: 50 },
+    });
+    timekeeper.start();
+    await advance(0);
+    const refresh = TUNING.timekeeper.minRefreshMs;
+    expect(store.reads[0]).toMatchObject({ before: START + 2 * refresh + TUNING.timekeeper.indexLagMs });
+    await advance(refresh);
+    expect(store.reads).toHaveLength(2);
+    await timekeeper.stop();
+  });
+});
+
 describe('Timekeeper told of retries, without reads (in-memory store, fake timers)', () => {
   useFakeTime();
 

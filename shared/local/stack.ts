@@ -130,15 +130,13 @@ export async function startStack(options: StackOptions): Promise<LocalStack> {
     });
     // The stack's one owner of promotion (the recovery sweep is the floor under it): it reads the delay
     // partitions every poll (a second at the fastest) and is told of what this process delays.
-    const refreshMs = Math.max(TUNING.timekeeper.minRefreshMs, app.config.pollIntervalMs);
     const timekeeper = new Timekeeper({
       store,
       clock,
       timers: worker.timers,
       logger,
       events: worker.events,
-      // Each read looks past the next one, with the index's lag to spare (a DynamoDB endpoint lags).
-      reads: { store: app.store, refreshMs, horizonMs: 2 * refreshMs + TUNING.timekeeper.indexLagMs },
+      reads: { store: app.store, refreshMs: app.config.pollIntervalMs },
     });
     unsubscribeWake.push(
       app.events.on('task:enqueued', ({ taskId, availableAt }) => {

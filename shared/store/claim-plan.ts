@@ -93,20 +93,12 @@ export interface ClaimPlace {
 }
 
 /**
- * The first partition, out of `count`, of the worker at `place`: the places spread evenly over the
- * partitions, so workers at different places start at different ones and each has the ones up to the
- * next place's to itself. None when there are more places than partitions: workers then share
- * partitions whatever their places, and a hash and a random order spread them better (the contention
- * benchmark: 32 workers on 16 shards lost more races placed).
- */
-export function placedStart(place: ClaimPlace | undefined, count: number): number | undefined {
-  return placedRange(place, count)?.start;
-}
-
-/**
- * The partitions the worker at `place` has to itself: from its start up to the next place's. Its
- * rounds start at each of them in turn (a backlog is taken from every one of its shards alike), and
- * never at another place's, where they would race that worker for the same heads.
+ * The partitions, out of `count`, the worker at `place` has to itself: the places spread evenly, from
+ * its start up to the next place's. Its rounds start at each of them in turn (a backlog is taken from
+ * every one alike), never at another place's, where they would race that worker for the same heads.
+ * None when there are more places than partitions: workers then share partitions whatever their
+ * places, and a hash and a random order spread them as well (the contention benchmark: 32 workers on
+ * 16 shards lost as many races placed).
  */
 export function placedRange(
   place: ClaimPlace | undefined,
@@ -135,9 +127,10 @@ export function visitOrder(
   inTurn: (count: number) => boolean = () => false,
 ): ShardRef[] {
   const all = types.flatMap((type) => Array.from({ length: SHARD_COUNT }, (_, shard) => ({ type, shard })));
-  const start = startPartition(all.length);
+  const count = all.length;
+  const start = startPartition(count);
   const [own] = all.splice(start, 1);
-  if (inTurn(all.length + 1)) all.push(...all.splice(0, start));
+  if (inTurn(count)) all.push(...all.splice(0, start));
   else shuffleInPlace(all, random);
   const isHint = (p: ShardRef) => hints.some((h) => h.type === p.type && h.shard === p.shard);
   return [...hints, ...[own!, ...all].filter((p) => !isHint(p))];

@@ -3,7 +3,7 @@
  * starts, heads it read but did not take, and partitions it found empty.
  */
 import { fnv1a } from '../ids.js';
-import { placedRange, placedStart, type ClaimPlace } from './claim-plan.js';
+import { placedRange, type ClaimPlace } from './claim-plan.js';
 import { SHARD_COUNT, shardForId, shardPartition } from '../table-layout.js';
 import type { DueTask } from './delayed-reads.js';
 import { TUNING } from '../tuning.js';
@@ -64,7 +64,7 @@ export class ClaimState {
 
   /** Whether a round over `count` partitions reads them in turn from its own (placed) rather than at random. */
   inTurn(count: number): boolean {
-    return placedStart(this.place, count) !== undefined;
+    return placedRange(this.place, count) !== undefined;
   }
 
   /**

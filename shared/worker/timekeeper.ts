@@ -51,9 +51,20 @@ export interface TimekeeperReads {
   refreshMs: number;
   /**
    * How far ahead each read looks. In Lambda: what an enqueue is kicked for (fleet-rules.ts
-   * kickHorizonMs), so none falls between; locally: past the next refresh.
+   * kickHorizonMs), so none falls between. By default past the next read, with the index's lag to
+   * spare (readHorizonMs).
    */
-  horizonMs: number;
+  horizonMs?: number;
+}
+
+/** How often a timekeeper reads: its refresh, but not faster than TUNING.timekeeper.minRefreshMs. */
+function refreshEveryMs(reads: TimekeeperReads): number {
+  return Math.max(TUNING.timekeeper.minRefreshMs, reads.refreshMs);
+}
+
+/** How far ahead a read looks: the given horizon, or two reads ahead plus the index's lag. */
+function readHorizonMs(reads: TimekeeperReads): number {
+  return reads.horizonMs ?? 2 * refreshEveryMs(reads) + TUNING.timekeeper.indexLagMs;
 }
 
 export class Timekeeper {
@@ -92,10 +103,7 @@ export class Timekeeper {
     const { reads } = this.deps;
     if (!reads) return;
     this.track(this.refresh());
-    this.refreshTimer = this.deps.timers.interval(
-      () => this.track(this.refresh()),
-      Math.max(TUNING.timekeeper.minRefreshMs, reads.refreshMs),
-    );
+    this.refreshTimer = this.deps.timers.interval(() => this.track(this.refresh()), refreshEveryMs(reads));
   }
 
   /**
@@ -150,7 +158,7 @@ export class Timekeeper {
     if (!reads) return false;
     const sentAt = clock.now();
     const found = await reads.store.dueDelayed({
-      before: sentAt + reads.horizonMs,
+      before: sentAt + readHorizonMs(reads),
       limit: TUNING.timekeeper.lastLookLimit,
     });
     return found.some(({ id, dueAt }) => !this.staleEntry(id, dueAt, sentAt));
@@ -175,7 +183,7 @@ export class Timekeeper {
     try {
       const sentAt = clock.now();
       const found = await reads.store.dueDelayed({
-        before: sentAt + reads.horizonMs,
+        before: sentAt + readHorizonMs(reads),
         limit: TUNING.timekeeper.readLimit,
       });
       if (this.stopped) return;
@@ -259,9 +267,11 @@ export class Timekeeper {
     const { clock, logger, reads } = this.deps;
     let waiting: string[];
     try {
-      // A burst is offered only by a reading timekeeper (only its reads find one).
-      const found =
-        (await reads?.store.dueDelayed({ before: clock.now(), limit: TUNING.timekeeper.readLimit })) ?? [];
+      // Without reads it cannot tell what the workers took: all of it is promoted (a write each, which
+      // applies only to what still waits).
+      const found = reads
+        ? await reads.store.dueDelayed({ before: clock.now(), limit: TUNING.timekeeper.readLimit })
+        : ids.map((id) => ({ id }));
       const still = new Set(found.map((d) => d.id));
       waiting = ids.filter((id) => still.has(id));
     } catch (error) {
