@@ -5,17 +5,25 @@ import {
   defaultsEmpty,
   endsRoundAfter,
   headsToTry,
+  othersHeadDue,
+  othersHeadWaitMs,
+  ownsHead,
   placedRange,
   roundSteps,
   type RoundEnd,
   readWindow,
   shuffleWithinPriority,
+  spareMaxAgeMs,
   visitOrder,
+  visitorRank,
+  waitsForOthers,
   waveSize,
 } from '../shared/store/claim-plan.js';
-import { readyPriorityPrefix, readySortKey, SHARD_COUNT } from '../shared/table-layout.js';
+import { readyPriorityPrefix, readySortKey, SHARD_COUNT, shardForId } from '../shared/table-layout.js';
 import { TUNING } from '../shared/tuning.js';
 
+/** Some type index for an id (a test's own spread of ids over types). */
+const fnvPick = (id: string) => id.length + id.charCodeAt(0);
 const typeNames = fc.uniqueArray(fc.stringMatching(/^[a-z]{1,6}$/), { minLength: 1, maxLength: 5 });
 /** A seeded random source: the same seed, the same order. */
 const seeded = (seed: number) => {
@@ -81,11 +89,8 @@ describe('claim plan', () => {
         const count = types.length * SHARD_COUNT;
         const index = pick % of;
         const start = placedRange({ index, of }, count)?.start;
-        // More places than partitions: none (a hash and a random order spread them).
-        if (of > count) {
-          expect(start).toBeUndefined();
-          return;
-        }
+        // More places than partitions: they share them (the next test).
+        if (of > count) return;
         expect(start).toBeGreaterThanOrEqual(0);
         expect(start).toBeLessThan(count);
         const order = visitOrder(
@@ -109,6 +114,63 @@ describe('claim plan', () => {
     expect(Array.from({ length: 8 }, (_, i) => placedRange({ index: i, of: 8 }, SHARD_COUNT)!.start)).toEqual(
       [0, 2, 4, 6, 8, 10, 12, 14],
     );
+  });
+
+  it('every head of a partition is owned by exactly one place: its range, or its slice when places share the partition', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 5 }),
+        fc.integer({ min: 1, max: 200 }),
+        fc.array(fc.stringMatching(/^[a-z0-9]{4,12}$/), { minLength: 1, maxLength: 40 }),
+        (types, of, ids) => {
+          const count = types * SHARD_COUNT;
+          const shares = Array.from({ length: of }, (_, index) => placedRange({ index, of }, count)!);
+          for (const share of shares) {
+            expect(share.slice).toBeGreaterThanOrEqual(0);
+            expect(share.slice).toBeLessThan(share.sharers);
+            // A share of partitions, or one partition with its sharers: never both.
+            expect(share.sharers === 1 || share.size === 1).toBe(true);
+          }
+          for (const id of ids) {
+            const partition = (fnvPick(id) % types) * SHARD_COUNT + shardForId(id);
+            const owners = shares.filter((share) => ownsHead(share, partition, id));
+            expect(owners).toHaveLength(1);
+          }
+          expect(ids.every((id) => ownsHead(undefined, 0, id))).toBe(true);
+        },
+      ),
+    );
+    // 32 workers on one type's 16 shards: two on each, each with half of its heads.
+    const shares = Array.from({ length: 32 }, (_, index) => placedRange({ index, of: 32 }, SHARD_COUNT)!);
+    expect(shares.map((s) => s.start)).toEqual(Array.from({ length: 32 }, (_, i) => Math.floor(i / 2)));
+    expect(shares.map((s) => s.slice)).toEqual(Array.from({ length: 32 }, (_, i) => i % 2));
+    const ids = Array.from({ length: 400 }, (_, i) => `task-${i}`).filter((id) => shardForId(id) === 3);
+    const first = ids.filter((id) => ownsHead(shares[6], 3, id)).length;
+    // The slices split a shard's heads about evenly (the shard's own hash bits are not used again).
+    expect(first).toBeGreaterThan(ids.length * 0.3);
+    expect(first).toBeLessThan(ids.length * 0.7);
+  });
+
+  it('visitors wait in line for other places heads only when places outnumber partitions: one place per rank, a step more each rank', () => {
+    const step = TUNING.claim.othersHeadStepMs;
+    expect(waitsForOthers({ index: 0, of: 32 }, SHARD_COUNT)).toBe(true);
+    expect(waitsForOthers({ index: 0, of: 16 }, SHARD_COUNT)).toBe(false);
+    expect(waitsForOthers(undefined, SHARD_COUNT)).toBe(false);
+    expect(othersHeadWaitMs(0)).toBe(step);
+    expect(othersHeadWaitMs(3)).toBe(4 * step);
+    expect(othersHeadDue(1_000, 1_000 + step - 1, 0)).toBe(false);
+    expect(othersHeadDue(1_000, 1_000 + step, 0)).toBe(true);
+    expect(othersHeadDue(1_000, 1_000 + 2 * step - 1, 1)).toBe(false);
+    // Each head has one place at each rank: no two visitors' turns for it start together.
+    fc.assert(
+      fc.property(fc.stringMatching(/^[a-z0-9]{4,16}$/), fc.integer({ min: 1, max: 64 }), (id, of) => {
+        const ranks = Array.from({ length: of }, (_, index) => visitorRank(id, { index, of }));
+        expect([...ranks].sort((a, b) => a - b)).toEqual(Array.from({ length: of }, (_, r) => r));
+      }),
+    );
+    expect(spareMaxAgeMs(1_000, false)).toBe(1_000);
+    expect(spareMaxAgeMs(1_000, true)).toBeLessThan(step);
+    expect(spareMaxAgeMs(50, true)).toBe(50);
   });
 
   it('two workers with other random sources leave their own partition in different orders', () => {

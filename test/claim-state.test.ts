@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { ClaimState, type Candidate } from '../shared/store/claim-state.js';
 import { shardForId } from '../shared/table-layout.js';
+import { TUNING } from '../shared/tuning.js';
 
 const head = (id: string, type = 't'): Candidate => ({ id, type, shard: 0, readySk: `0#${id}` });
 
@@ -37,13 +38,58 @@ describe('claim memory', () => {
     expect(s.inTurn(16)).toBe(false);
     s.placeAt({ index: 3, of: 8 });
     expect(s.inTurn(16)).toBe(true);
-    expect(s.inTurn(4)).toBe(false); // more places than partitions
+    expect(s.inTurn(4)).toBe(true); // more places than partitions: shared, still in turn
     expect(s.startPartition('worker-a', 16)).toBe(6);
     s.noteRound(0, () => 0.5);
     expect(s.startPartition('worker-a', 16)).toBe(7);
     s.placeAt(undefined);
     expect(s.inTurn(16)).toBe(false);
     expect(s.startPartition('worker-a', 16)).toBe((byId + 1) % 16);
+  });
+
+  it('placed among more places than partitions, leaves other places heads until its turn, then offers them; a hinted read, a ring and fewer places take every head', () => {
+    const s = new ClaimState();
+    const at = (shard: number, id: string): Candidate => ({ id, type: 't', shard, readySk: `0#${id}` });
+    const read = (shard: number, ids: string[], hinted = false) => ({
+      type: 't',
+      shard,
+      hinted,
+      candidates: ids.map((id) => at(shard, id)),
+    });
+    const step = TUNING.claim.othersHeadStepMs;
+    // Unplaced, or placed among fewer places than partitions: every head is taken at once.
+    expect(s.sortHeads(read(9, ['a', 'b']), ['t'], 0)).toMatchObject({ deferred: 0, others: [] });
+    s.placeAt({ index: 3, of: 8 });
+    expect(s.sortHeads(read(9, ['a', 'b']), ['t'], 0).own).toHaveLength(2);
+    s.placeAt({ index: 0, of: 32 }); // shard 0, with place 1: each a slice of its heads
+    expect(s.waitsForOthers(['t'])).toBe(true);
+    const own = s.sortHeads(read(0, ['a', 'b', 'c', 'd', 'e', 'f']), ['t'], 0);
+    expect(own.own.length + own.deferred).toBe(6);
+    expect(own.own.length).toBeGreaterThan(0);
+    expect(own.deferred).toBeGreaterThan(0); // place 1's slice
+    s.noteRound(0, () => 0.5);
+    const first = s.sortHeads(read(9, ['g', 'h']), ['t'], 1_000);
+    expect(first).toEqual({ own: [], others: [], deferred: 2 });
+    s.noteRound(0, () => 0.5);
+    // The round looks again when the first of them reaches this worker's turn.
+    expect(s.othersDueAt).toBeGreaterThanOrEqual(1_000 + step);
+    // Seen again before its turn: still left; after the last rank's turn, offered (h was taken meanwhile).
+    expect(s.sortHeads(read(9, ['g']), ['t'], 1_000 + step - 1).deferred).toBe(1);
+    s.noteRound(0, () => 0.5);
+    const later = s.sortHeads(read(9, ['g', 'i']), ['t'], 1_000 + 32 * step);
+    expect(later.others.map((h) => h.id)).toEqual(['g']);
+    expect(later.deferred).toBe(1);
+    s.noteRound(0, () => 0.5);
+    expect(s.othersDueAt).toBeGreaterThanOrEqual(1_000 + 33 * step);
+    s.noteRound(0, () => 0.5);
+    expect(s.othersDueAt).toBeUndefined();
+    // A hint's read: the task was enqueued for whoever is fastest.
+    expect(s.sortHeads(read(9, ['j'], true), ['t'], 2_000).own).toHaveLength(1);
+    // A round answering a ring takes every head it reads; the next one leaves them again.
+    s.takeEveryHeadNextRound();
+    expect(s.sortHeads(read(9, ['k']), ['t'], 2_000).own).toHaveLength(1);
+    s.noteRound(0, () => 0.5);
+    expect(s.sortHeads(read(9, ['l']), ['t'], 2_000).deferred).toBe(1);
   });
 
   it('keeps tasks handed over by key once each, hands out those of the wanted types oldest first, and at most 64', () => {

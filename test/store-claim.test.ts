@@ -7,6 +7,7 @@ import { createTestStore, type TestStore } from './support/test-store.js';
 import { idsInShard } from './support/shard-ids.js';
 import { shardForId } from '../shared/table-layout.js';
 import { dropNextAnswer } from './support/lost-answer.js';
+import { TUNING } from '../shared/tuning.js';
 
 let server: TestDynamo;
 let t: TestStore;
@@ -187,6 +188,50 @@ describe('a claim round woken by a hint', () => {
     const next = await own.store.claim({ workerId: 'w1', types: ['hinted'], max: 7 }, memory);
     expect(next.claimed).toEqual([]);
     expect(sent.filter((r) => /^QueryCommand hinted#\d+$/.test(r)).length).toBeGreaterThanOrEqual(15);
+  });
+});
+
+describe('placed workers, more places than partitions (a fleet seat of the cap)', () => {
+  it('take their own heads at once and leave the others to their place until their turn in line', async () => {
+    const own = await createTestStore(server.endpoint);
+    const ids: string[] = [];
+    for (let i = 0; i < 12; i++)
+      ids.push((await own.store.enqueue({ type: 'placed', owner: 'o', payload: { i } })).task.id);
+    const memory = new ClaimState();
+    memory.placeAt({ index: 0, of: 32 }); // half of shard 0's heads
+    const isMine = (id: string) =>
+      memory.ownsHead({ id, type: 'placed', shard: shardForId(id), readySk: '' }, ['placed']);
+    const mine = ids.filter(isMine).sort();
+    const theirs = ids.filter((id) => !isMine(id)).sort();
+    expect(theirs.length).toBeGreaterThan(0);
+    const claim = async () =>
+      (await own.store.claim({ workerId: 'w0', types: ['placed'], max: 16 }, memory)).claimed.map(
+        (c) => c.task.id,
+      );
+    expect((await claim()).sort()).toEqual(mine);
+    expect(memory.othersDueAt).toBeGreaterThanOrEqual(own.clock.now() + TUNING.claim.othersHeadStepMs);
+    own.clock.advance(TUNING.claim.othersHeadStepMs - 1);
+    expect(await claim()).toEqual([]);
+    // Their places' workers took none of them meanwhile (busy, or gone): past the last turn, this one takes them.
+    own.clock.advance(32 * TUNING.claim.othersHeadStepMs);
+    expect((await claim()).sort()).toEqual(theirs);
+  });
+
+  it('a round answering a ring takes other places heads at once', async () => {
+    const own = await createTestStore(server.endpoint);
+    // A task outside shard 0 (place 0 of 32 owns half of shard 0).
+    let task = (await own.store.enqueue({ type: 'rung', owner: 'o', payload: {} })).task;
+    while (shardForId(task.id) === 0)
+      task = (await own.store.enqueue({ type: 'rung', owner: 'o', payload: {} })).task;
+    const memory = new ClaimState();
+    memory.placeAt({ index: 0, of: 32 });
+    const claim = async () =>
+      (await own.store.claim({ workerId: 'w0', types: ['rung'], max: 4 }, memory)).claimed.map(
+        (c) => c.task.id,
+      );
+    expect(await claim()).toEqual([]);
+    memory.takeEveryHeadNextRound();
+    expect(await claim()).toEqual([task.id]);
   });
 });
 

@@ -5,7 +5,7 @@
  * priority may be taken. No reads, no writes, no clock: claim-round.ts performs
  * what these decide, and test/claim-plan.test.ts checks them as properties.
  */
-import { shuffleInPlace } from '../ids.js';
+import { fnv1a, shuffleInPlace } from '../ids.js';
 import { readyPriorityPrefix, SHARD_COUNT } from '../table-layout.js';
 import { TUNING } from '../tuning.js';
 
@@ -93,22 +93,104 @@ export interface ClaimPlace {
 }
 
 /**
- * The partitions, out of `count`, the worker at `place` has to itself: the places spread evenly, from
- * its start up to the next place's. Its rounds start at each of them in turn (a backlog is taken from
- * every one alike), never at another place's, where they would race that worker for the same heads.
- * None when there are more places than partitions: workers then share partitions whatever their
- * places, and a hash and a random order spread them as well (the contention benchmark: 32 workers on
- * 16 shards lost as many races placed).
+ * What a placed worker has to itself out of `count` partitions: a range of them, from its start up to
+ * the next place's, and when there are more places than partitions (32 workers on 16 shards) the one
+ * partition its place falls in, shared with the places beside it, each taking its `slice` of the heads
+ * (by a hash of the task id, ownsHead). Its rounds start at each partition of its range in turn (a
+ * backlog is taken from every one alike).
  */
-export function placedRange(
-  place: ClaimPlace | undefined,
-  count: number,
-): { start: number; size: number } | undefined {
-  if (!place || place.of > count) return undefined;
+export interface PlacedShare {
+  start: number;
+  size: number;
+  /** How many places share these partitions (1 when there are no more places than partitions). */
+  sharers: number;
+  /** This place's slice of their heads, 0 to sharers - 1. */
+  slice: number;
+}
+
+/** The share (see PlacedShare) of the worker at `place` among `count` partitions; none unplaced. */
+export function placedRange(place: ClaimPlace | undefined, count: number): PlacedShare | undefined {
+  if (!place || count < 1) return undefined;
   const of = Math.max(1, place.of);
   const index = ((place.index % of) + of) % of;
-  const at = (i: number) => Math.floor((i * count) / of);
-  return { start: at(index), size: at(index + 1) - at(index) };
+  if (of <= count) {
+    const at = (i: number) => Math.floor((i * count) / of);
+    return { start: at(index), size: at(index + 1) - at(index), sharers: 1, slice: 0 };
+  }
+  // Partition p is shared by the places i with floor(i * count / of) = p: from firstPlace(p) up to firstPlace(p + 1).
+  const start = Math.floor((index * count) / of);
+  const firstPlace = (p: number) => Math.ceil((p * of) / count);
+  return {
+    start,
+    size: 1,
+    sharers: firstPlace(start + 1) - firstPlace(start),
+    slice: index - firstPlace(start),
+  };
+}
+
+/**
+ * A task id's hash for dividing one partition's heads: the bits its shard did not use (the shard is
+ * the id's hash modulo SHARD_COUNT, so every head of a shard has the same low bits).
+ */
+const headHash = (id: string) => Math.floor(fnv1a(id) / SHARD_COUNT);
+
+/**
+ * Whether a head (task `id` in the partition at `partitionIndex`) is the placed worker's own: in its
+ * range, and in its slice when places share the partition. An unplaced worker owns every head.
+ */
+export function ownsHead(share: PlacedShare | undefined, partitionIndex: number, id: string): boolean {
+  if (!share) return true;
+  const inRange = partitionIndex >= share.start && partitionIndex < share.start + share.size;
+  return inRange && (share.sharers === 1 || headHash(id) % share.sharers === share.slice);
+}
+
+/**
+ * Where a visitor stands in the line of places for a head of another place: 0 for the place its id
+ * hashes to, 1 for the next place, and so on. Each rank is one place's, so visitors of one busy
+ * place's partition take its heads one at a time, each head first offered to one of them.
+ */
+export function visitorRank(id: string, place: ClaimPlace): number {
+  const of = Math.max(1, place.of);
+  return (((place.index - headHash(id)) % of) + of) % of;
+}
+
+/**
+ * Whether a worker at `place` leaves other places' heads to them for a while (othersHeadWaitMs): only
+ * when places outnumber the `count` partitions. Then every partition has workers of its own (its
+ * sharers), which take its heads as they come, and a visitor that takes them too mostly races them
+ * (the contention benchmark, 32 workers on 16 shards: 0.10-0.13 lost races per claim taking at once,
+ * 0.005-0.012 waiting in line). With fewer places, a partition's one owner may have every slot full
+ * (a burst of long tasks) and its heads wait for visitors: waiting there put the burst benchmark's
+ * last start about a second later, so visitors take at once.
+ */
+export function waitsForOthers(place: ClaimPlace | undefined, count: number): boolean {
+  return place !== undefined && place.of > count;
+}
+
+/**
+ * How old a round's spare heads may be when the next round tries them: a poll, or, for a worker whose
+ * visitors wait their turn for its heads (waitsForOthers), less than the first turn, so its spares are
+ * not heads a visitor already counts as left.
+ */
+export function spareMaxAgeMs(pollMs: number, othersWait: boolean): number {
+  return othersWait ? Math.min(pollMs, TUNING.claim.othersHeadStepMs / 2) : pollMs;
+}
+
+/**
+ * How long a head of another place is left to that place's worker (which takes its own heads at once,
+ * in order) before a visitor at `rank` (visitorRank) takes it: a step more for each rank, so the
+ * first visitor in line with room takes it, and two rarely go for the same head. An owner with room
+ * takes its heads within a step; one that leaves them longer is busy (its slots full), or gone.
+ * Visitors that took every head they read (a drain's thin tail: a few heads each, every idle worker
+ * reading every partition) lost more races than they won.
+ */
+export function othersHeadWaitMs(rank: number): number {
+  return (rank + 1) * TUNING.claim.othersHeadStepMs;
+}
+
+/** Whether a head of another place, first seen at `firstSeenAt`, has waited long enough for this visitor. */
+export function othersHeadDue(firstSeenAt: number, now: number, rank: number): boolean {
+  return now - firstSeenAt >= othersHeadWaitMs(rank);
 }
 
 /**

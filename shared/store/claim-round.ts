@@ -19,6 +19,7 @@ import {
   roundSteps,
   readWindow,
   shuffleWithinPriority,
+  spareMaxAgeMs,
   visitOrder,
   waveSize,
   type RoundStepName,
@@ -44,6 +45,9 @@ export interface ClaimResult {
 /** A partition's heads as one read returned them. */
 interface PartitionRead {
   type: string;
+  shard: number;
+  /** Read on a hint (a task just enqueued there for whoever is fastest): every head is this worker's. */
+  hinted: boolean;
   partition: string;
   now: number;
   candidates: Candidate[];
@@ -111,7 +115,7 @@ export class ClaimRound {
       hintCount: hints.length,
       hinted:
         hints.length > 0
-          ? Promise.all(partitions.slice(0, hints.length).map((p) => this.readPartition(p)))
+          ? Promise.all(partitions.slice(0, hints.length).map((p) => this.readPartition(p, true)))
           : undefined,
       empty: new Set<string>(),
     };
@@ -320,7 +324,7 @@ export class ClaimRound {
     const spare = this.state.takeSpare(
       this.input.types,
       this.ctx.clock.now(),
-      this.ctx.config.pollIntervalMs,
+      spareMaxAgeMs(this.ctx.config.pollIntervalMs, this.state.waitsForOthers(this.input.types)),
       this.room,
     );
     if (spare.length > 0 && (await this.take(spare)).some((a) => a.outcome === 'lost'))
@@ -328,7 +332,7 @@ export class ClaimRound {
   }
 
   /** One partition's heads, unless its type may take nothing now or it was found empty within a poll. */
-  private async readPartition({ type, shard }: ShardRef): Promise<PartitionRead | undefined> {
+  private async readPartition({ type, shard }: ShardRef, hinted = false): Promise<PartitionRead | undefined> {
     const partition = shardPartition(type, shard);
     const now = this.ctx.clock.now();
     if (this.limitedTypes.has(type) || this.state.isDrained(partition, now, this.ctx.config.pollIntervalMs))
@@ -340,7 +344,7 @@ export class ClaimRound {
       return undefined;
     }
     const heads = await this.guard(() => readHeads(this.ctx, partition, type, shard, this.window()));
-    return heads ? { type, partition, now, ...heads } : undefined;
+    return heads ? { type, shard, hinted, partition, now, ...heads } : undefined;
   }
 
   /**
@@ -370,25 +374,36 @@ export class ClaimRound {
     return endedEarly;
   }
 
-  /** Takes what one partition read holds; the rest are spares; a partition read to its end is empty. */
+  /**
+   * Takes what one partition read holds: its own heads (claim-state.ts sortHeads), then a share of
+   * other places' heads that waited; its own left over are spares. A partition read to its end, with
+   * every head taken (won or lost) and none left to another place, is empty.
+   */
   private async takeFromRead(read: PartitionRead, spares: SpareHeads, empty: Set<string>): Promise<void> {
-    const { type, partition, now, candidates, exhausted } = read;
+    const { type, partition, now, exhausted } = read;
     const usable = () => this.errors.length === 0 && !this.limitedTypes.has(type);
     if (!this.open || !usable()) {
-      // Read in this wave but not needed: kept as spares for the next rounds.
-      spares.keep(candidates, now);
+      // Read in this wave but not needed: its own kept as spares for the next rounds.
+      spares.keep(
+        read.candidates.filter((c) => read.hinted || this.state.ownsHead(c, this.input.types)),
+        now,
+      );
       return;
     }
+    const { own, others, deferred } = this.state.sortHeads(read, this.input.types, now);
     if (this.state.randomized) {
       // The others that read this partition see the same heads: pick at random, and take a share.
-      shuffleWithinPriority(candidates, this.ctx.random);
-      await this.take(candidates.splice(0, headsToTry(candidates.length, this.room, this.state.contended)));
+      shuffleWithinPriority(own, this.ctx.random);
+      await this.take(own.splice(0, headsToTry(own.length, this.room, this.state.contended)));
     } else {
-      while (candidates.length > 0 && this.open && usable()) await this.take(candidates.splice(0, this.room));
-      if (usable()) spares.keep(candidates, now);
+      while (own.length > 0 && this.open && usable()) await this.take(own.splice(0, this.room));
+      if (usable()) spares.keep(own, now);
     }
+    // A busy place's heads that reached this visitor's turn (claim-plan.ts othersHeadWaitMs).
+    if (others.length > 0 && this.open && usable()) await this.take(others.splice(0, this.room));
     // Every head the partition held was read and taken (won or lost to another): it is empty for now.
-    if (exhausted && candidates.length === 0 && usable()) {
+    const left = own.length + others.length + deferred;
+    if (exhausted && left === 0 && usable()) {
       this.state.noteDrained(partition, now);
       empty.add(partition);
     }

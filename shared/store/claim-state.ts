@@ -3,7 +3,15 @@
  * starts, heads it read but did not take, and partitions it found empty.
  */
 import { fnv1a } from '../ids.js';
-import { placedRange, type ClaimPlace } from './claim-plan.js';
+import {
+  othersHeadDue,
+  othersHeadWaitMs,
+  ownsHead,
+  placedRange,
+  visitorRank,
+  waitsForOthers,
+  type ClaimPlace,
+} from './claim-plan.js';
 import { SHARD_COUNT, shardForId, shardPartition } from '../table-layout.js';
 import type { DueTask } from './delayed-reads.js';
 import { TUNING } from '../tuning.js';
@@ -77,6 +85,82 @@ export class ClaimState {
     if (range) return range.start + (this.round % range.size);
     this.offset ??= fnv1a(workerId);
     return (this.offset + this.round) % count;
+  }
+
+  /** Heads of other places this worker read and left to them, and when it first saw each. */
+  private readonly othersSeen = new Map<string, number>();
+  /** The earliest a head deferred this round may be taken (noteRound makes it othersDueAt). */
+  private deferringUntil: number | undefined;
+  /** When a head of another place left by the last round may be taken: the worker looks again then. */
+  othersDueAt: number | undefined;
+
+  /**
+   * A partition read's heads, split: this worker's own (all of them unplaced, or read on a hint: a
+   * task enqueued for whoever is fastest), and other places' heads that waited long enough for this
+   * worker's rank in their line (claim-plan.ts othersHeadDue); the rest are left for now.
+   */
+  sortHeads(
+    read: { type: string; shard: number; candidates: Candidate[]; hinted: boolean },
+    types: readonly string[],
+    now: number,
+  ): { own: Candidate[]; others: Candidate[]; deferred: number } {
+    const place = this.place;
+    if (!place || read.hinted || this.everyHeadOwn || !this.waitsForOthers(types))
+      return { own: read.candidates, others: [], deferred: 0 };
+    const own: Candidate[] = [];
+    const others: Candidate[] = [];
+    let deferred = 0;
+    for (const head of read.candidates) {
+      if (this.ownsHead(head, types)) {
+        own.push(head);
+        continue;
+      }
+      const rank = visitorRank(head.id, place);
+      const firstSeenAt = this.othersSeen.get(head.id) ?? now;
+      if (othersHeadDue(firstSeenAt, now, rank)) {
+        others.push(head);
+        this.othersSeen.delete(head.id);
+        continue;
+      }
+      if (!this.othersSeen.has(head.id)) this.othersSeen.set(head.id, now);
+      deferred++;
+      const dueAt = firstSeenAt + othersHeadWaitMs(rank);
+      this.deferringUntil = Math.min(this.deferringUntil ?? dueAt, dueAt);
+    }
+    this.forgetOldestSeen();
+    // Lowest rank first: the heads this visitor is first in line for before those it is later for.
+    others.sort((a, b) => visitorRank(a.id, place) - visitorRank(b.id, place));
+    return { own, others, deferred };
+  }
+
+  /** The next round takes other places' heads as its own (noteRound ends it). */
+  private everyHeadOwn = false;
+
+  /**
+   * The next round answers a sign of new work that the places owning it may not have had (a ring of
+   * this worker's seat, its source's safety read): it takes every head it reads, as a hinted read does.
+   */
+  takeEveryHeadNextRound(): void {
+    this.everyHeadOwn = true;
+  }
+
+  /** Whether a head is this worker's own (claim-plan.ts ownsHead): always, unplaced. */
+  ownsHead(head: Candidate, types: readonly string[]): boolean {
+    const share = placedRange(this.place, types.length * SHARD_COUNT);
+    return ownsHead(share, types.indexOf(head.type) * SHARD_COUNT + head.shard, head.id);
+  }
+
+  /** Bounded: the oldest entries (their heads long taken by their place) go first. */
+  private forgetOldestSeen(): void {
+    for (const id of this.othersSeen.keys()) {
+      if (this.othersSeen.size <= TUNING.claim.maxOthersSeen) return;
+      this.othersSeen.delete(id);
+    }
+  }
+
+  /** Whether this worker leaves other places' heads to them for a while (claim-plan.ts waitsForOthers). */
+  waitsForOthers(types: readonly string[]): boolean {
+    return waitsForOthers(this.place, types.length * SHARD_COUNT);
   }
 
   /** Heads read in an earlier round and not taken yet (keys only), and when they were read. */
@@ -314,6 +398,9 @@ export class ClaimState {
 
   noteRound(lostRaces: number, random: () => number): void {
     this.round++;
+    this.othersDueAt = this.deferringUntil;
+    this.everyHeadOwn = false;
+    this.deferringUntil = undefined;
     if (lostRaces > 0) {
       this.contended = true;
       this.quietRounds = 0;

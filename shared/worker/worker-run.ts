@@ -193,10 +193,15 @@ export class WorkerRun {
       !this.signals.mustRead &&
       memory.offeredWaiting === 0 &&
       memory.dueWaiting === 0 &&
+      // Heads left to other places' workers are looked at again when they waited (claim-state.ts).
+      memory.othersDueAt === undefined &&
       !burst.inBurst;
     if (!gated) return true;
     // A run that returns when idle does not poll once its tasks ended: its last look is its source's.
-    return (!this.options.returnWhenIdle || tasks.size > 0) && (await gate.shouldRead());
+    const read = (!this.options.returnWhenIdle || tasks.size > 0) && (await gate.shouldRead());
+    // The source saw a sign of new work (a ring, its safety read): this round takes whatever it finds.
+    if (read) memory.takeEveryHeadNextRound();
+    return read;
   }
 
   /** One claim round and what it says of the next: 'again' (read on at once) or 'idle' (wait for a poll). */
@@ -259,9 +264,9 @@ export class WorkerRun {
     // A promotion that finished during the last round made work that round could not see yet.
     this.idleSince = Math.max(this.idleSince, this.timekeeper.promotedAt);
     // A retry due within the idle window is work on its way; a long backoff is left to the next
-    // invocation. A burst this run was started for, or due tasks offered to it (due before the run
-    // must end), keep it up.
-    const nextOffered = memory.nextDueAt;
+    // invocation. A burst this run was started for, due tasks offered to it, or heads it left to other
+    // places' workers (due before the run must end), keep it up.
+    const nextOffered = this.nextLookAt();
     const expecting =
       burst.inBurst ||
       expectingWork(this.options.expectWorkAt, now) ||
@@ -279,6 +284,17 @@ export class WorkerRun {
     return now - this.idleSince >= (returnsNow ? 0 : this.idleStopMs);
   }
 
+  /**
+   * When the run has reason to look before its poll: the next offered due task, or the moment heads
+   * its last round left to other places' workers may be taken (they were not taken by then: their
+   * owner is busy or gone).
+   */
+  private nextLookAt(): number | undefined {
+    const { nextDueAt, othersDueAt } = this.parts.memory;
+    if (nextDueAt === undefined || othersDueAt === undefined) return nextDueAt ?? othersDueAt;
+    return Math.min(nextDueAt, othersDueAt);
+  }
+
   /** The wait until the next poll: the burst's next read, else the poll interval, backed off when idle. */
   private pollWaitMs(refillWaits: boolean, left: number): number {
     const { pollIntervalMs, drainMarginMs } = this.parts.options.config;
@@ -288,7 +304,7 @@ export class WorkerRun {
     const poll = refillWaits
       ? burst.nextReadAt - now
       : idlePollWait(
-          pollWait(pollIntervalMs, this.options.expectWorkAt ?? memory.nextDueAt, now),
+          pollWait(pollIntervalMs, this.options.expectWorkAt ?? this.nextLookAt(), now),
           pollIntervalMs,
           idlePolls,
           this.parts.options.idlePollCeilingMs,
