@@ -45,6 +45,11 @@ export const TUNING = {
      * benchmark's 32 workers lost 0.015 races per claim, at 150 ms 0.005-0.01.
      */
     othersHeadStepMs: 150,
+    /**
+     * The most steps any visitor waits (claim-plan.ts othersHeadWaitMs): 1.2 s. At 4 steps the
+     * contention benchmark's 32 workers lost 0.014-0.025 races per claim, at 8 0.010-0.016.
+     */
+    othersHeadMaxSteps: 8,
     /** Heads of other places a worker remembers having seen (a few partitions' reads). */
     maxOthersSeen: 4_096,
     /** Rounds without a lost race after which a worker counts as calm again. */

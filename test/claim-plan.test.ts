@@ -157,7 +157,11 @@ describe('claim plan', () => {
     expect(waitsForOthers({ index: 0, of: 16 }, SHARD_COUNT)).toBe(false);
     expect(waitsForOthers(undefined, SHARD_COUNT)).toBe(false);
     expect(othersHeadWaitMs(0)).toBe(step);
-    expect(othersHeadWaitMs(3)).toBe(4 * step);
+    expect(othersHeadWaitMs(2)).toBe(3 * step);
+    // The line ends: past its last rank every visitor waits as long as that rank.
+    const last = TUNING.claim.othersHeadMaxSteps;
+    expect(othersHeadWaitMs(last - 1)).toBe(last * step);
+    expect(othersHeadWaitMs(31)).toBe(last * step);
     expect(othersHeadDue(1_000, 1_000 + step - 1, 0)).toBe(false);
     expect(othersHeadDue(1_000, 1_000 + step, 0)).toBe(true);
     expect(othersHeadDue(1_000, 1_000 + 2 * step - 1, 1)).toBe(false);

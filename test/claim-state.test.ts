@@ -73,14 +73,14 @@ describe('claim memory', () => {
     s.noteRound(0, () => 0.5);
     // The round looks again when the first of them reaches this worker's turn.
     expect(s.othersDueAt).toBeGreaterThanOrEqual(1_000 + step);
-    // Seen again before its turn: still left; after the last rank's turn, offered (h was taken meanwhile).
+    // Seen again before its turn: still left; once the line's last rank waited, offered (h was taken meanwhile).
     expect(s.sortHeads(read(9, ['g']), ['t'], 1_000 + step - 1).deferred).toBe(1);
     s.noteRound(0, () => 0.5);
-    const later = s.sortHeads(read(9, ['g', 'i']), ['t'], 1_000 + 32 * step);
+    const later = s.sortHeads(read(9, ['g', 'i']), ['t'], 1_000 + TUNING.claim.othersHeadMaxSteps * step);
     expect(later.others.map((h) => h.id)).toEqual(['g']);
     expect(later.deferred).toBe(1);
     s.noteRound(0, () => 0.5);
-    expect(s.othersDueAt).toBeGreaterThanOrEqual(1_000 + 33 * step);
+    expect(s.othersDueAt).toBeGreaterThanOrEqual(1_000 + (TUNING.claim.othersHeadMaxSteps + 1) * step);
     s.noteRound(0, () => 0.5);
     expect(s.othersDueAt).toBeUndefined();
     // A hint's read: the task was enqueued for whoever is fastest.

@@ -213,7 +213,7 @@ describe('placed workers, more places than partitions (a fleet seat of the cap)'
     own.clock.advance(TUNING.claim.othersHeadStepMs - 1);
     expect(await claim()).toEqual([]);
     // Their places' workers took none of them meanwhile (busy, or gone): past the last turn, this one takes them.
-    own.clock.advance(32 * TUNING.claim.othersHeadStepMs);
+    own.clock.advance(TUNING.claim.othersHeadMaxSteps * TUNING.claim.othersHeadStepMs);
     expect((await claim()).sort()).toEqual(theirs);
   });
 

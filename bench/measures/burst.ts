@@ -22,44 +22,54 @@ const TASK_MS = 10_000;
 
 export async function burstRatio(ctx: BenchContext): Promise<Measure[]> {
   const tasks = ctx.quick ? 400 : 1_000;
+  // Runs alternate, best of each (as the throughput measure's): the first of either runs on code the
+  // JIT has not warmed yet, and one run of each let the bare rate vary by half between runs.
+  const repeats = ctx.quick ? 1 : 3;
   const concurrency = Math.ceil(tasks / WORKERS);
-  // The deployed defaults for leases and deadlines (the bench's short ones would renew during the
-  // burst, and fail rounds of a hundred writes in flight).
-  const table = await benchTable(ctx.endpoint, 'burst', {
-    workerConcurrency: concurrency,
-    leaseTimeoutMs: 60_000,
-    heartbeatIntervalMs: 10_000,
-    clockSkewMs: 5_000,
-    requestDeadlineMs: 5_000,
-  });
-  const r = table.runtime();
-  try {
-    const writesPerS = await bareConditionalWrites(r, tasks, WORKERS * Math.min(concurrency, 32));
-    await enqueueMany(r.store, tasks, 16, { type: 'bench.wait', payload: { ms: TASK_MS } });
-    const startsPerS = await burstStarts(r, tasks);
-    const ratio = startsPerS / writesPerS;
-    ctx.log(
-      `${tasks} ready tasks on ${WORKERS} workers: ${startsPerS.toFixed(0)} starts/s; bare conditional writes ${writesPerS.toFixed(0)}/s`,
-    );
-    return [
-      measure({
-        group: '13. burst',
-        name: 'burst starts / bare conditional writes, dynalite',
-        value: round(ratio, 3),
-        unit: 'ratio',
-        target: { op: '>=', value: 0.8 },
-        parameters: {
-          tasks,
-          workers: WORKERS,
-          workerConcurrency: concurrency,
-          startsPerS: round(startsPerS, 1),
-          conditionalWritesPerS: round(writesPerS, 1),
-        },
-      }),
-    ];
-  } finally {
-    r.client.destroy();
+  const bare: number[] = [];
+  const starts: number[] = [];
+  for (let i = 0; i < repeats; i++) {
+    const table = await benchTable(ctx.endpoint, `burst-${i}`, {
+      workerConcurrency: concurrency,
+      leaseTimeoutMs: 60_000,
+      heartbeatIntervalMs: 10_000,
+      clockSkewMs: 5_000,
+      requestDeadlineMs: 5_000,
+    });
+    const r = table.runtime();
+    try {
+      bare.push(await bareConditionalWrites(r, tasks, WORKERS * Math.min(concurrency, 32)));
+      await enqueueMany(r.store, tasks, 16, { type: 'bench.wait', payload: { ms: TASK_MS } });
+      starts.push(await burstStarts(r, tasks));
+    } finally {
+      r.client.destroy();
+    }
   }
+  const writesPerS = Math.max(...bare);
+  const startsPerS = Math.max(...starts);
+  const ratio = startsPerS / writesPerS;
+  ctx.log(
+    `${tasks} ready tasks on ${WORKERS} workers: ${startsPerS.toFixed(0)} starts/s; bare conditional writes ${writesPerS.toFixed(0)}/s (best of ${repeats}; starts ${starts.map((v) => v.toFixed(0)).join(', ')}; bare ${bare.map((v) => v.toFixed(0)).join(', ')})`,
+  );
+  return [
+    measure({
+      group: '13. burst',
+      name: 'burst starts / bare conditional writes, dynalite',
+      value: round(ratio, 3),
+      unit: 'ratio',
+      target: { op: '>=', value: 0.8 },
+      parameters: {
+        tasks,
+        workers: WORKERS,
+        workerConcurrency: concurrency,
+        repeats,
+        startsPerS: round(startsPerS, 1),
+        conditionalWritesPerS: round(writesPerS, 1),
+        startsPerSRuns: starts.map((v) => round(v, 1)),
+        conditionalWritesPerSRuns: bare.map((v) => round(v, 1)),
+      },
+    }),
+  ];
 }
 
 /** Starts `WORKERS` workers on a backlog of `tasks` ready tasks; starts per second until the last one started. */

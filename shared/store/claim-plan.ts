@@ -182,10 +182,12 @@ export function spareMaxAgeMs(pollMs: number, othersWait: boolean): number {
  * first visitor in line with room takes it, and two rarely go for the same head. An owner with room
  * takes its heads within a step; one that leaves them longer is busy (its slots full), or gone.
  * Visitors that took every head they read (a drain's thin tail: a few heads each, every idle worker
- * reading every partition) lost more races than they won.
+ * reading every partition) lost more races than they won. The line ends after a few ranks: a fleet
+ * holding few of its seats has no visitor at most ranks, and a head must not wait for a line of
+ * places nobody holds (past it, every visitor takes it at once).
  */
 export function othersHeadWaitMs(rank: number): number {
-  return (rank + 1) * TUNING.claim.othersHeadStepMs;
+  return Math.min(rank + 1, TUNING.claim.othersHeadMaxSteps) * TUNING.claim.othersHeadStepMs;
 }
 
 /** Whether a head of another place, first seen at `firstSeenAt`, has waited long enough for this visitor. */
