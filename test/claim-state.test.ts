@@ -83,6 +83,12 @@ describe('claim memory', () => {
     expect(s.othersDueAt).toBeGreaterThanOrEqual(1_000 + (TUNING.claim.othersHeadMaxSteps + 1) * step);
     s.noteRound(0, () => 0.5);
     expect(s.othersDueAt).toBeUndefined();
+    // Heads left to another place are not kept as spares; unless shared (fewer places), every head is.
+    expect(s.mayKeepAsSpare(at(9, 'm'), ['t'], false)).toBe(false);
+    expect(s.mayKeepAsSpare(at(9, 'm'), ['t'], true)).toBe(true);
+    s.placeAt({ index: 3, of: 8 });
+    expect(s.mayKeepAsSpare(at(9, 'm'), ['t'], false)).toBe(true);
+    s.placeAt({ index: 0, of: 32 });
     // A hint's read: the task was enqueued for whoever is fastest.
     expect(s.sortHeads(read(9, ['j'], true), ['t'], 2_000).own).toHaveLength(1);
     // A round answering a ring takes every head it reads; the next one leaves them again.

@@ -375,17 +375,18 @@ export class ClaimRound {
   }
 
   /**
-   * Takes what one partition read holds: its own heads (claim-state.ts sortHeads), then a share of
-   * other places' heads that waited; its own left over are spares. A partition read to its end, with
-   * every head taken (won or lost) and none left to another place, is empty.
+   * Takes what one partition read holds: its own heads (claim-state.ts sortHeads), then other places'
+   * heads whose turn came; its own left over are spares. A partition read to its end, with every head
+   * taken (won or lost) and none left to another place, is empty.
    */
   private async takeFromRead(read: PartitionRead, spares: SpareHeads, empty: Set<string>): Promise<void> {
     const { type, partition, now, exhausted } = read;
     const usable = () => this.errors.length === 0 && !this.limitedTypes.has(type);
     if (!this.open || !usable()) {
-      // Read in this wave but not needed: its own kept as spares for the next rounds.
+      // Read in this wave but not needed: kept as spares for the next rounds (but for heads left to
+      // other places for now: claim-state.ts sortHeads).
       spares.keep(
-        read.candidates.filter((c) => read.hinted || this.state.ownsHead(c, this.input.types)),
+        read.candidates.filter((c) => this.state.mayKeepAsSpare(c, this.input.types, read.hinted)),
         now,
       );
       return;

@@ -150,6 +150,11 @@ export class ClaimState {
     return ownsHead(share, types.indexOf(head.type) * SHARD_COUNT + head.shard, head.id);
   }
 
+  /** Whether a head read but not needed may be tried later as a spare: not if it is left to another place. */
+  mayKeepAsSpare(head: Candidate, types: readonly string[], hinted: boolean): boolean {
+    return hinted || !this.waitsForOthers(types) || this.ownsHead(head, types);
+  }
+
   /** Bounded: the oldest entries (their heads long taken by their place) go first. */
   private forgetOldestSeen(): void {
     for (const id of this.othersSeen.keys()) {
