@@ -84,10 +84,10 @@ describe('claim memory', () => {
     s.noteRound(0, () => 0.5);
     expect(s.othersDueAt).toBeUndefined();
     // Heads left to another place are not kept as spares; unless shared (fewer places), every head is.
-    expect(s.mayKeepAsSpare(at(9, 'm'), ['t'], false)).toBe(false);
-    expect(s.mayKeepAsSpare(at(9, 'm'), ['t'], true)).toBe(true);
+    expect(s.sparesOf([at(9, 'm')], ['t'], false)).toEqual([]);
+    expect(s.sparesOf([at(9, 'm')], ['t'], true)).toHaveLength(1);
     s.placeAt({ index: 3, of: 8 });
-    expect(s.mayKeepAsSpare(at(9, 'm'), ['t'], false)).toBe(true);
+    expect(s.sparesOf([at(9, 'm')], ['t'], false)).toHaveLength(1);
     s.placeAt({ index: 0, of: 32 });
     // A hint's read: the task was enqueued for whoever is fastest.
     expect(s.sortHeads(read(9, ['j'], true), ['t'], 2_000).own).toHaveLength(1);

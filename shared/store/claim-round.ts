@@ -45,7 +45,6 @@ export interface ClaimResult {
 /** A partition's heads as one read returned them. */
 interface PartitionRead {
   type: string;
-  shard: number;
   /** Read on a hint (a task just enqueued there for whoever is fastest): every head is this worker's. */
   hinted: boolean;
   partition: string;
@@ -344,7 +343,7 @@ export class ClaimRound {
       return undefined;
     }
     const heads = await this.guard(() => readHeads(this.ctx, partition, type, shard, this.window()));
-    return heads ? { type, shard, hinted, partition, now, ...heads } : undefined;
+    return heads ? { type, hinted, partition, now, ...heads } : undefined;
   }
 
   /**
@@ -383,12 +382,8 @@ export class ClaimRound {
     const { type, partition, now, exhausted } = read;
     const usable = () => this.errors.length === 0 && !this.limitedTypes.has(type);
     if (!this.open || !usable()) {
-      // Read in this wave but not needed: kept as spares for the next rounds (but for heads left to
-      // other places for now: claim-state.ts sortHeads).
-      spares.keep(
-        read.candidates.filter((c) => this.state.mayKeepAsSpare(c, this.input.types, read.hinted)),
-        now,
-      );
+      // Read in this wave but not needed: kept as spares for the next rounds.
+      spares.keep(this.state.sparesOf(read.candidates, this.input.types, read.hinted), now);
       return;
     }
     const { own, others, deferred } = this.state.sortHeads(read, this.input.types, now);

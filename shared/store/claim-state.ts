@@ -11,10 +11,15 @@ import {
   visitorRank,
   waitsForOthers,
   type ClaimPlace,
+  type PlacedShare,
 } from './claim-plan.js';
 import { SHARD_COUNT, shardForId, shardPartition } from '../table-layout.js';
 import type { DueTask } from './delayed-reads.js';
 import { TUNING } from '../tuning.js';
+
+/** A head's partition among the types' default-priority shards, as claim-plan.ts counts them. */
+const partitionIndex = (head: Candidate, types: readonly string[]) =>
+  types.indexOf(head.type) * SHARD_COUNT + head.shard;
 
 /** A ready head: enough to attempt the claim write without reading the item. */
 export interface Candidate {
@@ -95,30 +100,29 @@ export class ClaimState {
   othersDueAt: number | undefined;
 
   /**
-   * A partition read's heads, split: this worker's own (all of them unplaced, or read on a hint: a
-   * task enqueued for whoever is fastest), and other places' heads that waited long enough for this
-   * worker's rank in their line (claim-plan.ts othersHeadDue); the rest are left for now.
+   * A partition read's heads, split: this worker's own (all of them unless it leaves other places'
+   * heads to them: leavesOthersHeads), and other places' heads that waited long enough for this
+   * worker's rank in their line (claim-plan.ts othersHeadDue), lowest rank first; the rest are left.
    */
   sortHeads(
-    read: { type: string; shard: number; candidates: Candidate[]; hinted: boolean },
+    read: { candidates: Candidate[]; hinted: boolean },
     types: readonly string[],
     now: number,
   ): { own: Candidate[]; others: Candidate[]; deferred: number } {
-    const place = this.place;
-    if (!place || read.hinted || this.everyHeadOwn || !this.waitsForOthers(types))
-      return { own: read.candidates, others: [], deferred: 0 };
+    const share = this.leavesOthersHeads(types, read.hinted);
+    if (!share || !this.place) return { own: read.candidates, others: [], deferred: 0 };
     const own: Candidate[] = [];
-    const others: Candidate[] = [];
+    const others: { head: Candidate; rank: number }[] = [];
     let deferred = 0;
     for (const head of read.candidates) {
-      if (this.ownsHead(head, types)) {
+      if (ownsHead(share, partitionIndex(head, types), head.id)) {
         own.push(head);
         continue;
       }
-      const rank = visitorRank(head.id, place);
+      const rank = visitorRank(head.id, this.place);
       const firstSeenAt = this.othersSeen.get(head.id) ?? now;
       if (othersHeadDue(firstSeenAt, now, rank)) {
-        others.push(head);
+        others.push({ head, rank });
         this.othersSeen.delete(head.id);
         continue;
       }
@@ -129,8 +133,27 @@ export class ClaimState {
     }
     this.forgetOldestSeen();
     // Lowest rank first: the heads this visitor is first in line for before those it is later for.
-    others.sort((a, b) => visitorRank(a.id, place) - visitorRank(b.id, place));
-    return { own, others, deferred };
+    others.sort((a, b) => a.rank - b.rank);
+    return { own, others: others.map((o) => o.head), deferred };
+  }
+
+  /**
+   * Heads read but not needed that may be tried later as spares: all of them, but for heads left to
+   * other places for now (sortHeads).
+   */
+  sparesOf(heads: Candidate[], types: readonly string[], hinted: boolean): Candidate[] {
+    const share = this.leavesOthersHeads(types, hinted);
+    return share ? heads.filter((h) => ownsHead(share, partitionIndex(h, types), h.id)) : heads;
+  }
+
+  /**
+   * This worker's share of the partitions when it leaves other places' heads to them for now: placed
+   * among more places than partitions (claim-plan.ts waitsForOthers), on a read not made on a hint
+   * (a task enqueued for whoever is fastest) in a round not answering a ring or a safety read.
+   */
+  private leavesOthersHeads(types: readonly string[], hinted: boolean): PlacedShare | undefined {
+    if (hinted || this.everyHeadOwn || !this.waitsForOthers(types)) return undefined;
+    return placedRange(this.place, types.length * SHARD_COUNT);
   }
 
   /** The next round takes other places' heads as its own (noteRound ends it). */
@@ -146,13 +169,11 @@ export class ClaimState {
 
   /** Whether a head is this worker's own (claim-plan.ts ownsHead): always, unplaced. */
   ownsHead(head: Candidate, types: readonly string[]): boolean {
-    const share = placedRange(this.place, types.length * SHARD_COUNT);
-    return ownsHead(share, types.indexOf(head.type) * SHARD_COUNT + head.shard, head.id);
-  }
-
-  /** Whether a head read but not needed may be tried later as a spare: not if it is left to another place. */
-  mayKeepAsSpare(head: Candidate, types: readonly string[], hinted: boolean): boolean {
-    return hinted || !this.waitsForOthers(types) || this.ownsHead(head, types);
+    return ownsHead(
+      placedRange(this.place, types.length * SHARD_COUNT),
+      partitionIndex(head, types),
+      head.id,
+    );
   }
 
   /** Bounded: the oldest entries (their heads long taken by their place) go first. */
