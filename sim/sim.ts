@@ -11,6 +11,7 @@ import { appendFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createNetServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { startDynalite } from '../shared/local/dynalite.js';
+import { untilTableActive } from '../shared/store/table-setup.js';
 import { startAdminServer } from './admin-server.js';
 import { JavaUnavailableError, startDynamoDbLocal } from './dynamodb/dynamodb-local.js';
 import { startIamGate } from './dynamodb/iam-gate.js';
@@ -164,6 +165,7 @@ export async function startSim(options: SimOptions): Promise<RunningSim> {
       >(r.Properties);
       const { ref: name, attributes } = resolver.resource(logicalId);
       await admin.send(new CreateTableCommand(createTableInputFrom(name, props)));
+      await untilTableActive(admin, name);
       if (props.TimeToLiveSpecification?.Enabled) {
         await admin
           .send(

@@ -5,6 +5,7 @@
  */
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { startDynalite, type DynaliteServer } from '../shared/local/dynalite.js';
+import { untilTableActive } from '../shared/store/table-setup.js';
 import type { Backend } from '../sim/dynamodb/backend.js';
 import { startIamGate, type IamGate, type IamGateOptions } from '../sim/dynamodb/iam-gate.js';
 import { describeTable } from '../sim/dynamodb/table-schemas.js';
@@ -56,6 +57,7 @@ export async function startHarness(
       ],
     }),
   );
+  await untilTableActive(admin, TABLE);
   await before?.(admin);
   admin.destroy();
   const identities = new IdentityStore(

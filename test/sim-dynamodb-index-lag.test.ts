@@ -12,6 +12,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDynalite } from '../shared/local/dynalite.js';
+import { untilTableStatus } from '../shared/store/table-setup.js';
 import { Backend } from '../sim/dynamodb/backend.js';
 import { IndexLag } from '../sim/dynamodb/index-lag.js';
 import { describeTable, type TableDescription } from '../sim/dynamodb/table-schemas.js';
@@ -232,6 +233,51 @@ describe('sim DynamoDB: the index view of a table with an LSI as well as a GSI',
       });
       expect(view.AttributeDefinitions.map((a) => a.AttributeName).sort()).toEqual(['gpk', 'pk', 'sk']);
       expect(view.GlobalSecondaryIndexes?.map((g) => g.IndexName)).toEqual([GSI]);
+    } finally {
+      backend.close();
+      await dynalite.close();
+    }
+  });
+});
+
+describe('sim DynamoDB: the index view while the emulator is slow to create and delete tables', () => {
+  it('is ACTIVE when createView answers, also when an old view had to be deleted first', async () => {
+    // 150 ms in CREATING or DELETING: a write or CreateTable sent at once is refused, as the CI saw
+    // (a gate adopting items met ResourceNotFoundException on a table dynalite had not yet flipped).
+    const dynalite = await startDynalite({ tableStatusMs: 150 });
+    const backend = new Backend(dynalite.endpoint);
+    const statusOf = async (TableName: string) =>
+      (await backend.call<{ Table?: { TableStatus?: string } }>('DescribeTable', { TableName })).Table
+        ?.TableStatus;
+    try {
+      await backend.call('CreateTable', {
+        TableName: TABLE,
+        BillingMode: 'PAY_PER_REQUEST',
+        KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+        AttributeDefinitions: ['pk', 'gpk'].map((AttributeName) => ({ AttributeName, AttributeType: 'S' })),
+        GlobalSecondaryIndexes: [
+          {
+            IndexName: GSI,
+            KeySchema: [{ AttributeName: 'gpk', KeyType: 'HASH' }],
+            Projection: { ProjectionType: 'ALL' },
+          },
+        ],
+      });
+      expect(await statusOf(TABLE)).toBe('CREATING');
+      await untilTableStatus(() => statusOf(TABLE), 'ACTIVE', TABLE);
+      const schema = await describeTable(backend, { name: TABLE, arn: TABLE_ARN });
+      const lag = new IndexLag(backend, { minMs: 0, maxMs: 1 });
+      for (const round of [1, 2]) {
+        await lag.createView(schema);
+        expect(await statusOf(IndexLag.viewOf(TABLE))).toBe('ACTIVE');
+        await backend.call('PutItem', {
+          TableName: IndexLag.viewOf(TABLE),
+          Item: { pk: { S: `round-${round}` }, gpk: { S: 'G' } },
+        });
+      }
+      // The second view started empty: the first one was deleted, not kept.
+      const scan = await backend.call<{ Items: unknown[] }>('Scan', { TableName: IndexLag.viewOf(TABLE) });
+      expect(scan.Items).toEqual([{ pk: { S: 'round-2' }, gpk: { S: 'G' } }]);
     } finally {
       backend.close();
       await dynalite.close();

@@ -8,13 +8,22 @@ export interface DynaliteServer {
 }
 
 export async function startDynalite(
-  options: { path?: string; port?: number; host?: string } = {},
+  options: {
+    path?: string;
+    port?: number;
+    host?: string;
+    /** How long a table stays CREATING, DELETING or UPDATING (tests of code that must wait for it). */
+    tableStatusMs?: number;
+  } = {},
 ): Promise<DynaliteServer> {
-  // createTableMs 0: tables are ACTIVE at once (the default 500 ms, polled by SDK waiters, costs ~20 s per table).
+  // 0 by default: a table turns ACTIVE (or gone) on the next timer after CreateTable (DeleteTable)
+  // answers, not at once, so callers still wait for it (ensureTable, untilTableStatus); dynalite's
+  // default 500 ms, polled by SDK waiters, costs ~20 s per table.
+  const statusMs = options.tableStatusMs ?? 0;
   const server = dynalite({
-    createTableMs: 0,
-    deleteTableMs: 0,
-    updateTableMs: 0,
+    createTableMs: statusMs,
+    deleteTableMs: statusMs,
+    updateTableMs: statusMs,
     ...(options.path ? { path: options.path } : {}),
   });
   const host = options.host ?? '127.0.0.1';

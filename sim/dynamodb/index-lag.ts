@@ -7,6 +7,7 @@
  * item the copies are applied in write order (their due times never decrease), so the last write wins
  * and nothing is lost; copies of one item due together are coalesced into one.
  */
+import { untilTableStatus } from '../../shared/store/table-setup.js';
 import { BackendError, type Backend } from './backend.js';
 import type { Item } from './capacity-units.js';
 import type { TableSchema } from './table-schemas.js';
@@ -99,14 +100,17 @@ export class IndexLag {
   /** Creates the index view of a table with GSIs: same keys, same GSIs (no LSIs: those reads stay on the table). */
   async createView(schema: TableSchema): Promise<void> {
     const d = schema.description;
+    const view = IndexLag.viewOf(schema.name);
+    const status = async () =>
+      (await this.backend.call<{ Table?: { TableStatus?: string } }>('DescribeTable', { TableName: view }))
+        .Table?.TableStatus;
     // A view left by an earlier run (a database kept on disk) is stale: start from the table again.
-    await this.backend
-      .call('DeleteTable', { TableName: IndexLag.viewOf(schema.name) })
-      .catch((error: unknown) => {
-        if (!(error instanceof BackendError && error.type === 'ResourceNotFoundException')) throw error;
-      });
+    await this.backend.call('DeleteTable', { TableName: view }).catch((error: unknown) => {
+      if (!(error instanceof BackendError && error.type === 'ResourceNotFoundException')) throw error;
+    });
+    await untilTableStatus(status, 'GONE', view);
     await this.backend.call('CreateTable', {
-      TableName: IndexLag.viewOf(schema.name),
+      TableName: view,
       BillingMode: 'PAY_PER_REQUEST',
       KeySchema: d.KeySchema,
       // Only the view's key attributes: CreateTable refuses a definition no key schema uses (an LSI's).
@@ -121,6 +125,8 @@ export class IndexLag {
         Projection: g.Projection,
       })),
     });
+    // The adopted items are copied in next: a write before the view is ACTIVE is refused.
+    await untilTableStatus(status, 'ACTIVE', view);
   }
 
   /** A write to this item happened at writtenAt (ms) and left this image: it reaches the GSIs after the lag. */
