@@ -19,8 +19,9 @@ import type { LeaseStore } from '../store/ports.js';
 import type { Lease } from '../store/inputs.js';
 import { addCost } from '../store/task-cost.js';
 import { TaskStatus, type Task } from '../task-model.js';
-import type { TaskContext, TaskDefinition } from '../tasks/define.js';
+import type { TaskContext, TaskDefinition, TaskLogger } from '../tasks/define.js';
 import type { KeptLease, LeaseKeeper } from './lease-keeper.js';
+import { taskLog } from './task-log.js';
 import {
   decideOutcome,
   TaskAbortedError,
@@ -58,7 +59,7 @@ export class Execution {
   private readonly abandoned = new Promise<HandlerEnd>(
     (resolve) => (this.abandon = () => resolve({ kind: 'abandoned' })),
   );
-  private readonly logger: Logger;
+  private readonly logger: TaskLogger;
   private warnedProgress = false;
 
   /** Hands the lease to the keeper, which renews it from its next round; the handler runs at start(). */
@@ -71,9 +72,8 @@ export class Execution {
       lost: () => this.abort('lease-lost'),
       cancelRequested: () => this.abort('cancel-requested'),
     });
-    this.logger = deps.logger.createChild();
     // Never the payload: it may hold personal data.
-    this.logger.appendKeys({
+    this.logger = taskLog(deps.logger, {
       taskId: this.task.id,
       taskType: this.task.type,
       attempt: this.task.attempts,
@@ -172,12 +172,7 @@ export class Execution {
         // Woken by the signal: the handler learns why, as fetch does.
         signal.throwIfAborted();
       },
-      logger: {
-        debug: (message, extra) => this.logger.debug(message, extra ?? {}),
-        info: (message, extra) => this.logger.info(message, extra ?? {}),
-        warn: (message, extra) => this.logger.warn(message, extra ?? {}),
-        error: (message, extra) => this.logger.error(message, extra ?? {}),
-      },
+      logger: this.logger,
     };
   }
 
