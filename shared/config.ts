@@ -252,6 +252,22 @@ export const settings = {
       .max(65_535, 'must be a TCP port (0-65535)'),
     default: 3000,
   },
+  allowedHosts: {
+    audience: 'local',
+    env: 'LEASEHOLD_ALLOWED_HOSTS',
+    // More names the local stack answers to besides the loopback ones (a container's published name,
+    // e.g. "myhost:8080"); every other Host is refused, as a DNS-rebinding page sends (browser-guard.ts).
+    schema: z
+      .string()
+      .transform((text) =>
+        text
+          .split(',')
+          .map((h) => h.trim().toLowerCase())
+          .filter(Boolean),
+      )
+      .pipe(z.array(z.string().regex(/^[a-z0-9.[\]:-]+$/, 'must be comma-separated host:port names'))),
+    default: '',
+  },
   dataDir: { audience: 'local', env: 'LEASEHOLD_DATA_DIR', schema: z.string().min(1), default: '.leasehold' },
   workerId: {
     audience: 'local',

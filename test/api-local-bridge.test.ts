@@ -35,7 +35,7 @@ async function abortMidBody(): Promise<void> {
   await new Promise<void>((resolve, reject) => {
     const socket = net.connect(Number(port), '127.0.0.1', () => {
       socket.write(
-        'POST /tasks HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"type":"demo.echo","payload":"',
+        `POST /tasks HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"type":"demo.echo","payload":"`,
       );
       setTimeout(() => {
         socket.destroy();

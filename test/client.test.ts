@@ -64,7 +64,7 @@ function clientFor(url = stack.apiUrl!): LeaseholdClient {
 }
 
 async function proxy(): Promise<FaultProxy> {
-  const p = await startFaultProxy(stack.apiUrl!);
+  const p = await startFaultProxy(stack.apiUrl!, { hostAsUpstream: true });
   proxies.push(p);
   return p;
 }

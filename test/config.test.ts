@@ -136,8 +136,19 @@ describe('configuration', () => {
     ).toMatchObject({ backoffMaxMs: MAX_DURATION_MS, maxExecutionMs: MAX_DURATION_MS });
   });
 
+  it('reads LEASEHOLD_ALLOWED_HOSTS as lower-case Host values, and refuses a name with a path or a scheme', () => {
+    expect(loadConfig({}).allowedHosts).toEqual([]);
+    expect(loadConfig({ LEASEHOLD_ALLOWED_HOSTS: 'MyHost:8080, [::1]:3000,' }).allowedHosts).toEqual([
+      'myhost:8080',
+      '[::1]:3000',
+    ]);
+    expect(() => loadConfig({ LEASEHOLD_ALLOWED_HOSTS: 'http://evil.example/' })).toThrow(
+      /LEASEHOLD_ALLOWED_HOSTS.*comma-separated host:port names/s,
+    );
+  });
+
   it('splits the settings by audience, and none of them serves a test harness', () => {
-    expect(settingsFor('local')).toEqual(['port', 'dataDir', 'workerId']);
+    expect(settingsFor('local')).toEqual(['port', 'allowedHosts', 'dataDir', 'workerId']);
     expect(settingsFor('scheduler')).toEqual([
       'scheduleGroup',
       'schedulerRoleArn',

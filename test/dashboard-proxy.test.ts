@@ -2,8 +2,10 @@
  * `leasehold dashboard`'s proxy at the HTTP level, in front of a small API that checks SigV4 signatures
  * (the sim's verifier): forwarded calls are signed for execute-api (a sim caller's keys for the sim's URL,
  * your AWS credentials for an execute-api URL, nothing for the local stack); answers pass through as they
- * are, problems included; and it refuses what another web page could send: no token, a wrong one, a
- * foreign Origin or Host (DNS rebinding), a preflight, a path that is not an API route (or no URL path).
+ * are, problems included; it answers only the browser that opened its one-time sign-in link (a
+ * session cookie): another local process gets nothing, the page included; and it refuses what another
+ * web page could send: a foreign Origin or Host (DNS rebinding), a form's content type, a preflight, a
+ * path that is not an API route (or no URL path).
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, request, type IncomingMessage, type Server } from 'node:http';
@@ -17,8 +19,8 @@ import { listenRefusal, runDashboard } from '../shared/cli/dashboard-command.js'
 import { UsageError } from '../shared/cli/usage-error.js';
 import { sigv4Signer } from '../shared/client/sigv4.js';
 import { isApiRoute } from '../shared/dashboard/api-routes.js';
-import { allowedHostsFor, startDashboardProxy } from '../shared/dashboard/dashboard-proxy.js';
-import { DASHBOARD_TOKEN_HEADER } from '../shared/dashboard/dashboard-page.js';
+import { startDashboardProxy } from '../shared/dashboard/dashboard-proxy.js';
+import { allowedHostsFor } from '../shared/local/browser-guard.js';
 import { verifySigV4 } from '../sim/iam/sigv4-verifier.js';
 
 const CALLER = { accessKeyId: 'AKIDSIMADMIN', secretAccessKey: 'sim-admin-secret' };
@@ -46,7 +48,9 @@ const seen: Seen[] = [];
 let dir: string;
 let stop: AbortController;
 let proxyUrl: string;
-let token: string;
+let signInUrl: string;
+/** The session cookie the sign-in link gave this test's "browser" (`name=value`). */
+let cookie: string;
 
 beforeAll(async () => {
   upstream = createServer((req, res) => {
@@ -116,8 +120,9 @@ beforeAll(async () => {
   );
   await vi.waitFor(() => expect(lines.join('\n')).toMatch(/Ctrl-C/), { timeout: 10_000 });
   expect(lines.join('\n')).toMatch(/signed \(SigV4, eu-west-3\) as the sim's caller "admin"/);
-  proxyUrl = /on (http:\/\/127\.0\.0\.1:\d+\/)/.exec(lines[0]!)![1]!;
-  token = /name="leasehold-token" content="([^"]+)"/.exec(await (await fetch(proxyUrl)).text())![1]!;
+  signInUrl = /open (http:\/\/127\.0\.0\.1:\d+\/\?login=\S+)/.exec(lines[0]!)![1]!;
+  proxyUrl = new URL('/', signInUrl).href;
+  cookie = await signIn(signInUrl);
   void running;
 });
 afterEach(() => {
@@ -152,11 +157,20 @@ function send(
   });
 }
 
-const withToken = (extra: Record<string, string> = {}) => ({ [DASHBOARD_TOKEN_HEADER]: token, ...extra });
+/** Opens a sign-in link as a browser does: the session cookie it sets (`name=value`), after its redirect to /. */
+async function signIn(link: string): Promise<string> {
+  const res = await send(link, new URL(link).pathname + new URL(link).search);
+  expect([res.status, res.headers.location]).toEqual([303, '/']);
+  const setCookie = res.headers['set-cookie']![0]!;
+  expect(setCookie).toMatch(/; HttpOnly; SameSite=Strict; Path=\/$/);
+  return setCookie.split(';')[0]!;
+}
+
+const withSession = (extra: Record<string, string> = {}) => ({ cookie, ...extra });
 
 describe('leasehold dashboard: forwarding', () => {
   it('signs each forwarded call with SigV4 for execute-api, keeping the stage path and the query', async () => {
-    const res = await send(proxyUrl, '/tasks?status=FAILED&limit=25', { headers: withToken() });
+    const res = await send(proxyUrl, '/tasks?status=FAILED&limit=25', { headers: withSession() });
     expect(res.status).toBe(200);
     expect(JSON.parse(res.body)).toEqual({ path: '/prod/tasks', query: 'status=FAILED&limit=25' });
     expect(res.headers.location).toBe('/tasks/t-1');
@@ -165,15 +179,15 @@ describe('leasehold dashboard: forwarding', () => {
       /^AWS4-HMAC-SHA256 Credential=AKIDSIMADMIN\/\d{8}\/eu-west-3\/execute-api\/aws4_request, SignedHeaders=/,
     );
     expect(seen[0]!.verified).toMatchObject({ ok: true, service: 'execute-api', region: 'eu-west-3' });
-    // Nothing of the browser's own goes on: no token, no cookies.
-    expect(seen[0]!.headers[DASHBOARD_TOKEN_HEADER]).toBeUndefined();
+    // Nothing of the browser's own goes on: no session cookie.
+    expect(seen[0]!.headers.cookie).toBeUndefined();
   });
 
   it('passes a problem through unchanged: status, content type, body; retry-after too', async () => {
     const body = JSON.stringify({ type: 'demo.sleep', payload: { ms: 'soon' } });
     const res = await send(proxyUrl, '/tasks', {
       method: 'POST',
-      headers: withToken({ 'content-type': 'application/json', cookie: 'session=x' }),
+      headers: withSession({ 'content-type': 'application/json' }),
       body,
     });
     expect(res.status).toBe(400);
@@ -184,7 +198,7 @@ describe('leasehold dashboard: forwarding', () => {
     expect(seen[0]!.headers.cookie).toBeUndefined();
     expect(seen[0]!.verified.ok).toBe(true);
 
-    const throttled = await send(proxyUrl, '/tasks/t-1/retry', { method: 'POST', headers: withToken() });
+    const throttled = await send(proxyUrl, '/tasks/t-1/retry', { method: 'POST', headers: withSession() });
     expect(throttled.status).toBe(503);
     expect(throttled.headers['retry-after']).toBe('2');
     expect(JSON.parse(throttled.body).code).toBe('THROTTLED');
@@ -210,9 +224,8 @@ describe('leasehold dashboard: forwarding', () => {
       apiLabel: 'nowhere',
     });
     try {
-      const page = await (await fetch(proxy.url)).text();
-      const own = /name="leasehold-token" content="([^"]+)"/.exec(page)![1]!;
-      const res = await send(proxy.url, '/health', { headers: { [DASHBOARD_TOKEN_HEADER]: own } });
+      const own = await signIn(proxy.signInUrl);
+      const res = await send(proxy.url, '/health', { headers: { cookie: own } });
       expect(res.status).toBe(502);
       expect(JSON.parse(res.body)).toMatchObject({ code: 'DASHBOARD_UPSTREAM_UNREACHABLE' });
     } finally {
@@ -221,58 +234,99 @@ describe('leasehold dashboard: forwarding', () => {
   });
 });
 
-describe('leasehold dashboard: what another web page cannot do', () => {
-  it('refuses a call without the token, or with another one, and forwards nothing', async () => {
-    const attempts: Record<string, string>[] = [
-      {},
-      { [DASHBOARD_TOKEN_HEADER]: 'guess' },
-      { [DASHBOARD_TOKEN_HEADER]: `${token}x` },
-    ];
-    for (const headers of attempts) {
-      const res = await send(proxyUrl, '/tasks', { headers });
-      expect(res.status).toBe(403);
-      expect(JSON.parse(res.body)).toMatchObject({ code: 'DASHBOARD_TOKEN_REQUIRED' });
+describe('leasehold dashboard: who may use it', () => {
+  it('another local user or process gets nothing without the session: not the page, not the API', async () => {
+    for (const [method, path] of [
+      ['GET', '/'],
+      ['GET', '/_dashboard/app.mjs'],
+      ['GET', '/tasks'],
+      ['POST', '/tasks/any-task-id/cancel'],
+    ] as const) {
+      for (const headers of [
+        {},
+        { cookie: `${cookie}x` },
+        { cookie: `other=${cookie.split('=')[1]}` },
+      ] as Record<string, string>[]) {
+        const res = await send(proxyUrl, path, { method, headers });
+        expect([res.status, JSON.parse(res.body).code], `${method} ${path}`).toEqual([
+          401,
+          'DASHBOARD_SIGN_IN_REQUIRED',
+        ]);
+      }
     }
-    // A cross-site form post (no custom header possible) is refused the same way.
-    const form = await send(proxyUrl, '/tasks', {
-      method: 'POST',
-      headers: { 'content-type': 'text/plain', origin: 'https://evil.example' },
-      body: '{"type":"demo.echo"}',
-    });
-    expect(form.status).toBe(403);
     expect(seen).toEqual([]);
   });
 
-  it('refuses another site’s page even with the token, and never grants a CORS preflight', async () => {
-    const res = await send(proxyUrl, '/tasks', { headers: withToken({ origin: 'https://evil.example' }) });
-    expect(res.status).toBe(403);
+  it('the link signs in one browser, once: a second gets 403, the first keeps its session', async () => {
+    const again = await send(proxyUrl, new URL(signInUrl).pathname + new URL(signInUrl).search);
+    expect([again.status, JSON.parse(again.body).code]).toEqual([403, 'DASHBOARD_SIGN_IN_SPENT']);
+    expect(again.headers['set-cookie']).toBeUndefined();
+    const guessed = await send(proxyUrl, '/?login=guess');
+    expect(guessed.status).toBe(403);
+    // The browser it signed in may open it again: on to the page, no new cookie.
+    const reopened = await send(proxyUrl, new URL(signInUrl).pathname + new URL(signInUrl).search, {
+      headers: withSession(),
+    });
+    expect([reopened.status, reopened.headers.location, reopened.headers['set-cookie']]).toEqual([
+      303,
+      '/',
+      undefined,
+    ]);
+    const page = await send(proxyUrl, '/', { headers: withSession() });
+    expect(page.status).toBe(200);
+    expect(page.body).not.toContain(cookie.split('=')[1]);
+  });
+});
+
+describe('leasehold dashboard: what another web page cannot do', () => {
+  it('refuses a cross-site call even with the session (an older browser), and a form post, forwarding nothing', async () => {
+    const crossSite = await send(proxyUrl, '/tasks/t-1/cancel', {
+      method: 'POST',
+      headers: withSession({ origin: 'https://evil.example' }),
+    });
+    expect([crossSite.status, JSON.parse(crossSite.body).code]).toEqual([
+      403,
+      'DASHBOARD_CROSS_SITE_REFUSED',
+    ]);
+    const form = await send(proxyUrl, '/tasks', {
+      method: 'POST',
+      headers: withSession({ 'content-type': 'text/plain' }),
+      body: '{"type":"demo.echo"}',
+    });
+    expect([form.status, JSON.parse(form.body).code]).toEqual([415, 'DASHBOARD_CONTENT_TYPE_REFUSED']);
+    expect(seen).toEqual([]);
+  });
+
+  it('never grants a CORS preflight; its own page is answered', async () => {
     const preflight = await send(proxyUrl, '/tasks', {
       method: 'OPTIONS',
-      headers: {
+      headers: withSession({
         origin: 'https://evil.example',
         'access-control-request-method': 'POST',
-        'access-control-request-headers': DASHBOARD_TOKEN_HEADER,
-      },
+        'access-control-request-headers': 'content-type',
+      }),
     });
     expect(preflight.status).toBeGreaterThanOrEqual(400);
     expect(Object.keys(preflight.headers).filter((h) => h.startsWith('access-control-'))).toEqual([]);
     const own = await send(proxyUrl, '/tasks', {
-      headers: withToken({ origin: proxyUrl.replace(/\/$/, '') }),
+      headers: withSession({ origin: proxyUrl.replace(/\/$/, '') }),
     });
     expect(own.status).toBe(200);
     expect(seen).toHaveLength(1);
   });
 
-  it('refuses a foreign Host (DNS rebinding), for the page and its token as for the API', async () => {
+  it('refuses a foreign Host (DNS rebinding), for the page as for the API, session or not', async () => {
     const { port } = new URL(proxyUrl);
     for (const host of ['evil.example', `evil.example:${port}`, `127.0.0.1.nip.io:${port}`, '127.0.0.1']) {
       for (const path of ['/', '/tasks']) {
-        const res = await send(proxyUrl, path, { headers: withToken({ host }) });
+        const res = await send(proxyUrl, path, { headers: withSession({ host }) });
         expect(res.status, `${host} ${path}`).toBe(403);
-        expect(res.body).not.toContain(token);
+        expect(res.body).not.toContain(cookie.split('=')[1]);
       }
     }
-    expect((await send(proxyUrl, '/', { headers: { host: `localhost:${port}` } })).status).toBe(200);
+    expect((await send(proxyUrl, '/', { headers: withSession({ host: `localhost:${port}` }) })).status).toBe(
+      200,
+    );
     expect(seen).toEqual([]);
   });
 
@@ -280,10 +334,12 @@ describe('leasehold dashboard: what another web page cannot do', () => {
     expect([...allowedHostsFor(80)].sort()).toEqual([
       '127.0.0.1',
       '127.0.0.1:80',
+      '[::1]',
+      '[::1]:80',
       'localhost',
       'localhost:80',
     ]);
-    expect([...allowedHostsFor(8080)].sort()).toEqual(['127.0.0.1:8080', 'localhost:8080']);
+    expect([...allowedHostsFor(8080)].sort()).toEqual(['127.0.0.1:8080', '[::1]:8080', 'localhost:8080']);
   });
 
   it('refuses paths that are not API routes, encoded traversal included', async () => {
@@ -296,7 +352,7 @@ describe('leasehold dashboard: what another web page cannot do', () => {
       ['GET', '/_dashboard/../package.json'],
       ['GET', '/schedules/x/..%2f..%2fadmin'],
     ] as const) {
-      const res = await send(proxyUrl, path, { method, headers: withToken() });
+      const res = await send(proxyUrl, path, { method, headers: withSession() });
       expect(res.status, `${method} ${path}`).toBe(404);
     }
     expect(seen).toEqual([]);
@@ -304,7 +360,7 @@ describe('leasehold dashboard: what another web page cannot do', () => {
 
   it('answers 400 to a path that is no URL path (`//` reads as a URL without a host), and keeps answering', async () => {
     for (const path of ['//', '///', '//@']) {
-      const res = await send(proxyUrl, path, { headers: withToken() });
+      const res = await send(proxyUrl, path, { headers: withSession() });
       expect(res.status, path).toBe(400);
       expect(JSON.parse(res.body), path).toMatchObject({
         code: 'DASHBOARD_PATH_INVALID',
@@ -312,7 +368,7 @@ describe('leasehold dashboard: what another web page cannot do', () => {
       });
     }
     expect(seen).toEqual([]);
-    expect((await send(proxyUrl, '/health', { headers: withToken() })).status).toBe(200);
+    expect((await send(proxyUrl, '/health', { headers: withSession() })).status).toBe(200);
   });
 });
 
@@ -335,8 +391,8 @@ describe('leasehold dashboard: how it signs, and its options', () => {
       },
     });
     try {
-      const own = /name="leasehold-token" content="([^"]+)"/.exec(await (await fetch(proxy.url)).text())![1]!;
-      const res = await send(proxy.url, '/health', { headers: { [DASHBOARD_TOKEN_HEADER]: own } });
+      const own = await signIn(proxy.signInUrl);
+      const res = await send(proxy.url, '/health', { headers: { cookie: own } });
       expect(res.status).toBe(200);
       expect(forwarded[0]!.url).toBe('https://abc123.execute-api.eu-west-1.amazonaws.com/prod/health');
       expect(forwarded[0]!.headers.get('authorization')).toMatch(

@@ -18,6 +18,7 @@ export function json(statusCode: number, body: unknown, headers: Record<string, 
 const TITLES: Record<number, string> = {
   400: 'Bad Request',
   401: 'Unauthorized',
+  403: 'Forbidden',
   404: 'Not Found',
   405: 'Method Not Allowed',
   409: 'Conflict',

@@ -66,9 +66,11 @@ export async function runDashboard(
   } catch (error) {
     throw listenRefusal(error, port) ?? error;
   }
-  print(`Leasehold dashboard on ${proxy.url}`);
+  print(`Leasehold dashboard: open ${proxy.signInUrl}`);
   print(`  API      ${target.href}, ${signingText(access, flags.as)}`);
-  print('  only this machine can open it, and only its page can make calls (a token per run)');
+  print(
+    '  the link signs in the browser that opens it first, once; other users, processes and web pages get nothing',
+  );
   print('Ctrl-C stops it.');
   if (!stop.aborted) await new Promise((resolve) => stop.addEventListener('abort', resolve, { once: true }));
   await proxy.close();

@@ -66,7 +66,7 @@ export function serveDashboardAsset(
     const { html, contentSecurityPolicy } = dashboardPage(page);
     send(req, res, 'text/html; charset=utf-8', Buffer.from(html), {
       'content-security-policy': contentSecurityPolicy,
-      // The page may carry the proxy's token: never kept by a cache.
+      // Always the current page (its labels and import map): never kept by a cache.
       'cache-control': 'no-store',
     });
     return;

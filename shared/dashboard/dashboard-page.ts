@@ -1,7 +1,7 @@
 /**
- * The dashboard's one HTML page: public/index.html with the import map, what the page connects to and,
- * behind `leasehold dashboard`, the proxy's token filled in, and the Content-Security-Policy that lets it
- * run nothing but its own files.
+ * The dashboard's one HTML page: public/index.html with the import map and what the page connects to
+ * filled in, and the Content-Security-Policy that lets it run nothing but its own files. It carries no
+ * secret: `leasehold dashboard` admits its browser by a cookie (dashboard-session.ts).
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -16,14 +16,9 @@ export const VENDOR_MODULES: Record<string, string> = {
   htm: `${ASSET_PREFIX}vendor/htm.mjs`,
 };
 
-/** The header the page sends its token in: a custom header, so a cross-site page cannot send it without a CORS preflight. */
-export const DASHBOARD_TOKEN_HEADER = 'x-leasehold-dashboard';
-
 export interface DashboardPageOptions {
   /** What the page says it is connected to, e.g. "this local stack" or the deployed API's URL. */
   apiLabel: string;
-  /** The token the page sends with every API call (`leasehold dashboard`); none on the local stack. */
-  token?: string;
 }
 
 const TEMPLATE_URL = new URL('./public/index.html', import.meta.url);
@@ -39,8 +34,7 @@ export function dashboardPage(options: DashboardPageOptions): {
   // and the label is the user's --url, which could splice the template's own text into the page.
   const html = template
     .replace('<!--IMPORT_MAP-->', () => `<script type="importmap">${importMap}</script>`)
-    .replaceAll('%API_LABEL%', () => escapeHtml(options.apiLabel))
-    .replaceAll('%TOKEN%', () => escapeHtml(options.token ?? ''));
+    .replaceAll('%API_LABEL%', () => escapeHtml(options.apiLabel));
   // The import map is the page's one inline script: allowed by its hash, nothing else inline runs.
   const importMapHash = createHash('sha256').update(importMap).digest('base64');
   const contentSecurityPolicy = [

@@ -4,19 +4,18 @@
  * answer through unchanged (status, content-type, retry-after, location, allow and the body), so the
  * API's problem messages reach the page as they are.
  *
- * This server signs with the user's AWS credentials, so no other web page the user visits may use it:
+ * This server signs with the user's AWS credentials, so nobody but the browser the user opened it in may
+ * use it:
  * - it listens on 127.0.0.1 only;
- * - it refuses a request whose Host is not 127.0.0.1:<port> or localhost:<port> (DNS rebinding: a
- *   hostile name resolved to 127.0.0.1 reaches the port, but sends its own name as Host; on port 80,
- *   which browsers leave out, the bare names too);
- * - every forwarded call carries a random per-process token in a custom header. The token is written
- *   into the page only, which another site cannot read; and a cross-site script cannot set a custom
- *   header without a CORS preflight, which this server never grants;
- * - a call whose Origin is another site's is refused as well, token or not;
+ * - it answers only the browser that opened the printed one-time link (dashboard-session.ts): an
+ *   HttpOnly, SameSite=Strict cookie; another local user or process that connects gets nothing, the
+ *   page included;
+ * - it refuses a request whose Host is not its own (DNS rebinding), and a state change from another
+ *   origin or site or with a form's content type (browser-guard.ts, the local stack's rules); it never
+ *   grants a CORS preflight;
  * - it forwards the API's routes only (api-routes.ts), and nothing of the browser's own headers but
  *   accept and content-type.
  */
-import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { problem, type ApiResponse } from '../api/http.js';
@@ -24,8 +23,9 @@ import { OWNER_HEADER } from '../api/caller.js';
 import type { RequestSigner } from '../client/sigv4.js';
 import { describeNetworkError } from '../client/http-transport.js';
 import { isApiRoute } from './api-routes.js';
+import { allowedHostsFor, browserRefusal } from '../local/browser-guard.js';
 import { isDashboardPath, serveDashboardAsset } from './dashboard-assets.js';
-import { DASHBOARD_TOKEN_HEADER } from './dashboard-page.js';
+import { DashboardSession, SIGN_IN_PARAMETER } from './dashboard-session.js';
 
 /** API Gateway gives up on an integration after 30 s; a forwarded call is given a little longer. */
 const FORWARD_TIMEOUT_MS = 35_000;
@@ -50,14 +50,19 @@ export interface DashboardProxyOptions {
 
 export interface DashboardProxy {
   url: string;
-  /** The token the page sends (exposed for tests; it is in the served page). */
-  token: string;
+  /** The one-time link that signs in the browser that opens it first (print it; never log it elsewhere). */
+  signInUrl: string;
   close(): Promise<void>;
 }
 
+interface ProxyState {
+  session: DashboardSession | undefined;
+  allowedHosts: ReadonlySet<string>;
+}
+
 export async function startDashboardProxy(options: DashboardProxyOptions): Promise<DashboardProxy> {
-  const token = randomBytes(32).toString('base64url');
-  const state = { token, allowedHosts: new Set<string>() };
+  // Filled once listening (port 0 picks one): nothing is answered before.
+  const state: ProxyState = { session: undefined, allowedHosts: new Set() };
   const server = createServer((req, res) => {
     answer(req, res, options, state).catch((error: unknown) => {
       if (res.headersSent || res.destroyed) res.destroy();
@@ -77,26 +82,17 @@ export async function startDashboardProxy(options: DashboardProxyOptions): Promi
     server.listen(options.port, '127.0.0.1', () => resolve());
   });
   const { port } = server.address() as AddressInfo;
-  for (const host of allowedHostsFor(port)) state.allowedHosts.add(host);
+  state.allowedHosts = allowedHostsFor(port);
+  state.session = new DashboardSession(port);
   return {
     url: `http://127.0.0.1:${port}/`,
-    token,
+    signInUrl: `http://127.0.0.1:${port}/?${state.session.signInQuery!}`,
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
       }),
   };
-}
-
-/**
- * The Host (and Origin, less its scheme) values of this server's own page on `port`. A browser leaves
- * the scheme's default port out of both, so on port 80 the page names the bare host.
- */
-export function allowedHostsFor(port: number): Set<string> {
-  const hosts = new Set([`127.0.0.1:${port}`, `localhost:${port}`]);
-  if (port === 80) hosts.add('127.0.0.1').add('localhost');
-  return hosts;
 }
 
 /** The request's URL, or undefined when its path is not one (`//` reads as a URL with no host: a throw). */
@@ -112,18 +108,11 @@ async function answer(
   req: IncomingMessage,
   res: ServerResponse,
   options: DashboardProxyOptions,
-  state: { token: string; allowedHosts: Set<string> },
+  state: ProxyState,
 ): Promise<void> {
-  const host = (req.headers.host ?? '').toLowerCase();
-  if (!state.allowedHosts.has(host))
-    return reply(
-      res,
-      problem(
-        403,
-        'DASHBOARD_HOST_REFUSED',
-        `This dashboard answers only to ${[...state.allowedHosts].join(' or ')} (the request named "${host}").`,
-      ),
-    );
+  const method = req.method ?? 'GET';
+  const refusal = browserRefusal(method, req.headers, state.allowedHosts);
+  if (refusal) return reply(res, problem(refusal.status, `DASHBOARD_${refusal.code}`, refusal.detail));
   // Parsing resolves dot segments, percent-encoded ones too: the path matched below is the one forwarded.
   const url = requestUrl(req);
   if (!url)
@@ -136,9 +125,20 @@ async function answer(
       ),
     );
   const { pathname, search } = url;
-  const method = req.method ?? 'GET';
+  const session = state.session!;
+  const code = url.searchParams.get(SIGN_IN_PARAMETER);
+  if (pathname === '/' && code !== null) return signIn(res, session, code, req.headers.cookie);
+  if (!session.admits(req.headers.cookie))
+    return reply(
+      res,
+      problem(
+        401,
+        'DASHBOARD_SIGN_IN_REQUIRED',
+        'Open the sign-in link `leasehold dashboard` printed (it works once, in the browser that opens it first); to sign in another browser, restart `leasehold dashboard`.',
+      ),
+    );
   if (isDashboardPath(pathname))
-    return serveDashboardAsset(req, res, pathname, { apiLabel: options.apiLabel, token: state.token });
+    return serveDashboardAsset(req, res, pathname, { apiLabel: options.apiLabel });
   if (!isApiRoute(method, pathname))
     return reply(
       res,
@@ -148,8 +148,6 @@ async function answer(
         `${method} ${pathname} is not a route of the API; the dashboard forwards the API's routes only.`,
       ),
     );
-  const refusal = crossSiteRefusal(req, state);
-  if (refusal) return reply(res, problem(403, 'DASHBOARD_TOKEN_REQUIRED', refusal));
   const body = await readBody(req);
   if (body === undefined)
     return reply(
@@ -159,16 +157,31 @@ async function answer(
   await forward(res, options, method, pathname + search, body, req.headers);
 }
 
-/** Why a call may not be forwarded (another site's page, or no token), or undefined when it may. */
-function crossSiteRefusal(req: IncomingMessage, state: { token: string; allowedHosts: Set<string> }) {
-  const origin = req.headers.origin;
-  if (origin !== undefined && !state.allowedHosts.has(origin.replace(/^http:\/\//, '').toLowerCase()))
-    return `Calls from ${origin} are refused: only the dashboard's own page may call it.`;
-  const sent = Buffer.from(String(req.headers[DASHBOARD_TOKEN_HEADER] ?? ''));
-  const expected = Buffer.from(state.token);
-  if (sent.length !== expected.length || !timingSafeEqual(sent, expected))
-    return `Calls need the dashboard's token in ${DASHBOARD_TOKEN_HEADER}: open the dashboard's page and use it from there.`;
-  return undefined;
+/** The one-time link: its code becomes this browser's session cookie, and the page loads without it in the URL. */
+function signIn(
+  res: ServerResponse,
+  session: DashboardSession,
+  code: string,
+  cookies: string | undefined,
+): void {
+  // The link opened again in the browser it signed in: on to the page.
+  const cookie = session.admits(cookies) ? undefined : session.redeem(code);
+  if (!cookie && !session.admits(cookies))
+    return reply(
+      res,
+      problem(
+        403,
+        'DASHBOARD_SIGN_IN_SPENT',
+        "This sign-in link was used already, or is not this run's: it signs in one browser, once. Restart `leasehold dashboard` for a new link.",
+      ),
+    );
+  res.writeHead(303, {
+    location: '/',
+    ...(cookie ? { 'set-cookie': cookie } : {}),
+    'cache-control': 'no-store',
+    'referrer-policy': 'no-referrer',
+  });
+  res.end();
 }
 
 async function forward(

@@ -4,13 +4,16 @@
  * (its files under /_dashboard/, paths no API route has), which calls this same API.
  *
  * The caller is taken from the `X-Leasehold-Owner` header (default `local`). That header is for local
- * development only: the Lambda API never reads it, and takes the caller from IAM authorization.
+ * development only: the Lambda API never reads it, and takes the caller from IAM authorization. The
+ * local stack trusts every process on the machine (it runs as the developer); it refuses web pages:
+ * a foreign Host, a cross-site state change, a form-encodable body (browser-guard.ts).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { handleApiEvent, type ApiDeps, type ApiEvent } from '../api/api-handler.js';
 import { problem } from '../api/http.js';
+import { allowedHostsFor, browserRefusal } from './browser-guard.js';
 import { MAX_BODY_BYTES } from '../api/request-schemas.js';
 import { OWNER_HEADER } from '../api/caller.js';
 import { isDashboardPath, serveDashboardAsset } from '../dashboard/dashboard-assets.js';
@@ -26,6 +29,8 @@ export interface LocalApiServer {
 export interface LocalApiOptions {
   /** The dashboard served at `/` (default: one that calls this API), or false for none. */
   dashboard?: DashboardPageOptions | false;
+  /** Host values answered besides the loopback names and the bound address (LEASEHOLD_ALLOWED_HOSTS). */
+  allowedHosts?: readonly string[];
 }
 
 const LOCAL_DASHBOARD: DashboardPageOptions = { apiLabel: 'this local stack' };
@@ -37,7 +42,16 @@ export async function serveApi(
   options: LocalApiOptions = {},
 ): Promise<LocalApiServer> {
   const dashboard = options.dashboard ?? LOCAL_DASHBOARD;
+  // Filled once listening (port 0 picks one): nothing is answered before.
+  let allowedHosts: ReadonlySet<string> = new Set();
   const server: Server = createServer((req, res) => {
+    // No web page may use the developer's stack (browser-guard.ts): the page itself included.
+    const refusal = browserRefusal(req.method ?? 'GET', req.headers, allowedHosts);
+    if (refusal) {
+      const response = problem(refusal.status, `LOCAL_${refusal.code}`, refusal.detail);
+      res.writeHead(response.statusCode, response.headers);
+      return res.end(response.body);
+    }
     const url = requestUrl(req);
     if (!url) {
       const response = problem(
@@ -69,6 +83,7 @@ export async function serveApi(
     server.listen(port, host, () => resolve());
   });
   const address = server.address() as AddressInfo;
+  allowedHosts = allowedHostsFor(address.port, host, options.allowedHosts);
   return {
     url: `http://${host}:${address.port}`,
     close: () =>

@@ -101,6 +101,8 @@ export async function startStack(options: StackOptions): Promise<LocalStack> {
     api = await serveApi(
       { ...app, logger, openApi: () => openApiDocument(API_ROUTES, definitions) },
       app.config.port,
+      undefined,
+      { allowedHosts: app.config.allowedHosts },
     );
 
   // Processes sharing this data directory's table wake each other's idle workers when a task arrives

@@ -205,7 +205,7 @@ describe('the dashboard in Chromium', () => {
     expect(d.problems).toEqual([]);
   });
 
-  it('works the same behind `leasehold dashboard`: calls carry the token and are signed', async () => {
+  it('works the same behind `leasehold dashboard`: signed in by its link, calls are signed', async () => {
     const proxy = await startDashboardProxy({
       target: new URL(suite.stack.url),
       signer: sigv4Signer('eu-west-1', { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'secret' }),
@@ -213,7 +213,7 @@ describe('the dashboard in Chromium', () => {
       apiLabel: suite.stack.url,
     });
     try {
-      const d = await open({ hash: '#/enqueue' }, proxy.url);
+      const d = await open({ hash: '#/enqueue', signInUrl: proxy.signInUrl }, proxy.url);
       await d.page.locator('dd.owner', { hasText: 'local' }).waitFor({ timeout: UI_TIMEOUT_MS });
       await d.page.getByLabel('Task type').selectOption('demo.echo');
       await d.page.getByLabel('Payload (JSON)').fill('{"via": "proxy"}');

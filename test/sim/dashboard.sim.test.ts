@@ -8,7 +8,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { sigv4Signer } from '../../shared/client/sigv4.js';
 import { startDashboardProxy, type DashboardProxy } from '../../shared/dashboard/dashboard-proxy.js';
-import { DASHBOARD_TOKEN_HEADER } from '../../shared/dashboard/dashboard-page.js';
 import { api, sim } from './support/sim-client.js';
 
 /**
@@ -19,6 +18,8 @@ import { api, sim } from './support/sim-client.js';
 const CALLER = 'other';
 
 let proxy: DashboardProxy;
+/** The session cookie the sign-in link gave this test's browser. */
+let session: string;
 beforeAll(async () => {
   const info = sim();
   const caller = info.callers.find((c) => c.name === CALLER)!;
@@ -32,17 +33,19 @@ beforeAll(async () => {
     port: 0,
     apiLabel: info.apiUrl,
   });
+  const signedIn = await fetch(proxy.signInUrl, { redirect: 'manual' });
+  session = signedIn.headers.get('set-cookie')!.split(';')[0]!;
 });
 afterAll(async () => {
   await proxy?.close();
 });
 
-/** A call as the dashboard's page makes it: to its own server, with the token it was served. */
-async function page(method: string, path: string, body?: unknown, token = proxy.token) {
+/** A call as the dashboard's page makes it: to its own server, with the session its browser was given. */
+async function page(method: string, path: string, body?: unknown, cookie = session) {
   const res = await fetch(new URL(path.replace(/^\//, ''), proxy.url), {
     method,
     headers: {
-      [DASHBOARD_TOKEN_HEADER]: token,
+      cookie,
       ...(body === undefined ? {} : { 'content-type': 'application/json' }),
     },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
@@ -61,9 +64,9 @@ async function until<T>(probe: () => Promise<T | undefined>, timeoutMs: number, 
 }
 
 describe('the dashboard against the sim', () => {
-  it('serves its page with the token, and forwards /stats signed: the owner is the signing caller', async () => {
-    const html = await (await fetch(proxy.url)).text();
-    expect(html).toContain(proxy.token);
+  it('serves its page to the signed-in browser, and forwards /stats signed: the owner is the signing caller', async () => {
+    const html = await (await fetch(proxy.url, { headers: { cookie: session } })).text();
+    expect(html).toContain('<meta name="leasehold-api"');
     const stats = await page('GET', '/stats');
     expect(stats.status).toBe(200);
     // The same owner the API answers a direct signed call with: the caller comes from the signature.
@@ -113,11 +116,16 @@ describe('the dashboard against the sim', () => {
     expect(refused.body.detail).toEqual(expect.any(String));
   });
 
-  it('a call without the page token is refused and never reaches the API', async () => {
+  it('a call without the session (another local process) is refused and never reaches the API', async () => {
     const marker = randomUUID();
-    const refused = await page('POST', '/tasks', { type: 'demo.echo', payload: { marker } }, 'not-the-token');
-    expect(refused.status).toBe(403);
-    expect(refused.body.code).toBe('DASHBOARD_TOKEN_REQUIRED');
+    const refused = await page(
+      'POST',
+      '/tasks',
+      { type: 'demo.echo', payload: { marker } },
+      'not=the-session',
+    );
+    expect(refused.status).toBe(401);
+    expect(refused.body.code).toBe('DASHBOARD_SIGN_IN_REQUIRED');
     const listed = await api('GET', '/tasks?type=demo.echo&limit=100');
     expect(JSON.stringify(listed.body.tasks)).not.toContain(marker);
   });

@@ -49,7 +49,10 @@ export const throttledProblem = {
 };
 
 /** `target`: the API's origin, e.g. http://127.0.0.1:3000. */
-export async function startFaultProxy(target: string): Promise<FaultProxy> {
+export async function startFaultProxy(
+  target: string,
+  options: { hostAsUpstream?: boolean } = {},
+): Promise<FaultProxy> {
   const upstream = new URL(target);
   const rules: (FaultRule & { left: number })[] = [];
   const seen: SeenRequest[] = [];
@@ -80,8 +83,9 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
           port: upstream.port,
           method,
           path,
-          // Host as the client sent it: the signature covers it.
-          headers: req.headers,
+          // Host as the client sent it (a signature covers it), or the upstream's own name as a reverse
+          // proxy sends it (the local stack refuses a Host not its own).
+          headers: options.hostAsUpstream ? { ...req.headers, host: upstream.host } : req.headers,
         },
         (answer) => {
           record.status = answer.statusCode;

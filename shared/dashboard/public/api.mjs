@@ -1,8 +1,6 @@
-// The page's calls to the API: same origin, the API's own routes. Behind `leasehold dashboard` every call
-// carries the token the server wrote into the page (a custom header: another site cannot send it).
+// The page's calls to the API: same origin, the API's own routes. Behind `leasehold dashboard` the
+// browser sends the session cookie its sign-in link set (HttpOnly: this script never sees it).
 // Failures become ApiProblem, holding what the API said (RFC 9457 `detail` and `errors`) to show as is.
-
-const token = document.querySelector('meta[name="leasehold-token"]')?.getAttribute('content') ?? '';
 
 /** A refused or failed call: `detail` says what happened, `errors` names each bad field. */
 export class ApiProblem extends Error {
@@ -22,7 +20,6 @@ async function call(method, path, { query, body } = {}) {
     if (value !== undefined && value !== '') url.searchParams.set(key, String(value));
   const headers = { accept: 'application/json, application/problem+json' };
   if (body !== undefined) headers['content-type'] = 'application/json';
-  if (token) headers['x-leasehold-dashboard'] = token;
   let res;
   try {
     res = await fetch(url, {

@@ -89,7 +89,15 @@ export interface DashboardPage {
 export async function openDashboard(
   browser: Browser,
   baseUrl: string,
-  { pollMs = 500, hash = '' }: { pollMs?: number; hash?: string } = {},
+  {
+    pollMs = 500,
+    hash = '',
+    signInUrl,
+  }: {
+    pollMs?: number;
+    hash?: string;
+    /** `leasehold dashboard`'s one-time link, opened first. */ signInUrl?: string;
+  } = {},
 ): Promise<DashboardPage> {
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   const problems: string[] = [];
@@ -116,6 +124,9 @@ export async function openDashboard(
     if (url.pathname !== '/' && !url.pathname.startsWith('/_dashboard/'))
       apiRequests.push(`${r.method()} ${url.pathname}`);
   });
+  // The link's cookie lands in the context's jar; not opened in the page, whose first load would start
+  // polling that the next navigation aborts (failed requests).
+  if (signInUrl) await context.request.get(signInUrl, { maxRedirects: 0 });
   await page.goto(`${baseUrl.replace(/\/$/, '')}/?poll=${pollMs}${hash}`);
   await page.getByText('Acting as').waitFor({ timeout: UI_TIMEOUT_MS });
   return {
