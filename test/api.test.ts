@@ -179,6 +179,13 @@ describe('POST /tasks', () => {
       'idempotencyKey',
     ],
     [
+      // JSON allows "\ud800"; as UTF-8 it is U+FFFD, so 'order-\udbff' would name the same task.
+      'an idempotency key holding a lone surrogate',
+      { method: 'POST', path: '/tasks', body: { type: 'demo.echo', idempotencyKey: 'order-\ud800' } },
+      400,
+      'idempotencyKey',
+    ],
+    [
       'an unknown field',
       { method: 'POST', path: '/tasks', body: { type: 'demo.echo', owner: 'someone-else' } },
       400,

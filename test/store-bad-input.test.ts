@@ -53,6 +53,17 @@ const cases: [string, (s: TaskStore) => Promise<unknown>, string][] = [
     'idempotencyKey',
   ],
   [
+    // Review 2, finding 7: it hashed to the same id as 'order-\udbff' (both U+FFFD in UTF-8).
+    'enqueue with an idempotency key holding a lone surrogate',
+    (s) => s.enqueue({ type: 'x', owner: 'o', idempotencyKey: 'order-\ud800' }),
+    'idempotencyKey',
+  ],
+  [
+    'enqueue with an idempotency key ending in half a pair',
+    (s) => s.enqueue({ type: 'x', owner: 'o', idempotencyKey: 'order-\udfff' }),
+    'idempotencyKey',
+  ],
+  [
     'enqueue with a payload over 256 KB',
     (s) => s.enqueue({ type: 'x', owner: 'o', payload: 'x'.repeat(300_000) }),
     'payload',

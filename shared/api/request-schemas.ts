@@ -2,7 +2,7 @@
 import * as z from 'zod';
 import { PRIORITY_LIMIT } from '../table-layout.js';
 import { TaskStatus } from '../task-model.js';
-import { payloadShape } from '../store/inputs.js';
+import { idempotencyKeySchema, payloadShape } from '../store/inputs.js';
 
 export const MAX_BODY_BYTES = 256 * 1024;
 /** The most tasks one POST /tasks/batch takes (the whole body still at most MAX_BODY_BYTES). */
@@ -28,11 +28,7 @@ export const enqueueBody = z
       .optional(),
     maxAttempts: z.number().int('must be a whole number').min(1).max(100).optional(),
     timeoutSeconds: z.number().int('must be whole seconds').min(1).optional(),
-    idempotencyKey: z
-      .string()
-      .min(1, 'must not be empty')
-      .max(128, 'must be at most 128 characters')
-      .optional(),
+    idempotencyKey: idempotencyKeySchema.optional(),
   })
   .strict()
   .refine((b) => b.delaySeconds === undefined || b.runAt === undefined, {

@@ -147,6 +147,22 @@ export const epochMs = z
   .min(0, 'must not be negative')
   .max(8.64e15);
 
+/** A UTF-16 code unit of a surrogate pair with no partner: text no encoding can carry as it is. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * An idempotency key: it names the task (ids.ts hashes it as UTF-8), so it must be well-formed
+ * Unicode. A lone surrogate becomes U+FFFD in UTF-8, and two keys that differ only there (JSON allows
+ * "\ud800") would name the same task.
+ */
+export const idempotencyKeySchema = z
+  .string()
+  .min(1, 'must not be empty')
+  .max(128, 'must be at most 128 characters')
+  .refine((key) => !LONE_SURROGATE.test(key), {
+    message: 'must be well-formed Unicode (it holds half of a surrogate pair); send the key as text',
+  });
+
 export const enqueueInput = z
   .object({
     type: taskTypeSchema,
@@ -162,11 +178,7 @@ export const enqueueInput = z
       .optional(),
     maxAttempts: z.number().int('must be a whole number').min(1).max(100).optional(),
     timeoutMs: z.number().int('must be whole milliseconds').positive().optional(),
-    idempotencyKey: z
-      .string()
-      .min(1, 'must not be empty')
-      .max(128, 'must be at most 128 characters')
-      .optional(),
+    idempotencyKey: idempotencyKeySchema.optional(),
   })
   .strict()
   .refine((v) => v.availableAt === undefined || v.delayMs === undefined, {
