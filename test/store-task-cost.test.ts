@@ -105,7 +105,7 @@ describe('every task records what it cost', () => {
     expect(recoveryWriteUnits).toBe(1);
   });
 
-  it('lost races are charged to the tasks their claimer won in the same round', async () => {
+  it('lost races are no task’s cost: each task is charged its own writes, exactly once', async () => {
     const s = await createTestStore(server.endpoint);
     const peer = s.peer();
     const tasks = 60;
@@ -141,10 +141,33 @@ describe('every task records what it cost', () => {
       cursor = page.nextCursor;
     }
     const charged = listed.reduce((sum, t) => sum + t.cost!.writeUnits, 0);
-    // Each task: put 1, claim 1, complete 1; on top, the refused claim writes of rounds that won something.
-    expect(charged).toBeGreaterThanOrEqual(3 * tasks);
-    expect(charged).toBeLessThanOrEqual(3 * tasks + lost + 0.01);
-    expect(charged).toBeGreaterThan(3 * tasks);
+    // Each task: put 1, claim 1, complete 1. The refused claim writes were on other tasks' items
+    // (review 2, finding 9: they were shared out to the round's wins, across owners).
+    expect(charged).toBe(3 * tasks);
+    expect(listed.every((t) => t.cost!.writeUnits === 3)).toBe(true);
+  });
+
+  it("a claim that first frees a dead holder's slot is not charged for that other task's recovery", async () => {
+    const s = await createTestStore(server.endpoint, { typeConcurrency: 'limited=1,clean=1' });
+    const cost = async (id: string) => (await s.store.get({ id })).cost!;
+    const runOne = async (type: string, owner: string) => {
+      const { task } = await s.store.enqueue({ type, owner });
+      const [claimed] = (await s.store.claim({ workerId: 'w2', types: [type], max: 1 })).claimed;
+      expect(claimed?.task.id).toBe(task.id);
+      await s.store.complete({ lease: claimed!.lease });
+      return task.id;
+    };
+    // A holder of the one slot dies holding another owner's task.
+    const { task: stranded } = await s.store.enqueue({ type: 'limited', owner: 'someone-else' });
+    expect((await s.store.claim({ workerId: 'dead', types: ['limited'], max: 1 })).claimed).toHaveLength(1);
+    s.clock.advance(s.config.leaseTimeoutMs + s.config.clockSkewMs + 1);
+    // The next claim takes the expired slot, and first requeues the dead holder's task.
+    const behindRecovery = await runOne('limited', OWNER);
+    expect((await s.store.get({ id: stranded.id })).status).toBe('QUEUED');
+    const clean = await runOne('clean', OWNER);
+    expect(await cost(behindRecovery)).toEqual(await cost(clean));
+    // The fix is on the task it fixed, once.
+    expect((await cost(stranded.id)).writeUnits).toBeGreaterThan(1);
   });
 });
 

@@ -29,7 +29,6 @@ import {
 import { claimOne, dueClaim, headClaim, undoClaim, type Attempt, type Claimed } from './claim-write.js';
 import { readHeads } from './ready-heads.js';
 import { limitsFor, SlotGate } from './slots.js';
-import type { TaskCost } from './task-cost.js';
 
 export interface ClaimResult {
   claimed: Claimed[];
@@ -75,8 +74,6 @@ class SpareHeads {
 
 export class ClaimRound {
   readonly result: ClaimResult = { claimed: [], lostRaces: 0 };
-  /** What each lost race cost (DynamoDB bills a refused write): charged to the round's wins. */
-  readonly raceCost: Partial<TaskCost>[] = [];
   private readonly gate: SlotGate;
   private readonly lanes: LaneRound;
   /** Types that may take nothing more this round (a concurrency limit is full). */
@@ -240,10 +237,8 @@ export class ClaimRound {
   private tally(attempts: Attempt[], types: (string | undefined)[]): void {
     for (const [j, attempt] of attempts.entries()) {
       if (attempt.outcome === 'won') this.result.claimed.push(attempt.claimed);
-      else if (attempt.outcome === 'lost') {
-        this.result.lostRaces++;
-        if (attempt.cost) this.raceCost.push(attempt.cost);
-      } else if (attempt.outcome === 'limited' && types[j] !== undefined) this.limitedTypes.add(types[j]);
+      else if (attempt.outcome === 'lost') this.result.lostRaces++;
+      else if (attempt.outcome === 'limited' && types[j] !== undefined) this.limitedTypes.add(types[j]);
       else if (attempt.outcome === 'error') this.errors.push(attempt.error);
     }
   }

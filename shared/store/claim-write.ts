@@ -19,7 +19,7 @@ import { fail, release } from './lease-writes.js';
 import { releaseSlots, type SlotGate } from './slots.js';
 import { readPayload } from './task-body.js';
 import { CostCount, countCost } from './cost-meter.js';
-import { addCost, type TaskCost } from './task-cost.js';
+import { addCost } from './task-cost.js';
 import { toTask, type TaskItem } from './task-item.js';
 import { readTaskItem } from './task-reads.js';
 import { deadline } from './dynamo.js';
@@ -39,8 +39,11 @@ export interface Claimed {
 
 export type Attempt =
   | { outcome: 'won'; claimed: Claimed }
-  /** `cost`: what the lost write cost (DynamoDB bills a refused write), charged to the round's wins. */
-  | { outcome: 'lost'; cost?: Partial<TaskCost> }
+  /**
+   * Another claimer won. The refused write is billed, but it was on another task's item, often another
+   * owner's: it is the type's contention, counted as a lost race, never charged to a task.
+   */
+  | { outcome: 'lost' }
   | { outcome: 'late' }
   /** Won, but its payload is gone: the task was failed (PAYLOAD_MISSING), not run. */
   | { outcome: 'dropped' }
@@ -113,7 +116,7 @@ export async function claimOne(
 ): Promise<Attempt> {
   const count = new CostCount();
   const attempt = await countCost(count, () => claimWrite(ctx, write, leaseUntil, gate, onUnknown));
-  if (attempt.outcome === 'lost') return { outcome: 'lost', cost: count.snapshot() };
+  if (attempt.outcome === 'lost') return { outcome: 'lost' };
   if (attempt.outcome !== 'taken') return attempt;
   ctx.heldItems.set(attempt.item);
   const claimed: Claimed = {

@@ -8,29 +8,18 @@ import type { StoreContext } from './context.js';
 import { claimInput, parseInput, type ClaimInput } from './inputs.js';
 import type { ClaimState } from './claim-state.js';
 import { ClaimRound, type ClaimResult } from './claim-round.js';
-import { addCost, shareOf } from './task-cost.js';
 
 export type { Claimed } from './claim-write.js';
 export type { ClaimResult } from './claim-round.js';
 
 /**
- * Claims up to `input.max` due tasks; `state` is the claiming worker's memory between its rounds. The
- * round's lost races are charged to the tasks it won, in equal shares (task-cost.ts).
+ * Claims up to `input.max` due tasks; `state` is the claiming worker's memory between its rounds. Each
+ * claimed task carries what its own claim cost; lost races are no task's (claim-write.ts).
  */
 export async function claim(
   ctx: StoreContext,
   rawInput: ClaimInput,
   state: ClaimState,
 ): Promise<ClaimResult> {
-  const round = new ClaimRound(ctx, parseInput(claimInput, 'claim', rawInput), state);
-  const result = await round.run();
-  if (result.claimed.length === 0 || round.raceCost.length === 0) return result;
-  const share = shareOf(addCost(...round.raceCost), result.claimed.length);
-  return {
-    ...result,
-    claimed: result.claimed.map((c) => ({
-      ...c,
-      lease: { ...c.lease, unrecorded: addCost(c.lease.unrecorded, share) },
-    })),
-  };
+  return new ClaimRound(ctx, parseInput(claimInput, 'claim', rawInput), state).run();
 }

@@ -16,6 +16,7 @@ import { writeTargetOf, type StoreContext } from './context.js';
 import { slotStillFree } from './conditions.js';
 import type { SlotLease } from './inputs.js';
 import { acquireOrUndo, releaseIfHolder, renewIfHolder, type LeaseItem } from './lease-item.js';
+import { uncounted } from './cost-meter.js';
 import { recoverTask } from './recovery.js';
 
 type SlotItem = LeaseItem & { slotToken: number };
@@ -97,9 +98,12 @@ export class SlotGate {
     for (const index of free) {
       const seen = slots.get(index);
       slots.delete(index); // tried once per round, won or lost
-      if (seen?.taskId && seen.holder !== undefined) {
+      const { taskId: strandedId, holder } = seen ?? {};
+      if (strandedId && holder !== undefined) {
         // Free the task the dead holder left behind first; a holder still holding it keeps the slot.
-        const stranded = await recoverTask(this.ctx, seen.taskId, seen.holder);
+        // Outside the claim's cost scope: that task (perhaps another owner's) is not the one being
+        // claimed, and the fix records its own cost on it (recovery.ts).
+        const stranded = await uncounted(() => recoverTask(this.ctx, strandedId, holder));
         if (stranded === 'lease-valid') continue;
         if (stranded === 'fixed') this.fixed++;
       }

@@ -5,9 +5,9 @@
  *
  * What counts for a task (docs/operations.md, "What a task costs"):
  * - its enqueue (the task item's put and a payload item's write);
- * - each claim of it: the claim write, the slot writes that admit it, the read of a payload kept apart,
- *   and the claim writes its claimer lost in the same round (another task's race), shared equally by
- *   the tasks that round won (a round that wins nothing is the type's idle cost, in metrics only);
+ * - each claim of it: the claim write, the slot writes that admit it, the read of a payload kept apart
+ *   (not the claim writes lost to another worker, which were on other tasks' items, nor the recovery of
+ *   a dead holder's task that a slot take does first: each task's cost is its own, counted once);
  * - each renewal, and the read-back of a write whose answer was lost;
  * - each attempt's outcome write (complete, fail, release, cancel) and the result or error item
  *   written before it.
@@ -42,11 +42,6 @@ export function addCost(...costs: (Partial<TaskCost> | undefined)[]): TaskCost {
     for (const key of Object.keys(NO_COST) as (keyof TaskCost)[]) sum[key] += c?.[key] ?? 0;
   for (const key of Object.keys(sum) as (keyof TaskCost)[]) sum[key] = Math.round(sum[key] * 1000) / 1000;
   return sum;
-}
-
-/** `cost` divided over `n` tasks (a claim round's lost races, shared by the tasks it won). */
-export function shareOf(cost: Partial<TaskCost>, n: number): Partial<TaskCost> {
-  return Object.fromEntries(Object.entries(cost).map(([k, v]) => [k, (v ?? 0) / n]));
 }
 
 /**
