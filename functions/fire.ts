@@ -6,6 +6,9 @@ import { loadConfig } from '../shared/config.js';
 import { lambdaKicker } from '../shared/fleet/lambda-kicker.js';
 import { writeTargetOf } from '../shared/store/context.js';
 import { taskDefinitions } from '../tasks/catalog.js';
+import type { FireInput } from '../shared/schedules/scheduler-sync.js';
+
+const isObject = (v: unknown): v is object => typeof v === 'object' && v !== null;
 
 // Parsed once per execution environment; the task catalog is the application's content.
 const app = createRequestLeasehold(loadConfig(process.env), taskDefinitions);
@@ -13,11 +16,13 @@ const logger = new Logger({ serviceName: 'leasehold-fire' });
 // A fired schedule's task starts at once (coalesced kick), not at the next worker tick.
 const kicker = lambdaKicker(app.config, app.events, app.clock, logger, writeTargetOf(app.store.ctx));
 
-/** The input each schedule's target carries (see shared/schedules/scheduler-sync.ts). */
+/** The input each schedule's target carries (FireInput in shared/schedules/scheduler-sync.ts). */
 const fireEvent = z.object({
   scheduleName: z.string().min(1),
+  owner: z.string().min(1),
+  generation: z.string().min(1),
   scheduledTime: z.iso.datetime({ offset: true }),
-});
+}) satisfies z.ZodType<FireInput>;
 
 export const handler = async (event: unknown) => {
   const parsed = fireEvent.safeParse(event);
@@ -25,14 +30,27 @@ export const handler = async (event: unknown) => {
     // Retrying cannot fix a malformed event: log it and let it go (it is not a task to lose).
     logger.error('malformed fire event', {
       issues: parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`),
+      // Schedules made before names were per owner send no owner or generation: PUT them again.
+      ...(isObject(event) && !('owner' in event)
+        ? {
+            fix: 'a schedule made before per-owner names: PUT it again (its old EventBridge schedule can be deleted)',
+          }
+        : {}),
     });
     return { fired: false, reason: 'malformed-event' };
   }
-  const outcome = await app.schedules.fire(parsed.data.scheduleName, Date.parse(parsed.data.scheduledTime));
+  const { scheduleName: name, owner, generation, scheduledTime } = parsed.data;
+  const outcome = await app.schedules.fire({
+    owner,
+    name,
+    generation,
+    scheduledTime: Date.parse(scheduledTime),
+  });
   await kicker?.settled();
   logger.info('schedule fired', {
-    schedule: parsed.data.scheduleName,
-    scheduledTime: parsed.data.scheduledTime,
+    schedule: name,
+    owner,
+    scheduledTime,
     ...outcome,
   });
   return outcome;

@@ -189,6 +189,15 @@ export class LeaseholdStack extends Stack {
       description: 'Base URL of the HTTP API (sign requests with SigV4, service execute-api)',
     });
     new CfnOutput(this, 'TableName', { value: this.taskTable.table.tableName });
+    new CfnOutput(this, 'TableArn', {
+      value: this.taskTable.table.tableArn,
+      description: 'The task table: directClientPolicy({ tableArn, ... }) for a direct client',
+    });
+    new CfnOutput(this, 'WorkerFunctionName', {
+      value: this.functions.worker.fn.functionName,
+      description:
+        "The worker function: a direct client's workerFunctionName, and where the worker's logs are",
+    });
     new CfnOutput(this, 'TableKeyArn', {
       value: this.taskTable.key.keyArn,
       description:

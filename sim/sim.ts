@@ -10,6 +10,7 @@ import { spawnSync } from 'node:child_process';
 import { appendFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createNetServer } from 'node:net';
 import { join, resolve } from 'node:path';
+import { directClientPolicy } from '../shared/client/direct-policy.js';
 import { startDynalite } from '../shared/local/dynalite.js';
 import { untilTableActive } from '../shared/store/table-setup.js';
 import { startAdminServer } from './admin-server.js';
@@ -326,6 +327,15 @@ export async function startSim(options: SimOptions): Promise<RunningSim> {
         { Statement: [{ Effect: 'Allow', Action: 'execute-api:Invoke', Resource: apiArn }] },
       ]),
       identities.addCaller('no-access', `arn:aws:iam::${accountId}:user/sim-no-access`, []),
+      // A direct client's role with the narrowest policy the docs give it (shared/client/direct-policy.ts).
+      identities.addCaller('direct-producer', `arn:aws:iam::${accountId}:role/sim-direct-producer`, [
+        directClientPolicy({
+          tableArn: tables[0]!.arn,
+          ...(tables[0]!.kmsKeyArn ? { tableKeyArn: tables[0]!.kmsKeyArn } : {}),
+          owner: `arn:aws:iam::${accountId}:role/sim-direct-producer`,
+          workerFunctionArn: definitions.find((d) => d.logicalId.startsWith('Worker'))!.arn,
+        }),
+      ]),
     ];
 
     const info: SimInfo = {

@@ -29,7 +29,6 @@ import { ExpressionError } from '../shared/schedules/schedule-expression.js';
 import * as scheduleErrors from '../shared/schedules/schedule-errors.js';
 import {
   ScheduleConflictError,
-  ScheduleNameTakenError,
   ScheduleNotFoundError,
   ScheduleRejectedError,
   ScheduleSyncError,
@@ -73,7 +72,6 @@ const samples: LeaseholdError[] = [
   new LeaseLostError('task-1', 2, task),
   new NonRetryableError('no such account'),
   new ScheduleNotFoundError('nightly'),
-  new ScheduleNameTakenError('nightly'),
   new ScheduleSyncError('nightly', 'save', { cause }),
   new ScheduleRejectedError('nightly', 'ValidationException: Invalid Schedule Expression', false, { cause }),
   new ScheduleConflictError('nightly', 'kept changing under concurrent requests'),

@@ -5,7 +5,8 @@ import { ensureTable } from '../shared/store/table-setup.js';
 import { TaskStore } from '../shared/store/task-store.js';
 import { loadConfig } from '../shared/config.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
-import { apiEvent } from './support/api-events.js';
+import { ALICE, apiEvent } from './support/api-events.js';
+import { ScheduleStore } from '../shared/schedules/schedule-store.js';
 import { sleep } from './support/worker-world.js';
 
 let server: TestDynamo;
@@ -151,7 +152,14 @@ describe('the Lambda functions', () => {
       }),
     );
     expect(put.statusCode).toBe(201);
-    const event = { scheduleName: 'nightly', scheduledTime: '2026-12-01T02:00:00Z' };
+    // As the EventBridge schedule's target input carries it: the owner and the generation it was made for.
+    const { generation } = (await new ScheduleStore(store.ctx).get(ALICE, 'nightly'))!;
+    const event = {
+      scheduleName: 'nightly',
+      owner: ALICE,
+      generation,
+      scheduledTime: '2026-12-01T02:00:00Z',
+    };
     const first = await fns.fire.handler(event);
     const second = await fns.fire.handler(event);
     expect(first).toMatchObject({ fired: true, created: true });
@@ -160,9 +168,17 @@ describe('the Lambda functions', () => {
       created: false,
       taskId: (first as { taskId: string }).taskId,
     });
-    expect(await fns.fire.handler({ scheduleName: 'nightly' })).toEqual({
+    // One of a schedule made before names were per owner (no owner, no generation): dropped.
+    expect(
+      await fns.fire.handler({ scheduleName: 'nightly', scheduledTime: '2026-12-01T02:00:00Z' }),
+    ).toEqual({
       fired: false,
       reason: 'malformed-event',
+    });
+    // One of the name's earlier creation: nothing fired.
+    expect(await fns.fire.handler({ ...event, generation: 'an-earlier-one' })).toMatchObject({
+      fired: false,
+      reason: 'stale-generation',
     });
   });
 });

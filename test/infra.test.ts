@@ -419,7 +419,14 @@ describe('observability', () => {
     const logs = resources('AWS::Logs::LogGroup');
     expect(logs).toHaveLength(5);
     expect(logs.every(([, l]) => l.Properties.RetentionInDays === 30)).toBe(true);
-    expect(Object.keys(json.Outputs).sort()).toEqual(['ApiUrl', 'DashboardUrl', 'TableKeyArn', 'TableName']);
+    expect(Object.keys(json.Outputs).sort()).toEqual([
+      'ApiUrl',
+      'DashboardUrl',
+      'TableArn',
+      'TableKeyArn',
+      'TableName',
+      'WorkerFunctionName',
+    ]);
   });
 
   it("the API's asset carries the generated OpenAPI document it serves (copied by its bundling)", () => {

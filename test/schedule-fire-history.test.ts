@@ -11,6 +11,7 @@ import { createTestStore } from './support/test-store.js';
 import { FAST_LEASES, silentLogger } from './support/worker-world.js';
 import { eventBridgeSyncFor } from './support/fake-scheduler.js';
 import { useScheduleBackends } from './support/schedule-backends.js';
+import { fireTick } from './support/fire-tick.js';
 
 const backends = useScheduleBackends();
 
@@ -55,7 +56,7 @@ describe('missed ticks and the next tick of a rate schedule', () => {
       ).status,
     ).toBe(201);
     const scheduled = (k: number) => at('2026-11-30T09:00:03Z') + k * 60_000;
-    for (const k of [1, 2, 4, 5]) await w.schedules.fire('every-minute', scheduled(k));
+    for (const k of [1, 2, 4, 5]) await fireTick(w.schedules, ALICE, 'every-minute', scheduled(k));
 
     w.clock.set(at('2026-11-30T09:10:00.437Z'));
     const res = await w.call({ method: 'GET', path: '/schedules/every-minute/fires' });
@@ -78,7 +79,8 @@ describe('missed ticks and the next tick of a rate schedule', () => {
       path: '/schedules/replaced',
       body: { expression: 'rate(1 minute)', task },
     });
-    for (const k of [1, 2]) await w.schedules.fire('replaced', at('2026-11-30T09:00:03Z') + k * 60_000);
+    for (const k of [1, 2])
+      await fireTick(w.schedules, ALICE, 'replaced', at('2026-11-30T09:00:03Z') + k * 60_000);
 
     w.clock.set(at('2026-11-30T09:10:00.437Z'));
     expect(
@@ -95,7 +97,7 @@ describe('missed ticks and the next tick of a rate schedule', () => {
     expect((await w.call({ method: 'GET', path: '/schedules/replaced' })).body.schedule.nextFireAt).toBe(
       '2026-11-30T09:12:00.437Z',
     );
-    for (const k of [1, 2]) await w.schedules.fire('replaced', scheduled(k));
+    for (const k of [1, 2]) await fireTick(w.schedules, ALICE, 'replaced', scheduled(k));
 
     w.clock.set(at('2026-11-30T09:19:00.437Z'));
     const res = await w.call({ method: 'GET', path: '/schedules/replaced/fires' });
@@ -120,9 +122,11 @@ describe('missed ticks and the next tick of a rate schedule', () => {
       body: { expression: 'rate(5 minutes)', task },
     });
     const replacedAt = w.clock.now();
+    const { generation } = await w.schedules.get('local-rate', ALICE);
+    const tick = { owner: ALICE, name: 'local-rate', generation };
     expect(await w.schedules.dueTicks(replacedAt, replacedAt + 10 * 60_000)).toEqual([
-      { name: 'local-rate', scheduledTime: replacedAt + 5 * 60_000 },
-      { name: 'local-rate', scheduledTime: replacedAt + 10 * 60_000 },
+      { ...tick, scheduledTime: replacedAt + 5 * 60_000 },
+      { ...tick, scheduledTime: replacedAt + 10 * 60_000 },
     ]);
   });
 
@@ -134,7 +138,8 @@ describe('missed ticks and the next tick of a rate schedule', () => {
       path: '/schedules/every-five',
       body: { expression: 'cron(0/5 * * * ? *)', task },
     });
-    for (const m of ['05', '10', '20']) await w.schedules.fire('every-five', at(`2026-11-30T09:${m}:00Z`));
+    for (const m of ['05', '10', '20'])
+      await fireTick(w.schedules, ALICE, 'every-five', at(`2026-11-30T09:${m}:00Z`));
     w.clock.set(at('2026-11-30T09:28:00Z'));
     const res = await w.call({ method: 'GET', path: '/schedules/every-five/fires' });
     expect(res.body.missed).toEqual(['2026-11-30T09:15:00.000Z', '2026-11-30T09:25:00.000Z']);
@@ -145,7 +150,7 @@ describe('missed ticks and the next tick of a rate schedule', () => {
     const created = w.clock.now();
     await w.schedules.put('old-one', ALICE, { expression: 'rate(1 minute)', task });
     w.clock.advance(2000 * 60_000);
-    for (const m of [1995, 1996, 1997]) await w.schedules.fire('old-one', created + m * 60_000);
+    for (const m of [1995, 1996, 1997]) await fireTick(w.schedules, ALICE, 'old-one', created + m * 60_000);
     const { missed } = await w.schedules.fires('old-one', ALICE, 20);
     const minutes = missed.map((t) => (t - created) / 60_000);
     expect(minutes).toHaveLength(100);
@@ -163,7 +168,7 @@ describe('a reused schedule name starts with no history', () => {
       body: { expression: 'rate(1 minute)', task: { type: 'demo.echo', payload: { secret: 'alice' } } },
     });
     const tick = w.clock.now() + 60_000;
-    const alices = await w.schedules.fire('nightly', tick);
+    const alices = await fireTick(w.schedules, ALICE, 'nightly', tick);
     expect((await w.call({ method: 'GET', path: '/schedules/nightly/fires' })).body.fires).toHaveLength(1);
     expect((await w.call({ method: 'DELETE', path: '/schedules/nightly' })).status).toBe(204);
 
@@ -182,7 +187,7 @@ describe('a reused schedule name starts with no history', () => {
     expect(JSON.stringify(bobsView)).not.toContain((alices as { taskId: string }).taskId);
 
     // The same tick time is bob's to record: alice's record does not block it.
-    const bobs = await w.schedules.fire('nightly', tick);
+    const bobs = await fireTick(w.schedules, BOB, 'nightly', tick);
     const fires = (await w.call({ method: 'GET', path: '/schedules/nightly/fires', caller: BOB })).body.fires;
     expect(fires).toEqual([
       {
@@ -209,11 +214,11 @@ describe('a reused schedule name starts with no history', () => {
     };
     await w.schedules.put('retried', ALICE, { expression: 'rate(1 minute)', task });
     const tick = w.clock.now() + 60_000;
-    await expect(w.schedules.fire('retried', tick)).rejects.toThrow('slow down');
+    await expect(fireTick(w.schedules, ALICE, 'retried', tick)).rejects.toThrow('slow down');
     expect((await w.schedules.fires('retried', ALICE)).fires).toEqual([
       { scheduledTime: tick, firedAt: w.clock.now(), error: 'ThrottlingException: slow down' },
     ]);
-    const outcome = await w.schedules.fire('retried', tick);
+    const outcome = await fireTick(w.schedules, ALICE, 'retried', tick);
     expect((await w.schedules.fires('retried', ALICE)).fires).toEqual([
       { scheduledTime: tick, firedAt: w.clock.now(), taskId: (outcome as { taskId: string }).taskId },
     ]);

@@ -57,9 +57,9 @@ async function tickerWorld() {
   const now = service([...demoTasks, strictNow]);
   const fired = new Map<string, number>();
   const fire = now.schedules.fire.bind(now.schedules);
-  now.schedules.fire = async (name, time) => {
-    fired.set(name, (fired.get(name) ?? 0) + 1);
-    return fire(name, time);
+  now.schedules.fire = async (tick) => {
+    fired.set(tick.name, (fired.get(tick.name) ?? 0) + 1);
+    return fire(tick);
   };
   const ticker = new LocalScheduleTicker(now.schedules, t.clock, silentLogger());
   const call = async (spec: EventSpec) => {
@@ -191,7 +191,7 @@ describe('the local ticker isolates a failing schedule', () => {
     await w.doc.send(
       new UpdateCommand({
         TableName: w.config.tableName,
-        Key: definitionKey('broken'),
+        Key: definitionKey(MALLORY, 'broken'),
         UpdateExpression: 'SET #z = :z',
         ExpressionAttributeNames: { '#z': 'timezone' },
         ExpressionAttributeValues: { ':z': 'Mars/Olympus' },

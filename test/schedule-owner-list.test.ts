@@ -14,6 +14,7 @@ import { ALICE, BOB, apiEvent, type EventSpec } from './support/api-events.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { createTestStore } from './support/test-store.js';
 import { FAST_LEASES, silentLogger } from './support/worker-world.js';
+import { fireTick } from './support/fire-tick.js';
 
 const MALLORY = 'arn:aws:iam::123456789012:user/mallory';
 /** What a synchronous Lambda invocation may return; API Gateway answers 500 to a larger result. */
@@ -181,7 +182,7 @@ describe('definitions over several partitions', () => {
     const items = (await w.scanAll()).filter((i) => String(i.pk).startsWith('SCHEDULES'));
     // Every definition at its name's key, and more than one partition in use (it was one, `SCHEDULES`).
     expect(items.map((i) => [i.pk, i.sk]).sort()).toEqual(
-      all.map((name) => [definitionKey(name).pk, name]).sort(),
+      all.map((name) => [definitionKey(ALICE, name).pk, `${ALICE}\u0000${name}`]).sort(),
     );
     expect(new Set(items.map((i) => i.pk)).size).toBeGreaterThan(1);
     expect(items.every((i) => isDefinitionPartition(String(i.pk)))).toBe(true);
@@ -196,9 +197,9 @@ describe('definitions over several partitions', () => {
       },
       { step: 'initialize', name: 'testRecordGets' },
     );
-    const outcome = await w.schedules.fire('nightly-7', w.clock.now());
+    const outcome = await fireTick(w.schedules, ALICE, 'nightly-7', w.clock.now());
     expect(outcome).toMatchObject({ fired: true, created: true });
-    expect(JSON.stringify(gets)).toContain(definitionKey('nightly-7').pk);
+    expect(JSON.stringify(gets)).toContain(definitionKey(ALICE, 'nightly-7').pk);
 
     // The ticker reads every partition; the list pages over the owner index.
     const timings = await new ScheduleStore(w.store.ctx).timings();

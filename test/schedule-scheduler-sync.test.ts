@@ -4,10 +4,12 @@ import { ScheduleService } from '../shared/schedules/schedule-service.js';
 import { definitionKey, ScheduleStore } from '../shared/schedules/schedule-store.js';
 import { refOf } from '../shared/schedules/schedule-model.js';
 import { demoTasks } from '../tasks/demo.js';
-import { apiEvent, type EventSpec } from './support/api-events.js';
+import { ALICE, apiEvent, type EventSpec } from './support/api-events.js';
 import { createWorkerWorld, silentLogger, type WorkerWorld } from './support/worker-world.js';
 import { eventBridgeSyncFor } from './support/fake-scheduler.js';
 import { useScheduleBackends } from './support/schedule-backends.js';
+import { fireTick } from './support/fire-tick.js';
+import { eventBridgeName } from '../shared/schedules/scheduler-sync.js';
 
 const backends = useScheduleBackends();
 
@@ -25,9 +27,12 @@ const definition = {
   expression: 'rate(5 minutes)',
   task: { type: 'demo.echo', payload: { report: 'daily' } },
 };
-const remote = (name: string) => backends.scheduler.schedules.get(`leasehold/${name}`);
+const remote = (name: string) =>
+  backends.scheduler.schedules.get(`leasehold/${eventBridgeName({ owner: ALICE, name })}`);
 const definitionItem = async (w: WorkerWorld, name: string) =>
-  (await w.scanAll()).find((i) => i.pk === definitionKey(name).pk && i.sk === name);
+  (await w.scanAll()).find(
+    (i) => i.pk === definitionKey(ALICE, name).pk && i.sk === definitionKey(ALICE, name).sk,
+  );
 
 describe('a definition EventBridge Scheduler refuses', () => {
   it('a new schedule Scheduler refuses is a 400 with its reason, not a 503 retry, and leaves no definition', async () => {
@@ -154,7 +159,7 @@ describe('time zones and one-time schedules as Scheduler takes them', () => {
       at.toISOString(),
     );
 
-    const fired = await w.schedules.fire('once', at.getTime());
+    const fired = await fireTick(w.schedules, ALICE, 'once', at.getTime());
     expect(fired).toMatchObject({ fired: true, created: true });
     const done = (await call({ method: 'GET', path: '/schedules/once' })).body!.schedule;
     expect(done).toMatchObject({ enabled: false, completedAt: expect.any(String) });
@@ -166,7 +171,10 @@ describe('time zones and one-time schedules as Scheduler takes them', () => {
     expect(item.expiresAt).toBeLessThan(Date.now() / 1000 + retentionSeconds + 60);
     expect((await call({ method: 'GET', path: '/schedules/once/fires' })).body!.fires).toHaveLength(1);
     // A second delivery of the tick finds it done.
-    expect(await w.schedules.fire('once', at.getTime())).toEqual({ fired: false, reason: 'disabled' });
+    expect(await fireTick(w.schedules, ALICE, 'once', at.getTime())).toEqual({
+      fired: false,
+      reason: 'disabled',
+    });
     // Deleting it is still possible (Scheduler already deleted its copy).
     expect((await call({ method: 'DELETE', path: '/schedules/once' })).status).toBe(204);
   });
@@ -179,7 +187,7 @@ describe('time zones and one-time schedules as Scheduler takes them', () => {
       body: { ...definition, expression: 'cron(* * * * ? *)' },
     });
     const tick = Math.floor(Date.now() / 60_000) * 60_000;
-    await w.schedules.fire('kept-a-while', tick);
+    await fireTick(w.schedules, ALICE, 'kept-a-while', tick);
     const fires = (await w.scanAll()).filter((i) => String(i.pk).startsWith('FIRES#kept-a-while'));
     expect(fires).toHaveLength(1);
     const expected = (Date.now() + w.config.retentionDays * 86_400_000) / 1000;
@@ -193,11 +201,11 @@ describe('concurrent writes keep the table and Scheduler in agreement', () => {
     const w = await world();
     await caller(w)({ method: 'PUT', path: '/schedules/contended', body: definition });
     const store = new ScheduleStore(w.store.ctx);
-    const read = (await store.get('contended'))!;
+    const read = (await store.get(ALICE, 'contended'))!;
     const next = { ...read, version: read.version + 1, updatedAt: read.updatedAt + 1 };
     expect(await store.put({ ...next, expression: 'rate(7 minutes)' }, refOf(read))).toBe(true);
     expect(await store.put({ ...next, expression: 'rate(9 minutes)' }, refOf(read))).toBe(false);
-    expect((await store.get('contended'))!.expression).toBe('rate(7 minutes)');
+    expect((await store.get(ALICE, 'contended'))!.expression).toBe('rate(7 minutes)');
   });
 
   it('a PUT whose Scheduler call lands after a later PUT’s brings Scheduler to what the table holds', async () => {
@@ -271,7 +279,7 @@ describe('concurrent writes keep the table and Scheduler in agreement', () => {
       return disable(ref);
     };
     await service.delete('between', 'owner-a');
-    expect(await store.get('between')).toBeUndefined();
+    expect(await store.get(ALICE, 'between')).toBeUndefined();
     expect(remote('between')).toBeUndefined();
   });
 });

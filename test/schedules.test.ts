@@ -6,6 +6,11 @@ import { apiEvent, ALICE, BOB, type EventSpec } from './support/api-events.js';
 import { createWorkerWorld, silentLogger, type WorkerWorld } from './support/worker-world.js';
 import { eventBridgeSyncFor } from './support/fake-scheduler.js';
 import { useScheduleBackends } from './support/schedule-backends.js';
+import { fireTick } from './support/fire-tick.js';
+import { eventBridgeName } from '../shared/schedules/scheduler-sync.js';
+
+/** The fake Scheduler's key of an owner's schedule (group/name). */
+const remoteKey = (owner: string, name: string) => `leasehold/${eventBridgeName({ owner, name })}`;
 
 const backends = useScheduleBackends();
 
@@ -52,9 +57,7 @@ describe('schedules through the API (evaluated locally)', () => {
     ).toEqual(['daily-report']);
     expect((await call({ method: 'GET', path: '/schedules', caller: BOB })).body!.schedules).toEqual([]);
     expect((await call({ method: 'GET', path: '/schedules/daily-report', caller: BOB })).status).toBe(404);
-    expect(
-      (await call({ method: 'PUT', path: '/schedules/daily-report', body: definition, caller: BOB })).status,
-    ).toBe(409);
+    expect((await call({ method: 'DELETE', path: '/schedules/daily-report', caller: BOB })).status).toBe(404);
     expect((await call({ method: 'DELETE', path: '/schedules/daily-report' })).status).toBe(204);
     expect((await call({ method: 'GET', path: '/schedules/daily-report' })).status).toBe(404);
   });
@@ -116,8 +119,8 @@ describe('schedules through the API (evaluated locally)', () => {
       body: { ...definition, expression: 'cron(* * * * ? *)' },
     });
     const tick = Math.floor(Date.now() / 60_000) * 60_000;
-    const first = await w.schedules.fire('every-minute', tick);
-    const second = await w.schedules.fire('every-minute', tick);
+    const first = await fireTick(w.schedules, ALICE, 'every-minute', tick);
+    const second = await fireTick(w.schedules, ALICE, 'every-minute', tick);
     expect(first).toMatchObject({ fired: true, created: true });
     expect(second).toEqual({ ...first, created: false });
     const tasks = (await w.scanAll()).filter((i) => i.type === 'demo.echo');
@@ -145,8 +148,11 @@ describe('schedules through the API (evaluated locally)', () => {
   it('a disabled or deleted schedule fires nothing', async () => {
     const w = await createWorkerWorld(backends.server.endpoint, demoTasks);
     await caller(w)({ method: 'PUT', path: '/schedules/paused', body: { ...definition, enabled: false } });
-    expect(await w.schedules.fire('paused', Date.now())).toEqual({ fired: false, reason: 'disabled' });
-    expect(await w.schedules.fire('never-created', Date.now())).toEqual({
+    expect(await fireTick(w.schedules, ALICE, 'paused', Date.now())).toEqual({
+      fired: false,
+      reason: 'disabled',
+    });
+    expect(await fireTick(w.schedules, ALICE, 'never-created', Date.now())).toEqual({
       fired: false,
       reason: 'unknown-schedule',
     });
@@ -165,16 +171,86 @@ describe('schedules through the API (evaluated locally)', () => {
     await w.doc.send(
       new (await import('@aws-sdk/lib-dynamodb')).UpdateCommand({
         TableName: w.config.tableName,
-        Key: definitionKey('gappy'),
+        Key: definitionKey(ALICE, 'gappy'),
         UpdateExpression: 'SET createdAt = :c, updatedAt = :c',
         ExpressionAttributeValues: { ':c': created },
       }),
     );
-    await w.schedules.fire('gappy', created + 3 * 60_000);
+    await fireTick(w.schedules, ALICE, 'gappy', created + 3 * 60_000);
     const { fires, missed } = await w.schedules.fires('gappy', def.owner);
     expect(fires.map((f) => f.scheduledTime)).toEqual([created + 3 * 60_000]);
     // Ticks 1..8 are settled (two minutes' grace); all but tick 3 are missed.
     expect(missed).toEqual([1, 2, 4, 5, 6, 7, 8].map((k) => created + k * 60_000));
+  });
+});
+
+describe('schedule names are per owner (review 1, finding 17)', () => {
+  it('two owners each have their own "nightly": no 409, no sign of the other, each fires as its owner', async () => {
+    const w = await createWorkerWorld(
+      backends.server.endpoint,
+      demoTasks,
+      {},
+      eventBridgeSyncFor(backends.scheduler),
+    );
+    const call = caller(w);
+    const alices = { ...definition, task: { type: 'demo.echo', payload: { of: 'alice' } } };
+    const bobs = { ...definition, task: { type: 'demo.echo', payload: { of: 'bob' } } };
+    expect((await call({ method: 'PUT', path: '/schedules/nightly', body: alices })).status).toBe(201);
+    expect((await call({ method: 'PUT', path: '/schedules/nightly', body: bobs, caller: BOB })).status).toBe(
+      201,
+    );
+    for (const [owner, of] of [
+      [ALICE, 'alice'],
+      [BOB, 'bob'],
+    ] as const) {
+      const got = await call({ method: 'GET', path: '/schedules/nightly', caller: owner });
+      expect(got.body!.schedule.task.payload).toEqual({ of });
+      expect((await call({ method: 'GET', path: '/schedules', caller: owner })).body!.schedules).toHaveLength(
+        1,
+      );
+      // One EventBridge schedule each, under a name no other owner's can take.
+      expect(backends.scheduler.schedules.get(remoteKey(owner, 'nightly'))).toBeDefined();
+    }
+    expect(remoteKey(ALICE, 'nightly')).not.toBe(remoteKey(BOB, 'nightly'));
+    const tick = Math.floor(Date.now() / 60_000) * 60_000;
+    const fired = [
+      await fireTick(w.schedules, ALICE, 'nightly', tick),
+      await fireTick(w.schedules, BOB, 'nightly', tick),
+    ];
+    expect(fired.every((f) => f.fired)).toBe(true);
+    const tasks = (await w.scanAll()).filter((i) => i.type === 'demo.echo');
+    expect(tasks.map((t) => [t.owner, t.payload]).sort()).toEqual([
+      [ALICE, JSON.stringify({ of: 'alice' })],
+      [BOB, JSON.stringify({ of: 'bob' })],
+    ]);
+    // Bob deleting his leaves alice's.
+    expect((await call({ method: 'DELETE', path: '/schedules/nightly', caller: BOB })).status).toBe(204);
+    expect(backends.scheduler.schedules.has(remoteKey(BOB, 'nightly'))).toBe(false);
+    expect((await call({ method: 'GET', path: '/schedules/nightly' })).status).toBe(200);
+  });
+
+  it("a delivery of a name's earlier creation (deleted and created again since) fires nothing", async () => {
+    const w = await createWorkerWorld(backends.server.endpoint, demoTasks);
+    const call = caller(w);
+    await call({ method: 'PUT', path: '/schedules/reborn', body: definition });
+    const first = (await w.schedules.get('reborn', ALICE)).generation!;
+    await call({ method: 'DELETE', path: '/schedules/reborn' });
+    await call({
+      method: 'PUT',
+      path: '/schedules/reborn',
+      body: { ...definition, task: { type: 'demo.echo' } },
+    });
+    const second = (await w.schedules.get('reborn', ALICE)).generation!;
+    expect(second).not.toBe(first);
+    const tick = Date.now();
+    const fire = (owner: string, generation: string) =>
+      w.schedules.fire({ owner, name: 'reborn', generation, scheduledTime: tick });
+    // EventBridge retries a failed delivery for up to an hour: one of the first creation arrives now.
+    expect(await fire(ALICE, first)).toEqual({ fired: false, reason: 'stale-generation' });
+    expect((await w.scanAll()).filter((i) => i.type === 'demo.echo')).toEqual([]);
+    expect(await fire(ALICE, second)).toMatchObject({ fired: true, created: true });
+    // Another owner's delivery never fires alice's schedule, whatever its generation.
+    expect(await fire(BOB, second)).toEqual({ fired: false, reason: 'unknown-schedule' });
   });
 });
 
@@ -190,7 +266,7 @@ describe('schedules in AWS: the table and EventBridge Scheduler kept in step', (
     });
     expect(res.status).toBe(201);
     expect(res.body!.schedule.sync).toEqual({ state: 'SYNCED' });
-    const remote = backends.scheduler.schedules.get('leasehold/synced')!;
+    const remote = backends.scheduler.schedules.get(remoteKey(ALICE, 'synced'))!;
     expect(remote).toMatchObject({
       ScheduleExpression: 'rate(5 minutes)',
       ScheduleExpressionTimezone: 'Europe/Berlin',
@@ -202,13 +278,16 @@ describe('schedules in AWS: the table and EventBridge Scheduler kept in step', (
         DeadLetterConfig: { Arn: 'arn:aws:sqs:eu-west-1:123456789012:dlq' },
       },
     });
+    // Owner and generation: a late delivery for a name since deleted and created again fires nothing.
     expect(JSON.parse((remote.Target as { Input: string }).Input)).toEqual({
       scheduleName: 'synced',
+      owner: ALICE,
+      generation: (await w.schedules.get('synced', ALICE)).generation,
       scheduledTime: '<aws.scheduler.scheduled-time>',
     });
     // A replacement updates it in place.
     await caller(w)({ method: 'PUT', path: '/schedules/synced', body: { ...definition, enabled: false } });
-    expect(backends.scheduler.schedules.get('leasehold/synced')).toMatchObject({ State: 'DISABLED' });
+    expect(backends.scheduler.schedules.get(remoteKey(ALICE, 'synced'))).toMatchObject({ State: 'DISABLED' });
   });
 
   it('a failed EventBridge call leaves a clear error and a FAILED state; the same PUT again repairs it', async () => {
@@ -223,19 +302,22 @@ describe('schedules in AWS: the table and EventBridge Scheduler kept in step', (
       state: 'FAILED',
       error: expect.stringContaining('injected failure'),
     });
-    expect(backends.scheduler.schedules.has('leasehold/flaky')).toBe(false);
+    expect(backends.scheduler.schedules.has(remoteKey(ALICE, 'flaky'))).toBe(false);
 
     const repaired = await call({ method: 'PUT', path: '/schedules/flaky', body: definition });
     expect(repaired.status).toBe(200);
     expect(repaired.body!.schedule.sync).toEqual({ state: 'SYNCED' });
-    expect(backends.scheduler.schedules.has('leasehold/flaky')).toBe(true);
+    expect(backends.scheduler.schedules.has(remoteKey(ALICE, 'flaky'))).toBe(true);
 
     // A failed delete disables the schedule at once (no fires) and says to retry; the retry finishes it.
     backends.scheduler.failNext(1);
     expect((await call({ method: 'DELETE', path: '/schedules/flaky' })).status).toBe(503);
-    expect(await w.schedules.fire('flaky', Date.now())).toEqual({ fired: false, reason: 'disabled' });
+    expect(await fireTick(w.schedules, ALICE, 'flaky', Date.now())).toEqual({
+      fired: false,
+      reason: 'disabled',
+    });
     expect((await call({ method: 'DELETE', path: '/schedules/flaky' })).status).toBe(204);
-    expect(backends.scheduler.schedules.has('leasehold/flaky')).toBe(false);
+    expect(backends.scheduler.schedules.has(remoteKey(ALICE, 'flaky'))).toBe(false);
     expect((await call({ method: 'GET', path: '/schedules/flaky' })).status).toBe(404);
   });
 });

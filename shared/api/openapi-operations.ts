@@ -264,7 +264,7 @@ export const OPERATIONS: Record<string, OperationSpec> = {
     ],
     problems: {
       400: `${INVALID_BODY} Also a bad name, expression or time zone, or a one-time schedule in the past.`,
-      409: 'The name is another caller’s (SCHEDULE_NAME_TAKEN), or it kept changing under concurrent requests (SCHEDULE_CONFLICT).',
+      409: 'The schedule kept changing under concurrent requests (SCHEDULE_CONFLICT). Names are per caller: another caller’s schedule of the same name is theirs, and never shows.',
       413: BODY_TOO_LARGE,
       415: NOT_JSON,
       503: NOT_SYNCED,

@@ -6,9 +6,15 @@
  * timeout), so a task the API would refuse is refused here with the same error class, code and
  * fields, and nothing is written. Tasks are answered in the API's JSON (taskJson).
  *
- * What it needs: DynamoDB permissions only: GetItem, PutItem, UpdateItem, Query and BatchGetItem on
- * the table and Query on its owner index, plus kms:Decrypt on the table's customer-managed key (which
- * DynamoDB checks as the caller); STS GetCallerIdentity needs none. What it does not do: schedules
+ * Trusted code only. The owner is the client's own choice (the `owner` option, or its IAM identity as
+ * a default, not a check): DynamoDB cannot tell one owner's task item from another's by key, so any
+ * holder of these grants can act as any owner. Untrusted producers use the API, where the owner is the
+ * caller's IAM identity. `directClientPolicy` (direct-policy.ts) is the narrowest policy it works with:
+ * it keeps the client off the queue's control items (fleet seats, slots, summary, locks, schedules).
+ *
+ * What it needs: DynamoDB permissions only (that policy: GetItem, PutItem, UpdateItem, Query and
+ * BatchGetItem on task items and its own counters, Query on the owner index, kms:Decrypt on the table's
+ * customer-managed key); STS GetCallerIdentity needs none. What it does not do: schedules
  * (they need EventBridge Scheduler permissions and the stack's scheduler role: use the API), and,
  * unless `workerFunctionName` is given, the kick: the API starts a worker as a task arrives, while a
  * task enqueued directly waits for the worker's scheduled tick. That tick skips while recovery's queue
@@ -54,9 +60,15 @@ import { waitForTask } from './wait-for.js';
 
 export type { DirectClientOptions } from './direct-options.js';
 
-/** The task calls of `LeaseholdClient`, without `schedules` (see above). */
+/**
+ * The task calls of `LeaseholdClient`, without `schedules` (see above). For trusted code only: it acts
+ * as whichever owner it is given, which no permission can stop (use the API for untrusted producers).
+ */
 export interface DirectClient extends TaskClient {
-  /** Whose tasks these are: the given owner, or the caller's identity as the API sees it (looked up once). */
+  /**
+   * Whose tasks these are: the given owner, or the caller's identity as the API sees it (looked up
+   * once). Chosen by the client, not enforced: another owner's task is reachable by its id.
+   */
   owner(): Promise<string>;
   /** The kicks sent and failed, with `workerFunctionName` (else undefined). */
   readonly kicks: { sent: number; failed: number } | undefined;

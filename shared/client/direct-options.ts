@@ -23,6 +23,7 @@ export interface DirectClientOptions {
   /**
    * Whose tasks these are. Default: the caller's identity (STS GetCallerIdentity), an assumed-role
    * session reduced to its role as the API does. Required with `endpoint`, where STS is not reachable.
+   * Not a check: direct mode trusts its code to name its own owner (see directClientPolicy).
    */
   owner?: string;
   /** A local DynamoDB (dynalite, DynamoDB Local, the sim's): http://127.0.0.1:4567. */

@@ -11,15 +11,13 @@ import type { Logger } from '@aws-lambda-powertools/logger';
 import type { Clock } from '../clock.js';
 import { ValidationError } from '../errors.js';
 import { describeError } from '../errors.js';
-import type { ScheduleService } from './schedule-service.js';
+import type { FireRequest, ScheduleService } from './schedule-service.js';
 
 /** Deliveries of one tick in all; the delay before each retry (EventBridge retries a failed one too). */
 export const LOCAL_FIRE_ATTEMPTS = 3;
 export const LOCAL_RETRY_DELAYS_MS = [5_000, 30_000] as const;
 
-interface PendingTick {
-  name: string;
-  scheduledTime: number;
+interface PendingTick extends FireRequest {
   /** The delivery this will be: 1 for the first. */
   attempt: number;
   dueAt: number;
@@ -60,7 +58,7 @@ export class LocalScheduleTicker {
   /** One look: fires what fell due since the last one, then the retries that are due. Never throws. */
   async tick(): Promise<void> {
     const now = this.clock.now();
-    let due: { name: string; scheduledTime: number }[];
+    let due: FireRequest[];
     try {
       due = await this.schedules.dueTicks(this.last, now, (name, error) =>
         this.logger.error('schedule skipped: its ticks cannot be computed', {
@@ -85,7 +83,7 @@ export class LocalScheduleTicker {
   private async deliver(tick: PendingTick, now: number): Promise<void> {
     const scheduledTime = new Date(tick.scheduledTime).toISOString();
     try {
-      const outcome = await this.schedules.fire(tick.name, tick.scheduledTime);
+      const outcome = await this.schedules.fire(tick);
       this.logger.info('schedule fired', {
         schedule: tick.name,
         scheduledTime,
@@ -112,4 +110,4 @@ export class LocalScheduleTicker {
   }
 }
 
-const keyOf = (t: Pick<PendingTick, 'name' | 'scheduledTime'>) => `${t.name}\u0000${t.scheduledTime}`;
+const keyOf = (t: FireRequest) => `${t.owner}\u0000${t.name}\u0000${t.scheduledTime}`;

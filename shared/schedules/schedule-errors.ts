@@ -13,15 +13,6 @@ export class ScheduleNotFoundError extends LeaseholdError {
   }
 }
 
-export class ScheduleNameTakenError extends LeaseholdError {
-  override name = 'ScheduleNameTakenError';
-  override readonly code = 'SCHEDULE_NAME_TAKEN';
-  override readonly status = 409;
-  constructor(readonly scheduleName: string) {
-    super(`The schedule name "${scheduleName}" is taken by another caller; choose another name.`);
-  }
-}
-
 /** The table and EventBridge Scheduler disagree after a failed call that may succeed later; the same request again repairs it. */
 export class ScheduleSyncError extends LeaseholdError {
   override name = 'ScheduleSyncError';

@@ -13,7 +13,8 @@ import {
 } from '../store/list-cursor.js';
 import { readOwnerIndexPage } from '../store/list-page.js';
 import type { ScheduleDefinition } from './schedule-model.js';
-import { definitionPartition, fromItem, isDefinitionPartition, ownerPartition } from './schedule-store.js';
+import { SCHEDULE_OWNER_PREFIX } from '../store/inputs.js';
+import { definitionKey, fromItem, isDefinitionPartition, ownerPartition } from './schedule-store.js';
 
 const OPERATION = 'listSchedules';
 /** Room per definition for what the API adds (ISO times, nextFireAt, sync) and the list's commas. */
@@ -24,17 +25,23 @@ export interface SchedulePage {
   nextCursor?: string;
 }
 
-/** A cursor of this list is exactly the owner-index key of one definition: its table key (SCHEDULES#<n>, its name), SCHEDULES#<owner>, its name. */
+/**
+ * A cursor of this list is exactly the owner-index key of one definition: its table key
+ * (SCHEDULES#<n>, `<owner> NUL <name>`), SCHEDULES#<owner>, its name.
+ */
 const NAME = /^[0-9a-zA-Z._-]{1,64}$/;
 const cursorSchema: z.ZodType<OwnerIndexKey> = z
   .object({
     pk: z.string().refine(isDefinitionPartition),
-    sk: z.string().regex(NAME),
-    ownerPk: keyString(MAX_PARTITION_KEY_BYTES),
+    sk: z.string(),
+    ownerPk: keyString(MAX_PARTITION_KEY_BYTES).refine((pk) => pk.startsWith(SCHEDULE_OWNER_PREFIX)),
     ownerSk: z.string().regex(NAME),
   })
   .strict()
-  .refine((k) => k.sk === k.ownerSk && k.pk === definitionPartition(k.sk));
+  .refine((k) => {
+    const key = definitionKey(k.ownerPk.slice(SCHEDULE_OWNER_PREFIX.length), k.ownerSk);
+    return k.pk === key.pk && k.sk === key.sk;
+  });
 
 /** A definition's weight in a page as Lambda counts it (its JSON, escaped again as the body string); see MAX_LIST_PAGE_BYTES. */
 const pageBytes = (def: ScheduleDefinition) =>
@@ -61,7 +68,7 @@ export async function listOwnedSchedules(
     cursor: cursor === undefined ? undefined : decodeCursor(cursor, cursorSchema, partition, OPERATION),
     limit,
     lists: (key) => isDefinitionPartition(key.pk),
-    // Deleted and created again by another owner between the index read and the item read: not this owner's.
+    // The key names the owner: an item read by it is this owner's (checked all the same).
     show: (item: Record<string, unknown>) => (item.owner === owner ? fromItem(item) : undefined),
     weight: pageBytes,
   });

@@ -73,7 +73,7 @@ export interface ScheduleDefinition extends ScheduleBody {
 /** What deciding whether a definition has a tick due takes (see ScheduleStore.timings). */
 export type ScheduleTiming = Pick<
   ScheduleDefinition,
-  'name' | 'owner' | 'expression' | 'timezone' | 'enabled' | 'updatedAt'
+  'name' | 'owner' | 'generation' | 'expression' | 'timezone' | 'enabled' | 'updatedAt'
 >;
 
 export interface FireRecord {

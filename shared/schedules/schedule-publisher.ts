@@ -50,12 +50,12 @@ export class SchedulePublisher {
    */
   async unpublish(def: ScheduleDefinition): Promise<boolean> {
     try {
-      await this.sync.remove(def.name);
+      await this.sync.remove(def);
     } catch (cause) {
       throw new ScheduleSyncError(def.name, 'delete', { cause });
     }
     if (await this.store.delete(refOf(def))) return true;
-    const latest = await this.store.get(def.name);
+    const latest = await this.store.get(def.owner, def.name);
     // Gone: our delete applied and only its answer was lost (an SDK retry then met its own write).
     if (!latest) return true;
     await this.catchUp(latest);
@@ -65,10 +65,10 @@ export class SchedulePublisher {
   /** Marks `def` SYNCED if the table still holds it; else syncs whatever it holds now. */
   private async confirm(def: ScheduleDefinition): Promise<ScheduleDefinition | undefined> {
     if (await this.store.setSyncState(refOf(def), 'SYNCED')) return { ...def, syncState: 'SYNCED' };
-    const latest = await this.store.get(def.name);
+    const latest = await this.store.get(def.owner, def.name);
     if (!latest) {
       // Deleted meanwhile, perhaps before our upsert landed and re-created the Scheduler schedule.
-      await this.removeQuietly(def.name);
+      await this.removeQuietly(def);
       return undefined;
     }
     return this.catchUp(latest);
@@ -84,9 +84,9 @@ export class SchedulePublisher {
         throw new ScheduleSyncError(current.name, 'save', { cause });
       }
       if (await this.store.setSyncState(refOf(current), 'SYNCED')) return { ...current, syncState: 'SYNCED' };
-      const name = current.name;
-      current = await this.store.get(name);
-      if (!current) await this.removeQuietly(name);
+      const named = current;
+      current = await this.store.get(named.owner, named.name);
+      if (!current) await this.removeQuietly(named);
     }
     // Still moving: the request moving it checks after its own Scheduler call, as this one did.
     return current;
@@ -100,9 +100,9 @@ export class SchedulePublisher {
     // A false answer means a concurrent request replaced our write already: its definition stands.
   }
 
-  private async removeQuietly(name: string): Promise<void> {
+  private async removeQuietly(def: Pick<ScheduleDefinition, 'owner' | 'name'>): Promise<void> {
     try {
-      await this.sync.remove(name);
+      await this.sync.remove(def);
     } catch {
       // The next put or delete of the name repairs it; the fire handler ignores ticks of unknown schedules.
     }

@@ -10,7 +10,7 @@ import { ownerSchema, parseInput } from '../store/inputs.js';
 import * as z from 'zod';
 import { fireTimes, isOneTime, parseExpression } from './schedule-expression.js';
 import { missedTicks, nextTick } from './fire-history.js';
-import { ScheduleConflictError, ScheduleNameTakenError, ScheduleNotFoundError } from './schedule-errors.js';
+import { ScheduleConflictError, ScheduleNotFoundError } from './schedule-errors.js';
 import { parseScheduleInput } from './schedule-input.js';
 import {
   fireIdempotencyKey,
@@ -26,7 +26,6 @@ import type { SchedulerSync } from './scheduler-sync.js';
 
 export {
   ScheduleConflictError,
-  ScheduleNameTakenError,
   ScheduleNotFoundError,
   ScheduleRejectedError,
   ScheduleSyncError,
@@ -34,7 +33,16 @@ export {
 
 export type FireOutcome =
   | { fired: true; taskId: string; created: boolean }
-  | { fired: false; reason: 'unknown-schedule' | 'disabled' };
+  | { fired: false; reason: 'unknown-schedule' | 'disabled' | 'stale-generation' };
+
+/** Which tick of which definition a fire is for (what a schedule's target input carries). */
+export interface FireRequest {
+  owner: string;
+  name: string;
+  /** The creation of the name the delivery was scheduled by; undefined only for the local ticker's own reads. */
+  generation: string | undefined;
+  scheduledTime: number;
+}
 
 /** Attempts at a conditional write that keeps meeting a concurrent change before giving up with a ScheduleConflictError. */
 const MAX_WRITE_ATTEMPTS = 3;
@@ -71,8 +79,7 @@ export class ScheduleService {
     parseInput(z.object({ owner: ownerSchema }), 'putSchedule', { owner });
     const input = parseScheduleInput(name, body, this.submitter.registry, this.clock.now());
     for (let attempt = 1; ; attempt++) {
-      const existing = await this.store.get(name);
-      if (existing && existing.owner !== owner) throw new ScheduleNameTakenError(name);
+      const existing = await this.store.get(owner, name);
       const now = this.clock.now();
       const schedule: ScheduleDefinition = {
         ...input,
@@ -102,8 +109,8 @@ export class ScheduleService {
 
   async get(name: string, owner: string): Promise<ScheduleDefinition> {
     parseInput(scheduleNameSchema, 'getSchedule', name);
-    const def = await this.store.get(name);
-    if (!def || def.owner !== owner) throw new ScheduleNotFoundError(name);
+    const def = await this.store.get(owner, name);
+    if (!def) throw new ScheduleNotFoundError(name);
     return def;
   }
 
@@ -138,17 +145,19 @@ export class ScheduleService {
   private async deleteLocal(def: ScheduleDefinition): Promise<boolean> {
     if (await this.store.delete(refOf(def))) return true;
     // Gone: a concurrent delete finished first, or our delete applied and only its answer was lost.
-    return (await this.store.get(def.name)) === undefined;
+    return (await this.store.get(def.owner, def.name)) === undefined;
   }
 
   /**
    * One tick of a schedule. Enqueues with the key `schedule:<name>:<scheduled time>`, so a second
    * delivery (EventBridge is at-least-once), a retry or another node firing the same tick finds the
-   * first task instead of making a second. A one-time schedule is completed by its tick.
+   * first task instead of making a second. A one-time schedule is completed by its tick. A delivery
+   * scheduled by an earlier creation of the name (deleted and created again since) fires nothing.
    */
-  async fire(name: string, scheduledTime: number): Promise<FireOutcome> {
-    const def = await this.store.get(name);
+  async fire({ owner, name, generation, scheduledTime }: FireRequest): Promise<FireOutcome> {
+    const def = await this.store.get(owner, name);
     if (!def) return { fired: false, reason: 'unknown-schedule' };
+    if (def.generation !== generation) return { fired: false, reason: 'stale-generation' };
     if (!def.enabled) return { fired: false, reason: 'disabled' };
     const idempotencyKey = fireIdempotencyKey(name, scheduledTime);
     let outcome: FireOutcome;
@@ -223,12 +232,12 @@ export class ScheduleService {
     after: number,
     until: number,
     onBroken?: (name: string, error: unknown) => void,
-  ): Promise<{ name: string; scheduledTime: number }[]> {
+  ): Promise<FireRequest[]> {
     const defs = (await this.store.timings()).filter((d) => d.enabled);
     return defs.flatMap((d) => {
       try {
         return fireTimes(parseExpression(d.expression, d.timezone), after, until, d.updatedAt, 100).map(
-          (t) => ({ name: d.name, scheduledTime: t }),
+          (t) => ({ owner: d.owner, name: d.name, generation: d.generation, scheduledTime: t }),
         );
       } catch (error) {
         onBroken?.(d.name, error);

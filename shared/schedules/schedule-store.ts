@@ -1,9 +1,10 @@
 /**
- * Schedule definitions and fire records in the task table. Definitions are spread over
- * DEFINITION_SHARDS partitions (`SCHEDULES#<n>`, n from a hash of the name, sorted by name: names are
- * unique, one owner per name, and a name's key follows from the name alone), so the consistent read
- * every fire makes is not one partition's load at the top of the hour. They are also in the owner
- * index under `SCHEDULES#<owner>`, so a caller's list reads that caller's definitions only (schedule-list.ts).
+ * Schedule definitions and fire records in the task table. A schedule is named per owner: two callers
+ * may each have a `nightly`, and neither learns of the other's. Definitions are spread over
+ * DEFINITION_SHARDS partitions (`SCHEDULES#<n>`, n from a hash of owner and name, sorted by
+ * `<owner> NUL <name>`: the key follows from the two alone), so the consistent read every fire makes is
+ * not one partition's load at the top of the hour. They are also in the owner index under
+ * `SCHEDULES#<owner>`, so a caller's list reads that caller's definitions only (schedule-list.ts).
  * Fires have a partition per definition generation (`FIRES#<name>#<generation>`), sorted by scheduled
  * time, and expire with the table's TTL after the retention period: a name created again starts with
  * no history.
@@ -35,15 +36,17 @@ import type {
 export const DEFINITION_SHARDS = 16;
 /** The prefix of every definitions partition, `SCHEDULES#<n>`. */
 export const DEFINITIONS = 'SCHEDULES';
-/** The definitions partition `SCHEDULES#<n>` holding the definition named `name`. */
-export const definitionPartition = (name: string) =>
-  `${DEFINITIONS}#${fnv1a(`schedule#${name}`) % DEFINITION_SHARDS}`;
+/** Owner and name, as one sort key: an owner (an ARN, or a local name) never holds NUL. */
+const ownedName = (owner: string, name: string) => `${owner}\u0000${name}`;
+/** The definitions partition `SCHEDULES#<n>` holding `owner`'s definition named `name`. */
+export const definitionPartition = (owner: string, name: string) =>
+  `${DEFINITIONS}#${fnv1a(`schedule#${ownedName(owner, name)}`) % DEFINITION_SHARDS}`;
 const definitionPartitions = () => Array.from({ length: DEFINITION_SHARDS }, (_, n) => `${DEFINITIONS}#${n}`);
 /** Whether a table partition key is one of the definitions partitions. */
 export const isDefinitionPartition = (pk: string) => /^SCHEDULES#\d{1,2}$/.test(pk);
-export const definitionKey = (name: string) => ({
-  [KEY.partition]: definitionPartition(name),
-  [KEY.sort]: name,
+export const definitionKey = (owner: string, name: string) => ({
+  [KEY.partition]: definitionPartition(owner, name),
+  [KEY.sort]: ownedName(owner, name),
 });
 /** A definition's owner-index partition: no task owner may start with the prefix (store/inputs.ts). */
 export const ownerPartition = (owner: string) => `${SCHEDULE_OWNER_PREFIX}${owner}`;
@@ -51,14 +54,26 @@ export const ownerPartition = (owner: string) => `${SCHEDULE_OWNER_PREFIX}${owne
 const firesPartition = (def: Pick<ScheduleDefinition, 'name' | 'generation'>) =>
   def.generation === undefined ? `FIRES#${def.name}` : `FIRES#${def.name}#${def.generation}`;
 /** What the local ticker needs of every definition each second: no task, whose payload can weigh 256 KB. */
-const TIMING_ATTRIBUTES = ['name', 'owner', 'expression', 'timezone', 'enabled', 'updatedAt'] as const;
+const TIMING_ATTRIBUTES = [
+  'name',
+  'owner',
+  'generation',
+  'expression',
+  'timezone',
+  'enabled',
+  'updatedAt',
+] as const;
 
 export class ScheduleStore {
   constructor(readonly ctx: StoreContext) {}
 
-  async get(name: string): Promise<ScheduleDefinition | undefined> {
+  async get(owner: string, name: string): Promise<ScheduleDefinition | undefined> {
     const out = await this.ctx.doc.send(
-      new GetCommand({ TableName: this.ctx.tableName, Key: definitionKey(name), ConsistentRead: true }),
+      new GetCommand({
+        TableName: this.ctx.tableName,
+        Key: definitionKey(owner, name),
+        ConsistentRead: true,
+      }),
     );
     return out.Item ? fromItem(out.Item) : undefined;
   }
@@ -70,8 +85,9 @@ export class ScheduleStore {
    */
   async timings(): Promise<ScheduleTiming[]> {
     const shards = await Promise.all(definitionPartitions().map((pk) => this.timingsIn(pk)));
-    // By name, as one partition sorted them.
-    return shards.flat().sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    // By owner and name, as one partition sorted them.
+    const key = (t: ScheduleTiming) => ownedName(t.owner, t.name);
+    return shards.flat().sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
   }
 
   /** The timings in one definitions partition, every page of it. */
@@ -87,7 +103,7 @@ export class ScheduleStore {
 
   /**
    * Writes `def` over the definition read as `replacing` (or as a new name when that is undefined);
-   * false when it changed since (another PUT or DELETE, or another owner took the name).
+   * false when it changed since (another PUT or DELETE of the same owner's name).
    */
   async put(def: ScheduleDefinition, replacing: DefinitionRef | undefined): Promise<boolean> {
     const condition = new Expression()
@@ -122,7 +138,11 @@ export class ScheduleStore {
   async delete(ref: DefinitionRef): Promise<boolean> {
     const condition = new Expression().require(definitionAsRead(ref)).params();
     return this.conditionally(
-      new DeleteCommand({ TableName: this.ctx.tableName, Key: definitionKey(ref.name), ...condition }),
+      new DeleteCommand({
+        TableName: this.ctx.tableName,
+        Key: definitionKey(ref.owner, ref.name),
+        ...condition,
+      }),
     );
   }
 
@@ -171,7 +191,7 @@ export class ScheduleStore {
         : { [TTL_ATTRIBUTE]: retentionExpiry(def.completedAt, this.ctx.config) };
     const ownerIndex = { [INDEX.owner.partition]: ownerPartition(def.owner), [INDEX.owner.sort]: def.name };
     return withoutUndefined({
-      ...definitionKey(def.name),
+      ...definitionKey(def.owner, def.name),
       ...ownerIndex,
       ...def,
       ...expiry,
@@ -182,7 +202,11 @@ export class ScheduleStore {
   private async update(ref: DefinitionRef, e: Expression): Promise<boolean> {
     e.require(definitionAsRead(ref));
     return this.conditionally(
-      new UpdateCommand({ TableName: this.ctx.tableName, Key: definitionKey(ref.name), ...e.params() }),
+      new UpdateCommand({
+        TableName: this.ctx.tableName,
+        Key: definitionKey(ref.owner, ref.name),
+        ...e.params(),
+      }),
     );
   }
 

@@ -11,14 +11,37 @@ import {
   UpdateScheduleCommand,
   type CreateScheduleCommandInput,
 } from '@aws-sdk/client-scheduler';
+import { createHash } from 'node:crypto';
 import { isOneTime } from './schedule-expression.js';
 import type { ScheduleDefinition } from './schedule-model.js';
+
+/**
+ * What each schedule's target sends the fire function. `owner` and `name` find the definition;
+ * `generation` is the creation of that name the schedule was made for: a delivery that arrives after
+ * the name was deleted and created again (EventBridge retries for up to an hour) fires nothing.
+ */
+export interface FireInput {
+  scheduleName: string;
+  owner: string;
+  generation: string;
+  scheduledTime: string;
+}
+
+/**
+ * The EventBridge schedule's name: unique per owner and name (Scheduler's names are one namespace per
+ * group, 1-64 of [0-9a-zA-Z-_.]), readable by the name's start, and telling nobody else's names apart
+ * from their own: `<name, first 31 characters>-<32 hex of sha256(owner, name)>`.
+ */
+export function eventBridgeName(def: Pick<ScheduleDefinition, 'owner' | 'name'>): string {
+  const digest = createHash('sha256').update(def.owner).update('\u0000').update(def.name).digest('hex');
+  return `${def.name.slice(0, 31)}-${digest.slice(0, 32)}`;
+}
 
 export interface SchedulerSync {
   /** 'LOCAL': no EventBridge; the local stack evaluates the expressions itself. */
   readonly mode: 'eventbridge' | 'local';
   upsert(def: ScheduleDefinition): Promise<void>;
-  remove(name: string): Promise<void>;
+  remove(def: Pick<ScheduleDefinition, 'owner' | 'name'>): Promise<void>;
 }
 
 export const localSync: SchedulerSync = {
@@ -39,7 +62,7 @@ export interface EventBridgeSyncOptions {
 
 export function eventBridgeSync(options: EventBridgeSyncOptions): SchedulerSync {
   const input = (def: ScheduleDefinition): CreateScheduleCommandInput => ({
-    Name: def.name,
+    Name: eventBridgeName(def),
     GroupName: options.groupName,
     ScheduleExpression: def.expression,
     ScheduleExpressionTimezone: def.timezone,
@@ -47,12 +70,17 @@ export function eventBridgeSync(options: EventBridgeSyncOptions): SchedulerSync 
     State: def.enabled ? 'ENABLED' : 'DISABLED',
     // A one-time schedule deletes itself after its one invocation instead of staying in the group for ever.
     ActionAfterCompletion: isOneTime(def.expression) ? 'DELETE' : 'NONE',
-    Description: `Leasehold schedule ${def.name} (version ${def.version})`,
+    Description: `Leasehold schedule ${def.name} of ${def.owner} (version ${def.version})`.slice(0, 512),
     Target: {
       Arn: options.targetArn,
       RoleArn: options.roleArn,
       // The scheduled time (not the delivery time) makes each tick's idempotency key.
-      Input: JSON.stringify({ scheduleName: def.name, scheduledTime: '<aws.scheduler.scheduled-time>' }),
+      Input: JSON.stringify({
+        scheduleName: def.name,
+        owner: def.owner,
+        generation: def.generation,
+        scheduledTime: '<aws.scheduler.scheduled-time>',
+      } satisfies Partial<FireInput>),
       RetryPolicy: { MaximumRetryAttempts: 5, MaximumEventAgeInSeconds: 3600 },
       ...(options.deadLetterArn ? { DeadLetterConfig: { Arn: options.deadLetterArn } } : {}),
     },
@@ -73,9 +101,11 @@ export function eventBridgeSync(options: EventBridgeSyncOptions): SchedulerSync 
         }
       }
     },
-    remove: async (name) => {
+    remove: async (def) => {
       try {
-        await options.client.send(new DeleteScheduleCommand({ Name: name, GroupName: options.groupName }));
+        await options.client.send(
+          new DeleteScheduleCommand({ Name: eventBridgeName(def), GroupName: options.groupName }),
+        );
       } catch (error) {
         if (!(error instanceof ResourceNotFoundException)) throw error;
       }

@@ -1,6 +1,7 @@
 /**
  * The DynamoDB endpoint the sim's functions call: it verifies each request's SigV4 signature, checks
- * the action (from X-Amz-Target) on the table or index ARN against the caller's IAM policies, and on
+ * the action (from X-Amz-Target) on the table or index ARN against the caller's IAM policies (with
+ * dynamodb:LeadingKeys, the partition values the request touches: leading-keys.ts), and on
  * a table encrypted with a customer-managed key also checks kms:Decrypt (DynamoDB uses the table key as
  * the caller), answering AccessDeniedException as DynamoDB does; what is allowed goes on to the real
  * emulator behind it, through strict-dynamodb.ts (GSI lag, on-demand throttling, TTL deletes).
@@ -10,6 +11,7 @@ import { listenOnLoopback } from '../loopback-server.js';
 import type { AccessLog } from '../iam/access-log.js';
 import type { IdentityStore } from '../iam/identity-store.js';
 import { awsErrorType, verifySigV4 } from '../iam/sigv4-verifier.js';
+import { leadingKeys } from './leading-keys.js';
 import { StrictDynamoDb, type StrictOptions } from './strict-dynamodb.js';
 
 export interface GatedTable {
@@ -114,8 +116,10 @@ export async function startIamGate(options: IamGateOptions): Promise<IamGate> {
     } catch {
       // The backend answers a malformed body as DynamoDB does.
     }
+    const keys = leadingKeys(operation, parsed, (table) => strict.schemaOf(table));
+    const context = keys === undefined ? undefined : { 'dynamodb:LeadingKeys': keys };
     for (const resource of requestResources(operation, parsed, arnOf)) {
-      const allowed = identities.isAllowed(principal.arn, action, resource);
+      const allowed = identities.isAllowed(principal.arn, action, resource, context);
       log.add({
         at: Date.now(),
         service: 'dynamodb',

@@ -115,6 +115,11 @@ export class StrictDynamoDb {
     } while (ExclusiveStartKey);
   }
 
+  /** A gated table's key schema (IAM's dynamodb:LeadingKeys needs its partition key). */
+  schemaOf(table: string): TableSchema | undefined {
+    return this.schemas.get(table);
+  }
+
   /** One sweep for expired items now (tests; the sweeper also runs on its own timer). */
   sweepTtl(): Promise<void> {
     return this.ttl?.sweep() ?? Promise.resolve();

@@ -171,7 +171,7 @@ export class IdentityStore {
     principalArn: string,
     action: string,
     resource: string,
-    context?: Record<string, string>,
+    context?: Record<string, string | string[]>,
   ): boolean {
     return this.decide(principalArn, { action, resource, ...(context ? { context } : {}) }) === 'allow';
   }

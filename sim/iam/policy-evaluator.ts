@@ -2,7 +2,8 @@
  * IAM's decision for one request, from identity policies as the template writes them: an explicit
  * Deny wins, else an Allow whose Action, Resource and Condition all match, else the implicit deny.
  * Pure. It covers what CloudFormation templates of this kind use (wildcards in actions and
- * resources, NotAction/NotResource, the String/Arn/Bool condition operators, ...IfExists); it does not
+ * resources, NotAction/NotResource, the String/Arn/Bool condition operators, ...IfExists, and the
+ * ForAllValues:/ForAnyValue: set operators on multi-valued keys such as dynamodb:LeadingKeys); it does not
  * model permission boundaries, SCPs or session policies (a local sim has none).
  */
 
@@ -24,8 +25,8 @@ export interface PolicyDocument {
 export interface AuthorizationRequest {
   action: string;
   resource: string;
-  /** Condition keys and their values (aws:SourceArn, iam:PassedToService, ...). */
-  context?: Record<string, string>;
+  /** Condition keys and their values (aws:SourceArn, iam:PassedToService, ...); a list for a multi-valued key. */
+  context?: Record<string, string | string[]>;
 }
 
 export type Decision = 'allow' | 'explicit-deny' | 'implicit-deny';
@@ -52,13 +53,28 @@ function conditionHolds(
   operator: string,
   key: string,
   expected: string | string[] | boolean,
-  context: Record<string, string>,
+  context: Record<string, string | string[]>,
 ): boolean {
+  const found = Object.entries(context).find(([k]) => k.toLowerCase() === key.toLowerCase())?.[1];
+  const set = /^(ForAllValues|ForAnyValue):/.exec(operator)?.[1];
+  if (set) {
+    const op = operator.slice(set.length + 1);
+    const actuals = found === undefined ? [] : list(found);
+    // IAM's documented edge: ForAllValues holds for an absent or empty key, ForAnyValue does not.
+    return set === 'ForAllValues'
+      ? actuals.every((a) => valueHolds(op, a, expected))
+      : actuals.some((a) => valueHolds(op, a, expected));
+  }
   const ifExists = operator.endsWith('IfExists');
   const op = ifExists ? operator.slice(0, -'IfExists'.length) : operator;
-  const actual = Object.entries(context).find(([k]) => k.toLowerCase() === key.toLowerCase())?.[1];
+  const actual = Array.isArray(found) ? found[0] : found;
   if (actual === undefined)
     return ifExists || op === 'Null' ? op !== 'Null' || String(expected) === 'true' : false;
+  return valueHolds(op, actual, expected);
+}
+
+/** One value against an operator (no IfExists, no set prefix). */
+function valueHolds(op: string, actual: string, expected: string | string[] | boolean): boolean {
   const values = list(typeof expected === 'boolean' ? String(expected) : expected).map(String);
   switch (op) {
     case 'StringEquals':
@@ -80,7 +96,7 @@ function conditionHolds(
     case 'Null':
       return String(expected) === 'false';
     default:
-      throw new Error(`the sim does not evaluate the IAM condition operator ${operator}`);
+      throw new Error(`the sim does not evaluate the IAM condition operator ${op}`);
   }
 }
 

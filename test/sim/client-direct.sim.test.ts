@@ -88,10 +88,11 @@ describe('direct mode on the deployed shape', () => {
     );
   });
 
-  it('with workerFunctionName, the client starts a worker itself: the task starts within seconds', async () => {
+  it('with workerFunctionName, the client starts a worker itself: the task starts within seconds (under the narrow policy)', async () => {
     const since = Date.now();
     const worker = sim().functions.find((f) => f.logicalId.startsWith('Worker'))!;
-    const client = directAs('admin', {
+    // The role with directClientPolicy(...) only: the kick's seat read and invoke are in it.
+    const client = directAs('direct-producer', {
       workerFunctionName: worker.name,
       lambdaEndpoint: sim().lambdaEndpoint,
     });
@@ -107,11 +108,13 @@ describe('direct mode on the deployed shape', () => {
     } finally {
       client.close();
     }
-    const invokes = (await accessRecords(since)).filter(
-      (r) => r.action === 'lambda:InvokeFunction' && r.principalArn === adminArn(),
-    );
+    const producerArn = sim().callers.find((c) => c.name === 'direct-producer')!.arn;
+    const records = (await accessRecords(since)).filter((r) => r.principalArn === producerArn);
+    const invokes = records.filter((r) => r.action === 'lambda:InvokeFunction');
     expect(invokes.length).toBeGreaterThanOrEqual(1);
     expect(invokes.every((r) => r.allowed && r.resource === worker.arn)).toBe(true);
+    // Nothing it sent was refused: the narrow policy is enough for the whole path.
+    expect(records.filter((r) => !r.allowed)).toEqual([]);
   });
 
   it('an idempotent repeat, cancel and retry pass the gate with the documented actions', async () => {
