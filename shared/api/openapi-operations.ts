@@ -221,7 +221,7 @@ export const OPERATIONS: Record<string, OperationSpec> = {
     problems: {
       400: BAD_ID,
       404: NO_TASK,
-      409: 'The task is not FAILED or CANCELLED (TASK_STATE_CONFLICT); `taskStatus` says what it is.',
+      409: 'The task is not FAILED or CANCELLED (TASK_STATE_CONFLICT); `taskStatus` says what it is. Or its payload is gone, so it cannot run again (PAYLOAD_MISSING): enqueue a new task.',
     },
   },
   'GET /stats': {

@@ -36,8 +36,9 @@ export const outcomeSortKey = (token: number) => `OUTCOME#${token}`;
 
 /**
  * TTL (epoch seconds) of a body item written at `from`: the task may wait up to `maxWaitDays` for its
- * turn and is then kept `retentionDays` after it finishes. A task still waiting past that finds its
- * payload gone and fails (PAYLOAD_MISSING) instead of running without it.
+ * turn and is then kept `retentionDays` after it finishes. A payload's is moved when its task is made
+ * due later (payload-lifetime.ts). A task still waiting past it finds its payload gone and fails
+ * (PAYLOAD_MISSING) instead of running without it.
  */
 export function bodyExpiry(
   from: number,

@@ -9,6 +9,9 @@ import type { ConditionPart } from './update-expression.js';
 /** Enqueue: a second put with the same id (a retried or repeated idempotent enqueue) must not overwrite the first. */
 export const itemIsNew: ConditionPart = (e) => `attribute_not_exists(${e.name(KEY.partition)})`;
 
+/** Expiring a body item nobody names: only while it is there (TTL or another request may have removed it), so no empty item is made. */
+export const itemExists: ConditionPart = (e) => `attribute_exists(${e.name(KEY.partition)})`;
+
 /**
  * Claim (SKIP LOCKED): the task is still QUEUED at the head entry we read. Another worker's claim, a
  * cancel, or a stale (lagging) index entry all make this fail, and the claimer moves on without waiting.

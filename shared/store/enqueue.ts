@@ -1,6 +1,7 @@
 /**
  * Enqueue: one conditional put (two when the payload has its own item, written first). An idempotency
- * key makes the id deterministic, so a retry meets its own first write.
+ * key makes the id deterministic, so a retry meets its own first write; with a payload kept apart, the
+ * task is read first, so a repeat writes nothing and a refused one no payload.
  */
 import { IdempotencyConflictError, LeaseholdError } from '../errors.js';
 import { idempotentTaskId, requestFingerprint } from '../ids.js';
@@ -10,7 +11,8 @@ import { writeTargetOf, type StoreContext } from './context.js';
 import { conditionalPut } from './conditional-write.js';
 import { enqueueInput, parseInput, type EnqueueInput } from './inputs.js';
 import { bodyExpiry, fitsInline, payloadSortKey } from './body-layout.js';
-import { putBody } from './task-body.js';
+import { expireBody, putBody } from './task-body.js';
+import { readTaskItem } from './task-reads.js';
 import { CostCount, countCost } from './cost-meter.js';
 import { withPutCost } from './recorded-cost.js';
 import { toTask, type TaskItem } from './task-item.js';
@@ -46,7 +48,11 @@ export async function enqueue(ctx: StoreContext, rawInput: EnqueueInput): Promis
     // A payload too large for the task item is written first, into its own item (task-body.ts).
     ...(fitsInline(payloadText)
       ? { payload: payloadText }
-      : { payloadBytes: Buffer.byteLength(payloadText) }),
+      : {
+          payloadBytes: Buffer.byteLength(payloadText),
+          // The payload item's TTL, so a later write that makes the task due later knows to move it.
+          payloadUntil: bodyExpiry(Math.max(now, availableAt), ctx.config),
+        }),
     owner: input.owner,
     shard,
     attempts: 0,
@@ -70,8 +76,18 @@ export async function enqueue(ctx: StoreContext, rawInput: EnqueueInput): Promis
       : {
           key: payloadSortKey(record.requestHash),
           fields: { payload: payloadText },
-          expiresAt: bodyExpiry(Math.max(now, availableAt), ctx.config),
+          expiresAt: record.payloadUntil!,
         };
+  // A repeated key with a payload kept apart: the task already there answers it, before a payload item
+  // (up to 256 KB) is written that its put would then refuse.
+  if (payloadItem && input.idempotencyKey) {
+    const earlier = await readTaskItem(ctx, id);
+    if (earlier && !isExpired(earlier, now)) {
+      if (earlier.requestHash !== requestHash)
+        throw new IdempotencyConflictError(input.idempotencyKey, toTask(earlier));
+      return { task: toTask(earlier, { ...earlier, payload: payloadText }), created: false };
+    }
+  }
   // The task's cost starts with its enqueue: the payload item's write as DynamoDB reports it, and the
   // put by rule (it cannot report itself before it is sent).
   const payloadWrite = new CostCount();
@@ -92,8 +108,12 @@ export async function enqueue(ctx: StoreContext, rawInput: EnqueueInput): Promis
   if (!existing) throw new EnqueueRaceError(id);
   if (!input.idempotencyKey) throw new EnqueueRaceError(id);
   if (isExpired(existing, now)) return replaceExpired(ctx, key, item, existing, now, shown);
-  if (existing.requestHash !== requestHash)
+  if (existing.requestHash !== requestHash) {
+    // Another request of the key won the race since the read above: the payload item written for
+    // this one (keyed by its own fingerprint) is named by no task. Marked for TTL, not left 60 days.
+    if (payloadItem) await expireBody(ctx, id, payloadItem.key);
     throw new IdempotencyConflictError(input.idempotencyKey, toTask(existing));
+  }
   return { task: shown(existing), created: false };
 }
 

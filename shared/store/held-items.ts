@@ -18,6 +18,11 @@ export class HeldItems {
     if (this.items.size > MAX_HELD) this.items.delete(this.items.keys().next().value!);
   }
 
+  /** The item as last written under this lease, left in place. */
+  peek(taskId: string, token: number): TaskItem | undefined {
+    return this.items.get(keyOf(taskId, token));
+  }
+
   take(taskId: string, token: number): TaskItem | undefined {
     const key = keyOf(taskId, token);
     const item = this.items.get(key);

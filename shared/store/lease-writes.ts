@@ -25,7 +25,8 @@ import {
 import type { FailInput } from './inputs.js';
 import { releaseSlots, renewSlots } from './slots.js';
 import { bodyExpiry, outcomeSortKey, storeError, storeResult } from './body-layout.js';
-import { putBody } from './task-body.js';
+import { expireBody, putBody } from './task-body.js';
+import { extendPayload, PayloadMissingError, payloadExtension } from './payload-lifetime.js';
 import { CostCount, countCost } from './cost-meter.js';
 import { addCost } from './task-cost.js';
 import { leaseIndexItem, recordingCost } from './recorded-cost.js';
@@ -139,12 +140,33 @@ export async function fail(ctx: StoreContext, rawInput: FailInput): Promise<Task
   const policy = input.backoff ?? { baseMs: ctx.config.backoffBaseMs, maxMs: ctx.config.backoffMaxMs };
   const outcome = decideFailure(lease, now, input.retryable, policy, ctx.random);
   const error = storeError(input.error, lease.token);
+  const held = ctx.heldItems.peek(lease.taskId, lease.token);
+  // An earlier attempt's error kept apart, which this one's replaces on the task.
+  const earlierError = held?.errorToken;
   const apart = await writeApart(ctx, lease, error.apart, now);
   const t =
     outcome.status === TaskStatus.FAILED
       ? failedFinal(lease, now, error.fields, ctx.config, input.progress)
-      : failedRetry(lease, now, outcome.availableAt, error.fields, input.progress);
-  return settleOrFinishCancel(ctx, apart, t);
+      : failedRetry(
+          lease,
+          now,
+          outcome.availableAt,
+          error.fields,
+          input.progress,
+          await payloadForBackoff(ctx, held, now, outcome.availableAt),
+        );
+  let task: Task;
+  try {
+    task = await settle(ctx, apart, t);
+  } catch (error) {
+    // Ended CANCELLED instead: that write keeps the earlier error, which stays named.
+    if (cancelledMeanwhile(error, lease)) return finishCancel(ctx, { lease });
+    throw error;
+  }
+  // Named by nothing now: marked for TTL so no read or partition keeps it. Best effort: the outcome stands.
+  if (earlierError !== undefined && earlierError !== lease.token)
+    await expireBody(ctx, lease.taskId, outcomeSortKey(earlierError), 'lease').catch(() => undefined);
+  return task;
 }
 
 /** Gives the task back without spending an attempt (a worker shutting down), at its old place in the queue. */
@@ -202,13 +224,38 @@ async function settleOrFinishCancel(ctx: StoreContext, lease: Lease, t: Transiti
   try {
     return await settle(ctx, lease, t);
   } catch (error) {
-    if (
-      error instanceof LeaseLostError &&
-      error.current?.status === TaskStatus.CANCEL_REQUESTED &&
-      error.current.leaseToken === lease.token
-    ) {
-      return finishCancel(ctx, { lease });
-    }
+    if (cancelledMeanwhile(error, lease)) return finishCancel(ctx, { lease });
     throw error;
   }
+}
+
+/**
+ * A backoff that makes the task due past its payload's TTL moves that TTL first: the new TTL for the
+ * outcome write to record, or undefined. Unknown without the held item (more leases than it keeps):
+ * then the claim finds out, as before. A payload already gone stays gone: the claim fails the task.
+ */
+async function payloadForBackoff(
+  ctx: StoreContext,
+  held: TaskItem | undefined,
+  now: number,
+  availableAt: number,
+): Promise<number | undefined> {
+  const until = held && payloadExtension(held, now, availableAt, ctx.config);
+  if (!held || until === undefined) return undefined;
+  try {
+    await extendPayload(ctx, held, until, 'lease');
+    return until;
+  } catch (error) {
+    if (error instanceof PayloadMissingError) return undefined;
+    throw error;
+  }
+}
+
+/** The outcome write was refused because a cancel was requested under this same lease. */
+function cancelledMeanwhile(error: unknown, lease: Lease): boolean {
+  return (
+    error instanceof LeaseLostError &&
+    error.current?.status === TaskStatus.CANCEL_REQUESTED &&
+    error.current.leaseToken === lease.token
+  );
 }

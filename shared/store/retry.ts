@@ -6,6 +6,7 @@ import { TaskStatus, type Task } from '../task-model.js';
 import { writeTargetOf, type StoreContext } from './context.js';
 import { conditionalUpdate } from './conditional-write.js';
 import { parseInput, taskRefInput } from './inputs.js';
+import { extendPayload, payloadExtension } from './payload-lifetime.js';
 import { readTaskItem } from './task-reads.js';
 import { toTask, type TaskItem } from './task-item.js';
 import { asUpdate, retried } from './transitions.js';
@@ -22,11 +23,16 @@ export async function retryTask(ctx: StoreContext, rawInput: { id: string; owner
       toTask(current),
     );
   if (!RETRYABLE.includes(item.status)) throw refuse(item);
+  const now = ctx.clock.now();
+  // The payload kept apart must outlive the run this retry allows: moved first (PayloadMissingError,
+  // 409, when it is gone already: a retry that could only fail is refused, not accepted).
+  const payloadUntil = payloadExtension(item, now, now, ctx.config);
+  if (payloadUntil !== undefined) await extendPayload(ctx, item, payloadUntil, 'request');
   // Conditioned on the status as read: a second retry, or anything that moved the task since, is refused.
   const written = await conditionalUpdate<TaskItem>(
     writeTargetOf(ctx, 'request'),
     taskKey(id),
-    asUpdate(recordingCost(retried(item, ctx.clock.now()), item, undefined)),
+    asUpdate(recordingCost(retried(item, now, payloadUntil), item, undefined)),
     { needCurrent: true },
   );
   if (written.applied) return toTask(written.item);

@@ -2,13 +2,15 @@
  * Reads and writes of a task's body items: its payload, result or error when too large for the task
  * item. Where they go and why: body-layout.ts.
  */
-import { readPartitionItems } from './partition-items.js';
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { KEY, taskKey, TTL_ATTRIBUTE } from '../table-layout.js';
 import { outcomeSortKey, payloadSortKey } from './body-layout.js';
 import { writeTargetOf, type StoreContext } from './context.js';
 import { Expression } from './update-expression.js';
 import type { TaskItem } from './task-item.js';
+import { itemExists } from './conditions.js';
+import { isConditionalCheckFailed } from './dynamo.js';
+import { readItems, readTaskItem } from './task-reads.js';
 
 export interface PayloadItem {
   pk: string;
@@ -72,7 +74,7 @@ export async function readPayload(
   return undefined;
 }
 
-/** A task item with the body items it names, read in one consistent Query of its partition. */
+/** A task item with the body items it names. */
 export interface TaskWithBody {
   item: TaskItem;
   payload?: string;
@@ -80,16 +82,28 @@ export interface TaskWithBody {
   error?: string;
 }
 
+/**
+ * The task item (consistent GetItem), then only the body items it names (one BatchGetItem): its
+ * payload kept apart, and its result's and last error's items. Never the rest of its partition, where
+ * items no field names can lie until their TTL (an earlier attempt's long error).
+ */
 export async function readTaskWithBody(ctx: StoreContext, id: string): Promise<TaskWithBody | undefined> {
-  const items = await readPartitionItems<Record<string, unknown>>({
-    doc: ctx.doc,
-    tableName: ctx.tableName,
-    partition: taskKey(id)[KEY.partition]!,
-    consistent: true,
-  });
-  const bySortKey = new Map(items.map((i) => [String(i[KEY.sort]), i]));
-  const item = bySortKey.get(taskKey(id)[KEY.sort]) as TaskItem | undefined;
+  const item = await readTaskItem(ctx, id);
   if (!item) return undefined;
+  const named = [
+    item.payloadBytes === undefined ? undefined : payloadSortKey(item.requestHash),
+    item.resultToken === undefined ? undefined : outcomeSortKey(item.resultToken),
+    item.errorToken === undefined ? undefined : outcomeSortKey(item.errorToken),
+  ].filter((sk): sk is string => sk !== undefined);
+  const partition = taskKey(id)[KEY.partition]!;
+  const body =
+    named.length === 0
+      ? []
+      : await readItems<Record<string, unknown>>(
+          ctx,
+          [...new Set(named)].map((sk) => ({ [KEY.partition]: partition, [KEY.sort]: sk })),
+        );
+  const bySortKey = new Map(body.map((i) => [String(i[KEY.sort]), i]));
   const outcome = (token: number | undefined) =>
     token === undefined ? undefined : (bySortKey.get(outcomeSortKey(token)) as OutcomeItem | undefined);
   return {
@@ -101,4 +115,28 @@ export async function readTaskWithBody(ctx: StoreContext, id: string): Promise<T
     result: item.resultToken === undefined ? item.result : outcome(item.resultToken)?.result,
     error: (item.errorToken === undefined ? undefined : outcome(item.errorToken)?.error) ?? item.error,
   };
+}
+
+/**
+ * Marks a body item no task names any more for deletion by the table's TTL (a payload written for an
+ * enqueue that another request's task then refused; an earlier attempt's error). An UpdateItem, not a delete, so callers that may
+ * write body items (the API, direct clients) need no DeleteItem; conditioned on the item existing, so
+ * it never creates one.
+ */
+export async function expireBody(
+  ctx: StoreContext,
+  taskId: string,
+  sk: string,
+  path: 'lease' | 'request' = 'request',
+): Promise<void> {
+  const key = { [KEY.partition]: taskKey(taskId)[KEY.partition], [KEY.sort]: sk };
+  const e = new Expression().set(TTL_ATTRIBUTE, Math.floor(ctx.clock.now() / 1000)).require(itemExists);
+  try {
+    await ctx.doc.send(new UpdateCommand({ TableName: ctx.tableName, Key: key, ...e.params() }), {
+      abortSignal: AbortSignal.timeout(writeTargetOf(ctx, path).deadlineMs),
+    });
+  } catch (error) {
+    // Gone already (its TTL ran, or another request expired it): nothing to do.
+    if (!isConditionalCheckFailed(error)) throw error;
+  }
 }

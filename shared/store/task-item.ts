@@ -16,6 +16,8 @@ export interface TaskItem extends Omit<Task, 'payload' | 'result'> {
   payload?: string;
   /** Set when the payload has its own item (PAYLOAD, task-body.ts): its size in bytes. */
   payloadBytes?: number;
+  /** The payload item's TTL (epoch seconds), as the last write that set it left it (payload-lifetime.ts). */
+  payloadUntil?: number;
   /** The result's JSON text when it fits; else `resultToken` names its OUTCOME item. */
   result?: string;
   resultToken?: number;

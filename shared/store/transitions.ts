@@ -226,12 +226,15 @@ export function failedRetry(
   availableAt: number,
   error: StoredError['fields'],
   progress?: ProgressReport,
+  /** The payload item's new TTL, when the backoff had to move it (payload-lifetime.ts). */
+  payloadUntil?: number,
 ): Transition {
   return {
     assign: {
       ...LEASE_LEFT,
       ...progressFields(progress),
       ...error,
+      ...(payloadUntil === undefined ? {} : { payloadUntil }),
       updatedAt: now,
       status: TaskStatus.QUEUED,
       availableAt,
@@ -379,9 +382,15 @@ export function promoted(delayPartition: string, now: number): Transition {
 }
 
 /** The API's retry of a FAILED or CANCELLED task (read as `task.status`): QUEUED and due now, with a fresh attempt budget. */
-export function retried(task: Place & Pick<TaskItem, 'status'>, now: number): Transition {
+export function retried(
+  task: Place & Pick<TaskItem, 'status'>,
+  now: number,
+  /** The payload item's new TTL, when the retry had to move it (payload-lifetime.ts). */
+  payloadUntil?: number,
+): Transition {
   return {
     assign: {
+      ...(payloadUntil === undefined ? {} : { payloadUntil }),
       status: TaskStatus.QUEUED,
       attempts: 0,
       availableAt: now,
