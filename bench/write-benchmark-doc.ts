@@ -318,7 +318,7 @@ function coldStart(_find: Find, report: BenchReport): string | undefined {
     ...(imports.length > 0
       ? [
           `- Import time is \`require()\` of the worker bundle in a fresh Node process, minus an empty file, median of ${num(Number(runs))} runs: ${imports.map((m) => `${num(m.value)} ms ${m.name.replace(/^worker bundle import time, /, '').replace('--enable-source-maps', '`--enable-source-maps`')}`).join(', ')}.`,
-          "- The stack sets `--enable-source-maps`, so that figure is the one that ships. Measured on the local Node, not Lambda's Node 22 on ARM64.",
+          "- The stack ships without source maps (the first figure) unless deployed with `-c leasehold:sourceMaps=true` (the second). Measured on the local Node, not Lambda's Node 22 on ARM64.",
         ]
       : []),
   ].join('\n');

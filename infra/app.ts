@@ -16,6 +16,7 @@ const stack = new LeaseholdStack(app, deployment.stackName, {
   ...(deployment.workerReservedConcurrency === undefined
     ? {}
     : { workerReservedConcurrency: deployment.workerReservedConcurrency }),
+  sourceMaps: deployment.sourceMaps,
 });
 Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
 acknowledgeFindings(stack);

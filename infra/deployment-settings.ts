@@ -19,11 +19,13 @@ export interface DeploymentSettings {
   stackName: string;
   /** Opt-in: a reservation fails `cdk deploy` on accounts whose concurrency quota cannot spare it. */
   workerReservedConcurrency: number | undefined;
+  /** Opt-in: bundle and enable source maps (stack traces in TypeScript, at a cold-start cost). */
+  sourceMaps: boolean;
 }
 
 type ContextReader = (key: string) => unknown;
 
-const DEPLOYMENT_KEYS = ['stackName', 'workerReservedConcurrency'] as const;
+const DEPLOYMENT_KEYS = ['stackName', 'workerReservedConcurrency', 'sourceMaps'] as const;
 
 /**
  * The config keys a deployment may set: the protocol's and the worker's. The table, region and
@@ -66,6 +68,27 @@ export function readDeploymentSettings(context: ContextReader, contextKeys: stri
       message: `must be a whole number of at least 1 (got ${JSON.stringify(reserved)})`,
     });
   }
+  // The fleet runs up to workerMaxConcurrency invocations, plus the scheduled tick and kicked ones
+  // that find it full: a smaller reservation throttles the fleet's own scale-ups (their events dropped).
+  const needed = config && reservedFloor(config.workerMaxConcurrency);
+  if (
+    needed !== undefined &&
+    reservedCount !== undefined &&
+    Number.isInteger(reservedCount) &&
+    reservedCount >= 1 &&
+    reservedCount < needed
+  )
+    problems.push({
+      path: `${CONTEXT_PREFIX}workerReservedConcurrency`,
+      message: `must be at least ${needed} (workerMaxConcurrency ${config!.workerMaxConcurrency} + ${RESERVATION_MARGIN} for the scheduled tick and kicks that find the fleet full), or left unset; a smaller one throttles the fleet's own scale-ups (got ${reservedCount})`,
+    });
+  const sourceMapsValue = context(`${CONTEXT_PREFIX}sourceMaps`);
+  const sourceMaps = sourceMapsValue === true || sourceMapsValue === 'true';
+  if (sourceMapsValue !== undefined && !['true', 'false', true, false].includes(sourceMapsValue as string))
+    problems.push({
+      path: `${CONTEXT_PREFIX}sourceMaps`,
+      message: `must be true or false (got ${JSON.stringify(sourceMapsValue)})`,
+    });
   const stackName = String(context(`${CONTEXT_PREFIX}stackName`) ?? 'Leasehold');
   if (!/^[A-Za-z][A-Za-z0-9-]{0,127}$/.test(stackName))
     problems.push({
@@ -73,8 +96,14 @@ export function readDeploymentSettings(context: ContextReader, contextKeys: stri
       message: 'must start with a letter and hold only letters, digits and hyphens (at most 128)',
     });
   if (problems.length > 0 || !config) throw new ConfigError(problems);
-  return { config, stackName, workerReservedConcurrency: reservedCount };
+  return { config, stackName, workerReservedConcurrency: reservedCount, sourceMaps };
 }
+
+/** Worker invocations besides the fleet's seats that run at once: the scheduled tick and a kick that finds no seat. */
+export const RESERVATION_MARGIN = 2;
+
+/** The smallest worker reservation that does not throttle the fleet itself. */
+export const reservedFloor = (workerMaxConcurrency: number) => workerMaxConcurrency + RESERVATION_MARGIN;
 
 /** A config problem names the environment variable; a deployer sets the context key instead. */
 function contextKeyFor(envName: string): string {
@@ -100,6 +129,7 @@ export function describeSettings(deployment: DeploymentSettings, shellVariables:
   }
   lines.push(
     `  ${'workerReservedConcurrency'.padEnd(22)} ${deployment.workerReservedConcurrency ?? 'none (opt-in)'}`,
+    `  ${'sourceMaps'.padEnd(22)} ${deployment.sourceMaps ? 'on' : 'off (opt-in)'}`,
   );
   const ignored = shellVariables.filter((k) => k.startsWith('LEASEHOLD_'));
   if (ignored.length > 0)

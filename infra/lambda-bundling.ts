@@ -7,7 +7,6 @@ import { fileURLToPath } from 'node:url';
 
 export const LAMBDA_BUNDLING = {
   minify: true,
-  sourceMap: true,
   target: 'node22',
   /** OutputFormat.CJS in the CDK's terms. */
   format: 'cjs',

@@ -40,6 +40,8 @@ export interface LeaseholdFunctionProps {
    * loop detection, which would stop the ~16th hop; the function bounds its chains itself.
    */
   allowRecursiveLoop?: boolean;
+  /** Bundle source maps and enable them (`-c leasehold:sourceMaps=true`): stack traces in TypeScript. */
+  sourceMaps?: boolean;
 }
 
 /**
@@ -122,8 +124,9 @@ export class LeaseholdFunction extends Construct {
         LEASEHOLD_TABLE: taskTable.table.tableName,
         POWERTOOLS_METRICS_NAMESPACE: 'Leasehold',
         AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
-        // Stack traces point into the TypeScript sources through the bundled source maps.
-        NODE_OPTIONS: '--enable-source-maps',
+        // Only when asked: the maps are three quarters of each zip, and mapping costs every cold start
+        // (30-40 ms more require, 14 MB more memory) and every Error.stack access.
+        ...(props.sourceMaps ? { NODE_OPTIONS: '--enable-source-maps' } : {}),
       },
       ...(props.allowRecursiveLoop ? { recursiveLoop: RecursiveLoop.ALLOW } : {}),
       ...(props.reservedConcurrentExecutions === undefined
@@ -133,6 +136,7 @@ export class LeaseholdFunction extends Construct {
       depsLockFilePath: join(projectRoot, 'package-lock.json'),
       bundling: {
         ...LAMBDA_BUNDLING,
+        sourceMap: props.sourceMaps ?? false,
         format: OutputFormat.CJS,
         mainFields: [...LAMBDA_BUNDLING.mainFields],
         esbuildArgs: { '--alias': Object.entries(LAMBDA_ALIASES).map(([from, to]) => `${from}=${to}`) },

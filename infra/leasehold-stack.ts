@@ -26,6 +26,8 @@ export interface LeaseholdStackProps extends StackProps {
   apiThrottle?: { rateLimit: number; burstLimit: number };
   /** Opt-in (default none): a reservation fails `cdk deploy` on an account whose quota cannot keep 100 unreserved. */
   workerReservedConcurrency?: number;
+  /** Source maps in the bundles, enabled (default off: infra/leasehold-function.ts says why). */
+  sourceMaps?: boolean;
 }
 
 /** Exactly the DynamoDB actions each function's code uses (see shared/store/). */
@@ -111,6 +113,7 @@ export class LeaseholdStack extends Stack {
         logRetention,
         ...(options.reserved === undefined ? {} : { reservedConcurrentExecutions: options.reserved }),
         ...(options.allowRecursiveLoop ? { allowRecursiveLoop: true } : {}),
+        ...(props.sourceMaps ? { sourceMaps: true } : {}),
       });
     this.functions = {
       api: fn('api', 'Leasehold HTTP API', sizing.apiTimeoutMs, sizing.apiMemoryMb),
@@ -178,6 +181,12 @@ export class LeaseholdStack extends Stack {
       recovery: this.functions.recovery.fn,
       api: this.functions.api.fn,
       deadLetters: this.schedules.deadLetters,
+      httpApi: this.httpApi.api,
+      table: {
+        tableName: this.taskTable.table.tableName,
+        indexNames: Object.values(INDEX).map((i) => i.name),
+      },
+      scheduleGroups: [this.schedules.group.scheduleGroupName, this.userSchedules.group.scheduleGroupName],
       workerInvocationsPerMinute: explainedInvocationsPerMinute(
         config.workerMaxConcurrency,
         config.idleStopMs,
@@ -202,6 +211,10 @@ export class LeaseholdStack extends Stack {
       value: this.taskTable.key.keyArn,
       description:
         "The task table's KMS key: direct clients (leasehold/client/direct) need kms:Decrypt on it",
+    });
+    new CfnOutput(this, 'AlarmTopic', {
+      value: this.monitoring.topicArn,
+      description: 'The topic the alarms notify: subscribe an address or a chat integration to it',
     });
     new CfnOutput(this, 'DashboardUrl', {
       value: `https://${Aws.REGION}.console.aws.amazon.com/cloudwatch/home?region=${Aws.REGION}#dashboards:name=${this.monitoring.dashboard.dashboardName}`,

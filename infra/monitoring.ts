@@ -1,9 +1,13 @@
 /**
  * Alarms on lease health (lease renewal success below 99 % for 5 minutes; more than 10 expired leases
- * in 5 minutes) and for failed tasks, dead letters and worker errors and throttles, plus a dashboard.
- * Metrics come from the functions' Embedded Metric Format logs (namespace Leasehold, dimension service).
+ * in 5 minutes), on work that waits, and on whatever stops work without a worker error: the API's
+ * 5xx and its function's errors and throttles, DynamoDB throttling on the table and each index,
+ * asynchronous events Lambda dropped, recursion drops, Scheduler target errors and dead letters. A
+ * failed task is the application's business and pages only as a failure rate. The alarms notify a topic
+ * the stack creates, or the one the AlarmTopicArn parameter names. Plus a dashboard. Leasehold's own
+ * metrics come from the functions' Embedded Metric Format logs (namespace Leasehold, dimension service).
  */
-import { Aws, CfnCondition, CfnParameter, Duration, Fn, Stack } from 'aws-cdk-lib';
+import { CfnCondition, CfnParameter, Duration, Fn, Stack } from 'aws-cdk-lib';
 import {
   Alarm,
   CfnAlarm,
@@ -16,7 +20,9 @@ import {
   TreatMissingData,
   type IMetric,
 } from 'aws-cdk-lib/aws-cloudwatch';
+import type { IHttpApi } from 'aws-cdk-lib/aws-apigatewayv2';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
+import { Topic } from 'aws-cdk-lib/aws-sns';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import type { CounterName, GaugeName, TimingName } from '../shared/metrics.js';
@@ -29,14 +35,21 @@ export interface MonitoringProps {
   api: IFunction;
   fire: IFunction;
   deadLetters: IQueue;
+  httpApi: IHttpApi;
+  /** The task table's name and its global secondary indexes' names (DynamoDB's throttle metrics). */
+  table: { tableName: string; indexNames: readonly string[] };
+  /** The Scheduler groups whose deliveries start work (the stack's ticks, the users' schedules). */
+  scheduleGroups: readonly string[];
   /** The most worker invocations a minute the fleet's cap explains (fleet-rules.ts); more for minutes is a loop. */
   workerInvocationsPerMinute: number;
 }
 
 const minute = Duration.minutes(1);
 
-/** A due task older than this pages: ten minutes is ten missed worker ticks. */
-export const OLDEST_DUE_AGE_ALARM_MS = 600_000;
+/** A due task older than this (for 3 minutes) pages: five missed worker ticks, well before ten minutes. */
+export const OLDEST_DUE_AGE_ALARM_MS = 300_000;
+/** Failed tasks page only as a rate: at least this many ended in 15 minutes, and half or more FAILED. */
+export const FAILURE_RATE_MIN_TASKS = 10;
 
 function leaseholdMetric(
   service: 'leasehold-worker' | 'leasehold-recovery',
@@ -53,9 +66,44 @@ function leaseholdMetric(
   });
 }
 
+/** A Lambda metric of one function (AWS/Lambda, FunctionName). */
+function lambdaMetric(fn: IFunction, metricName: string): Metric {
+  return new Metric({
+    namespace: 'AWS/Lambda',
+    metricName,
+    dimensionsMap: { FunctionName: fn.functionName },
+    statistic: 'Sum',
+    period: Duration.minutes(5),
+  });
+}
+
+function dynamoMetric(metricName: string, dimensionsMap: Record<string, string>): Metric {
+  return new Metric({
+    namespace: 'AWS/DynamoDB',
+    metricName,
+    dimensionsMap,
+    statistic: 'Sum',
+    period: Duration.minutes(5),
+  });
+}
+
+function schedulerMetric(metricName: string, group: string): Metric {
+  return new Metric({
+    namespace: 'AWS/Scheduler',
+    metricName,
+    dimensionsMap: { ScheduleGroup: group },
+    statistic: 'Sum',
+    period: Duration.minutes(5),
+  });
+}
+
 export class Monitoring extends Construct {
   readonly alarms: Alarm[] = [];
   readonly dashboard: Dashboard;
+  /** The stack's alarm topic (used unless AlarmTopicArn names another). */
+  readonly topic: Topic;
+  /** The topic the alarms notify. */
+  readonly topicArn: string;
 
   constructor(scope: Construct, id: string, props: MonitoringProps) {
     super(scope, id);
@@ -63,11 +111,19 @@ export class Monitoring extends Construct {
     const topicArn = new CfnParameter(Stack.of(this), 'AlarmTopicArn', {
       type: 'String',
       default: '',
-      description: 'SNS topic ARN the alarms notify (leave empty for no notifications)',
+      description:
+        "An existing SNS topic ARN the alarms notify; empty: the stack's own topic (output AlarmTopic: subscribe to it)",
     });
-    const notify = new CfnCondition(this, 'NotifyTopic', {
+    const useExisting = new CfnCondition(this, 'NotifyTopic', {
       expression: Fn.conditionNot(Fn.conditionEquals(topicArn.valueAsString, '')),
     });
+    // A default deploy notifies a topic, not nobody: subscribe an address or a chat integration to it.
+    this.topic = new Topic(this, 'AlarmTopic', { enforceSSL: true, displayName: 'Leasehold alarms' });
+    this.topicArn = Fn.conditionIf(
+      useExisting.logicalId,
+      topicArn.valueAsString,
+      this.topic.topicArn,
+    ).toString();
 
     const renewalsOk = leaseholdMetric('leasehold-worker', 'LeaseRenewalsOk');
     const renewals = leaseholdMetric('leasehold-worker', 'LeaseRenewals');
@@ -104,11 +160,7 @@ export class Monitoring extends Construct {
         treatMissingData: TreatMissingData.NOT_BREACHING,
         alarmDescription: description,
       });
-      (a.node.defaultChild as CfnAlarm).alarmActions = Fn.conditionIf(
-        notify.logicalId,
-        [topicArn.valueAsString],
-        Aws.NO_VALUE,
-      ) as unknown as string[];
+      (a.node.defaultChild as CfnAlarm).alarmActions = [this.topicArn];
       this.alarms.push(a);
       return a;
     };
@@ -154,13 +206,24 @@ export class Monitoring extends Construct {
       5,
       'Due tasks waited for 5 minutes and no worker claimed any: the workers are not running or cannot claim (see their logs).',
     );
+    // A failed task is the application's business (a bad payload, a refusing upstream); the system is
+    // failing when most tasks do.
+    const failureRate = new MathExpression({
+      expression: `IF(FILL(failed, 0) + FILL(succeeded, 0) >= ${FAILURE_RATE_MIN_TASKS}, FILL(failed, 0) / (FILL(failed, 0) + FILL(succeeded, 0)), 0)`,
+      usingMetrics: {
+        failed: leaseholdMetric('leasehold-worker', 'TasksFailed', 'Sum', Duration.minutes(15)),
+        succeeded: leaseholdMetric('leasehold-worker', 'TasksSucceeded', 'Sum', Duration.minutes(15)),
+      },
+      period: Duration.minutes(15),
+      label: 'share of ended tasks that FAILED',
+    });
     alarm(
-      'TasksFailed',
-      leaseholdMetric('leasehold-worker', 'TasksFailed').with({ period: Duration.minutes(5) }),
-      0,
-      ComparisonOperator.GREATER_THAN_THRESHOLD,
+      'TaskFailureRate',
+      failureRate,
+      0.5,
+      ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
       1,
-      'Tasks ended FAILED (attempts exhausted or a non-retryable error).',
+      `Half or more of the tasks that ended in 15 minutes (at least ${FAILURE_RATE_MIN_TASKS}) FAILED: a dependency or a deploy is failing them, not one bad task. Single failures are in TasksFailed on the dashboard.`,
     );
     alarm(
       'ScheduleDeadLetters',
@@ -187,7 +250,7 @@ export class Monitoring extends Construct {
       0,
       ComparisonOperator.GREATER_THAN_THRESHOLD,
       1,
-      'Worker invocations were throttled (reserved concurrency reached).',
+      "Worker invocations were throttled: the account's concurrency ran out (or the worker's reservation, if set); scale-ups and ticks wait or are dropped.",
     );
     // The worker starts more of itself and allows recursive loops (RecursiveLoop: Allow), bounding its
     // chains by its seats: this alarm is the guard Lambda's loop detection would have been.
@@ -230,6 +293,95 @@ export class Monitoring extends Construct {
       1,
       'The recovery function returned errors: expired leases are not being recovered.',
     );
+
+    // What stops work without a worker error.
+    alarm(
+      'ApiServerErrors',
+      props.httpApi.metricServerError({ period: Duration.minutes(5), statistic: 'Sum' }),
+      0,
+      ComparisonOperator.GREATER_THAN_THRESHOLD,
+      1,
+      "The HTTP API answered 5xx: enqueues are failing, so no task is written and no queue alarm can see it. See the API function's logs.",
+    );
+    for (const [name, metric, what] of [
+      ['ApiErrors', props.api.metricErrors({ period: Duration.minutes(5) }), 'returned errors'],
+      [
+        'ApiThrottles',
+        props.api.metricThrottles({ period: Duration.minutes(5) }),
+        "was throttled (the account's concurrency ran out)",
+      ],
+      [
+        'RecoveryThrottles',
+        props.recovery.metricThrottles({ period: Duration.minutes(5) }),
+        'was throttled: its events are retried for a minute, then dropped',
+      ],
+    ] as const)
+      alarm(
+        name,
+        metric,
+        0,
+        ComparisonOperator.GREATER_THAN_THRESHOLD,
+        1,
+        `The ${name.replace(/(Errors|Throttles)$/, '').toLowerCase()} function ${what}.`,
+      );
+    for (const [name, fn] of [
+      ['WorkerEventsDropped', props.worker],
+      ['RecoveryEventsDropped', props.recovery],
+      ['FireEventsDropped', props.fire],
+    ] as const)
+      alarm(
+        name,
+        lambdaMetric(fn, 'AsyncEventsDropped'),
+        0,
+        ComparisonOperator.GREATER_THAN_THRESHOLD,
+        1,
+        `Lambda dropped asynchronous events of ${fn.node.id} (throttled past their maximum age, or out of retries): ticks, sweeps or scale-ups that never ran.`,
+      );
+    alarm(
+      'TableThrottled',
+      new MathExpression({
+        expression: 'FILL(reads, 0) + FILL(writes, 0)',
+        usingMetrics: {
+          reads: dynamoMetric('ReadThrottleEvents', { TableName: props.table.tableName }),
+          writes: dynamoMetric('WriteThrottleEvents', { TableName: props.table.tableName }),
+        },
+        period: Duration.minutes(5),
+        label: 'table throttle events',
+      }),
+      0,
+      ComparisonOperator.GREATER_THAN_THRESHOLD,
+      1,
+      'DynamoDB throttled requests on the task table: lease renewals and claims slow down or fail (503s, lost leases). See docs/operations.md, Capacity.',
+    );
+    for (const index of props.table.indexNames)
+      alarm(
+        `Index${index[0]!.toUpperCase()}${index.slice(1)}Throttled`,
+        dynamoMetric('WriteThrottleEvents', {
+          TableName: props.table.tableName,
+          GlobalSecondaryIndexName: index,
+        }),
+        0,
+        ComparisonOperator.GREATER_THAN_THRESHOLD,
+        1,
+        `DynamoDB throttled writes to the ${index} index; its back-pressure throttles the table's writes that touch it.`,
+      );
+    for (const [i, group] of props.scheduleGroups.entries())
+      alarm(
+        i === 0 ? 'SchedulerTargetErrors' : `SchedulerTargetErrors${i + 1}`,
+        new MathExpression({
+          expression: 'FILL(errors, 0) + FILL(dropped, 0)',
+          usingMetrics: {
+            errors: schedulerMetric('TargetErrorCount', group),
+            dropped: schedulerMetric('InvocationDroppedCount', group),
+          },
+          period: Duration.minutes(5),
+          label: 'Scheduler target errors and dropped invocations',
+        }),
+        0,
+        ComparisonOperator.GREATER_THAN_THRESHOLD,
+        1,
+        'EventBridge Scheduler could not invoke a target, or dropped an invocation: ticks (worker, recovery) or user schedule fires are not arriving.',
+      );
 
     this.dashboard = new Dashboard(this, 'Dashboard', { defaultInterval: Duration.hours(3) });
     this.dashboard.addWidgets(

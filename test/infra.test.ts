@@ -148,7 +148,7 @@ describe('the functions', () => {
   const config = defineConfig();
   const sizing = sizeFunctions(config);
 
-  it('are ARM64 Node 22 with source maps, sized from the config, with the config as environment', () => {
+  it('are ARM64 Node 22 without source maps unless asked, sized from the config, with the config as environment', () => {
     const fns = resources('AWS::Lambda::Function');
     expect(fns).toHaveLength(4);
     for (const [, fn] of fns) {
@@ -159,9 +159,10 @@ describe('the functions', () => {
       });
       expect(fn.Properties.Environment.Variables).toMatchObject({
         ...lambdaEnvironment(config),
-        NODE_OPTIONS: '--enable-source-maps',
         LEASEHOLD_TABLE: { Ref: expect.any(String) },
       });
+      // Maps only with -c leasehold:sourceMaps=true (review 2, LOW-3: three quarters of each zip).
+      expect(fn.Properties.Environment.Variables.NODE_OPTIONS).toBeUndefined();
       expect(fn.Properties.LoggingConfig.LogGroup).toBeDefined();
     }
     const byName = (name: string) => fns.find(([id]) => id.startsWith(name))![1].Properties;
@@ -283,6 +284,10 @@ describe('the functions', () => {
       .filter((d) => d.startsWith('asset.'))
       .map((d) => readFileSync(join(outDir, d, 'index.js'), 'utf8'));
     expect(bundles).toHaveLength(4);
+    // No source map shipped by default: not in the asset, not referenced by the code.
+    for (const d of readdirSync(outDir).filter((d) => d.startsWith('asset.')))
+      expect(readdirSync(join(outDir, d)).filter((f) => f.endsWith('.map'))).toEqual([]);
+    for (const code of bundles) expect(code).not.toMatch(/sourceMappingURL/);
     for (const code of bundles) {
       expect(code).toContain('"DynamoDB_20120810"');
       expect(code).toContain(`version:"${pinned}"`);
@@ -348,19 +353,65 @@ describe('observability', () => {
       ]),
     );
     expect(Object.keys(alarms).sort()).toEqual([
+      'ApiErrors',
+      'ApiServerErrors',
+      'ApiThrottles',
       'BacklogWithoutClaims',
       'ExpiredLeases',
       'FireErrors',
+      'FireEventsDropped',
+      'IndexOwnerThrottled',
+      'IndexReadyThrottled',
+      'IndexSweepThrottled',
       'LeaseRenewalSuccess',
       'OldestDueTaskAge',
       'RecoveryErrors',
+      'RecoveryEventsDropped',
+      'RecoveryThrottles',
       'ScheduleDeadLetters',
-      'TasksFailed',
+      'SchedulerTargetErrors',
+      'SchedulerTargetErrors2',
+      'TableThrottled',
+      'TaskFailureRate',
       'WorkerErrors',
+      'WorkerEventsDropped',
       'WorkerInvocationsUnexplained',
       'WorkerRecursionsDropped',
       'WorkerThrottles',
     ]);
+    // What stops work without a worker error (review 2, MEDIUM-3).
+    expect(alarms.ApiServerErrors).toMatchObject({
+      MetricName: '5xx',
+      Namespace: 'AWS/ApiGateway',
+      Threshold: 0,
+    });
+    expect(alarms.ApiThrottles).toMatchObject({ MetricName: 'Throttles', Namespace: 'AWS/Lambda' });
+    for (const name of ['WorkerEventsDropped', 'RecoveryEventsDropped', 'FireEventsDropped'])
+      expect(alarms[name]).toMatchObject({
+        MetricName: 'AsyncEventsDropped',
+        Namespace: 'AWS/Lambda',
+        Threshold: 0,
+      });
+    expect(JSON.stringify(alarms.TableThrottled.Metrics)).toMatch(/ReadThrottleEvents.*WriteThrottleEvents/);
+    for (const index of ['Owner', 'Ready', 'Sweep'])
+      expect(alarms[`Index${index}Throttled`]).toMatchObject({
+        MetricName: 'WriteThrottleEvents',
+        Namespace: 'AWS/DynamoDB',
+        Dimensions: expect.arrayContaining([
+          { Name: 'GlobalSecondaryIndexName', Value: index.toLowerCase() },
+        ]),
+      });
+    for (const name of ['SchedulerTargetErrors', 'SchedulerTargetErrors2'])
+      expect(JSON.stringify(alarms[name].Metrics)).toMatch(
+        /AWS\/Scheduler.*TargetErrorCount|TargetErrorCount.*AWS\/Scheduler/,
+      );
+    // A failed task pages only as a rate: at least 10 ended in 15 minutes, half or more FAILED.
+    expect(alarms.TaskFailureRate).toMatchObject({
+      Threshold: 0.5,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+    });
+    expect(JSON.stringify(alarms.TaskFailureRate.Metrics)).toMatch(/TasksFailed/);
+    expect(JSON.stringify(alarms.TaskFailureRate.Metrics)).toMatch(/>= 10/);
     // Cap 10, idle window 2 s: each seat cycles at most 30 times a minute, plus a bounce each and the tick.
     expect(alarms.WorkerInvocationsUnexplained).toMatchObject({
       MetricName: 'Invocations',
@@ -375,7 +426,7 @@ describe('observability', () => {
     });
     expect(alarms.OldestDueTaskAge).toMatchObject({
       MetricName: 'OldestDueAgeMs',
-      Threshold: 600_000,
+      Threshold: 300_000,
       Statistic: 'Maximum',
       EvaluationPeriods: 3,
     });
@@ -404,11 +455,18 @@ describe('observability', () => {
     expect(
       alarms.ExpiredLeases.Metrics.find((m: { Id: string }) => m.Id === 'requeued').MetricStat.Period,
     ).toBe(300);
+    // Every alarm notifies: the topic the parameter names, else the stack's own (never nobody).
+    const topic = resources('AWS::SNS::Topic').map(([id]) => id);
+    expect(topic).toHaveLength(1);
     for (const a of Object.values(alarms))
-      expect(a.AlarmActions).toEqual({
-        'Fn::If': [expect.stringMatching(/NotifyTopic/), [{ Ref: 'AlarmTopicArn' }], { Ref: 'AWS::NoValue' }],
-      });
+      expect(a.AlarmActions).toEqual([
+        { 'Fn::If': [expect.stringMatching(/NotifyTopic/), { Ref: 'AlarmTopicArn' }, { Ref: topic[0] }] },
+      ]);
     template.hasParameter('AlarmTopicArn', { Type: 'String', Default: '' });
+    // Only over TLS.
+    template.hasResourceProperties('AWS::SNS::TopicPolicy', {
+      PolicyDocument: { Statement: Match.arrayWith([Match.objectLike({ Effect: 'Deny' })]) },
+    });
   });
 
   it('has a dashboard, log groups with retention, and the outputs', () => {
@@ -420,6 +478,7 @@ describe('observability', () => {
     expect(logs).toHaveLength(5);
     expect(logs.every(([, l]) => l.Properties.RetentionInDays === 30)).toBe(true);
     expect(Object.keys(json.Outputs).sort()).toEqual([
+      'AlarmTopic',
       'ApiUrl',
       'DashboardUrl',
       'TableArn',
@@ -463,6 +522,19 @@ describe('deployment settings come from CDK context, never the shell', () => {
     expect(set.config).toMatchObject({ maxExecutionMs: 600_000, workerConcurrency: 16 });
     expect(set).toMatchObject({ stackName: 'Leasehold', workerReservedConcurrency: 12 });
     expect(context({}).workerReservedConcurrency).toBeUndefined();
+    expect(context({}).sourceMaps).toBe(false);
+    expect(context({ 'leasehold:sourceMaps': 'true' }).sourceMaps).toBe(true);
+    expect(() => context({ 'leasehold:sourceMaps': 'yes' })).toThrow(
+      /leasehold:sourceMaps: must be true or false/,
+    );
+    // Below the fleet's cap plus the tick and a kick (10 + 2 by default), the fleet would throttle itself.
+    expect(() => context({ 'leasehold:workerReservedConcurrency': '11' })).toThrow(
+      /workerReservedConcurrency: must be at least 12 \(workerMaxConcurrency 10 \+ 2/,
+    );
+    expect(
+      context({ 'leasehold:workerReservedConcurrency': '5', 'leasehold:workerMaxConcurrency': '3' })
+        .workerReservedConcurrency,
+    ).toBe(5);
     const bad = () =>
       context({
         'leasehold:pollIntervalMs': 'soon',

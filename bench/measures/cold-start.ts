@@ -29,10 +29,10 @@ const TARGET_MINIFIED_KB = 500;
 const TARGET_GZIP_KB = 160;
 
 /**
- * What the CDK passes to esbuild for the stack's bundling props (infra/lambda-bundling.ts).
- * `sourceMap: true` is the CDK's bare `--sourcemap` (linked): the bundle ends with a
- * sourceMappingURL comment, which is what makes --enable-source-maps read and parse the map at
- * import, so the import time includes that cost.
+ * What the CDK passes to esbuild for the stack's bundling props (infra/lambda-bundling.ts), with the
+ * source map a deployment ships when asked (`-c leasehold:sourceMaps=true`): the CDK's bare
+ * `--sourcemap` (linked), whose sourceMappingURL comment makes --enable-source-maps read and parse
+ * the map at import. The import time is measured with and without; the sizes are of the .js alone.
  */
 const CDK_OPTIONS = {
   bundle: true,
@@ -40,7 +40,7 @@ const CDK_OPTIONS = {
   target: LAMBDA_BUNDLING.target,
   format: LAMBDA_BUNDLING.format,
   minify: LAMBDA_BUNDLING.minify,
-  sourcemap: LAMBDA_BUNDLING.sourceMap,
+  sourcemap: true,
   mainFields: [...LAMBDA_BUNDLING.mainFields],
   external: LAMBDA_BUNDLING.externalModules,
   alias: LAMBDA_ALIASES,
