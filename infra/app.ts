@@ -17,6 +17,9 @@ const stack = new LeaseholdStack(app, deployment.stackName, {
     ? {}
     : { workerReservedConcurrency: deployment.workerReservedConcurrency }),
   sourceMaps: deployment.sourceMaps,
+  ...(deployment.peakStartsPerSecond === undefined
+    ? {}
+    : { peakStartsPerSecond: deployment.peakStartsPerSecond }),
 });
 Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
 acknowledgeFindings(stack);

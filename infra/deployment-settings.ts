@@ -21,11 +21,18 @@ export interface DeploymentSettings {
   workerReservedConcurrency: number | undefined;
   /** Opt-in: bundle and enable source maps (stack traces in TypeScript, at a cold-start cost). */
   sourceMaps: boolean;
+  /** Opt-in: pre-warm the table and its indexes for this peak of task starts a second (task-table.ts). */
+  peakStartsPerSecond: number | undefined;
 }
 
 type ContextReader = (key: string) => unknown;
 
-const DEPLOYMENT_KEYS = ['stackName', 'workerReservedConcurrency', 'sourceMaps'] as const;
+const DEPLOYMENT_KEYS = [
+  'stackName',
+  'workerReservedConcurrency',
+  'sourceMaps',
+  'peakStartsPerSecond',
+] as const;
 
 /**
  * The config keys a deployment may set: the protocol's and the worker's. The table, region and
@@ -89,6 +96,16 @@ export function readDeploymentSettings(context: ContextReader, contextKeys: stri
       path: `${CONTEXT_PREFIX}sourceMaps`,
       message: `must be true or false (got ${JSON.stringify(sourceMapsValue)})`,
     });
+  const peak = context(`${CONTEXT_PREFIX}peakStartsPerSecond`);
+  const peakStartsPerSecond = peak === undefined ? undefined : Number(peak);
+  if (
+    peakStartsPerSecond !== undefined &&
+    !(Number.isInteger(peakStartsPerSecond) && peakStartsPerSecond >= 1 && peakStartsPerSecond <= 100_000)
+  )
+    problems.push({
+      path: `${CONTEXT_PREFIX}peakStartsPerSecond`,
+      message: `must be a whole number of task starts a second, 1 to 100000 (got ${JSON.stringify(peak)})`,
+    });
   const stackName = String(context(`${CONTEXT_PREFIX}stackName`) ?? 'Leasehold');
   if (!/^[A-Za-z][A-Za-z0-9-]{0,127}$/.test(stackName))
     problems.push({
@@ -96,7 +113,7 @@ export function readDeploymentSettings(context: ContextReader, contextKeys: stri
       message: 'must start with a letter and hold only letters, digits and hyphens (at most 128)',
     });
   if (problems.length > 0 || !config) throw new ConfigError(problems);
-  return { config, stackName, workerReservedConcurrency: reservedCount, sourceMaps };
+  return { config, stackName, workerReservedConcurrency: reservedCount, sourceMaps, peakStartsPerSecond };
 }
 
 /** Worker invocations besides the fleet's seats that run at once: the scheduled tick and a kick that finds no seat. */
@@ -130,6 +147,7 @@ export function describeSettings(deployment: DeploymentSettings, shellVariables:
   lines.push(
     `  ${'workerReservedConcurrency'.padEnd(22)} ${deployment.workerReservedConcurrency ?? 'none (opt-in)'}`,
     `  ${'sourceMaps'.padEnd(22)} ${deployment.sourceMaps ? 'on' : 'off (opt-in)'}`,
+    `  ${'peakStartsPerSecond'.padEnd(22)} ${deployment.peakStartsPerSecond ?? "none (a new table's 4,000 writes a second)"}`,
   );
   const ignored = shellVariables.filter((k) => k.startsWith('LEASEHOLD_'));
   if (ignored.length > 0)

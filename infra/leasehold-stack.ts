@@ -28,6 +28,8 @@ export interface LeaseholdStackProps extends StackProps {
   workerReservedConcurrency?: number;
   /** Source maps in the bundles, enabled (default off: infra/leasehold-function.ts says why). */
   sourceMaps?: boolean;
+  /** Warm throughput for this peak of task starts a second (infra/task-table.ts). */
+  peakStartsPerSecond?: number;
 }
 
 /** Exactly the DynamoDB actions each function's code uses (see shared/store/). */
@@ -89,7 +91,7 @@ export class LeaseholdStack extends Stack {
     const sizing = sizeFunctions(config);
     const environment = lambdaEnvironment(config);
     const logRetention = props.logRetention ?? RetentionDays.ONE_MONTH;
-    this.taskTable = new TaskTable(this, 'Tasks');
+    this.taskTable = new TaskTable(this, 'Tasks', { peakStartsPerSecond: props.peakStartsPerSecond });
 
     const fn = (
       name: FunctionName,

@@ -7,6 +7,7 @@ import { App, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { AttributeType, Table } from 'aws-cdk-lib/aws-dynamodb';
 import { AwsSolutionsChecks } from 'cdk-nag';
+import { warmThroughputFor } from '../infra/task-table.js';
 import { API_ROUTES } from '../shared/api/api-handler.js';
 import { defineConfig } from '../shared/config.js';
 import { INDEX, KEY, TTL_ATTRIBUTE } from '../shared/table-layout.js';
@@ -523,6 +524,11 @@ describe('deployment settings come from CDK context, never the shell', () => {
     expect(set).toMatchObject({ stackName: 'Leasehold', workerReservedConcurrency: 12 });
     expect(context({}).workerReservedConcurrency).toBeUndefined();
     expect(context({}).sourceMaps).toBe(false);
+    expect(context({}).peakStartsPerSecond).toBeUndefined();
+    expect(context({ 'leasehold:peakStartsPerSecond': '2000' }).peakStartsPerSecond).toBe(2000);
+    expect(() => context({ 'leasehold:peakStartsPerSecond': '0' })).toThrow(
+      /leasehold:peakStartsPerSecond: must be a whole number of task starts a second/,
+    );
     expect(context({ 'leasehold:sourceMaps': 'true' }).sourceMaps).toBe(true);
     expect(() => context({ 'leasehold:sourceMaps': 'yes' })).toThrow(
       /leasehold:sourceMaps: must be true or false/,
@@ -622,5 +628,25 @@ describe('sizing rules (pure)', () => {
     expect(() => sizeFunctions(defineConfig({ maxExecutionMs: 890_000 }))).toThrow(
       /over Lambda's 900000 ms limit: lower the maximum execution time to at most 820000 ms/,
     );
+  });
+});
+
+describe('capacity (review 2, MEDIUM-4)', () => {
+  it("a default table is not pre-warmed (a one-time charge): a new table's 4,000 writes a second", () => {
+    const tables = resources('AWS::DynamoDB::GlobalTable');
+    expect(tables).toHaveLength(1);
+    expect(tables[0]![1].Properties.WarmThroughput).toBeUndefined();
+  });
+
+  it('-c leasehold:peakStartsPerSecond sizes warm throughput: 3.5 table writes, 2 ready and 2.5 sweep writes a start, never below the new-table floor', () => {
+    expect(warmThroughputFor(2_000)).toEqual({
+      table: { writeUnitsPerSecond: 7_000, readUnitsPerSecond: 12_000 },
+      indexes: {
+        ready: { writeUnitsPerSecond: 4_000, readUnitsPerSecond: 12_000 },
+        sweep: { writeUnitsPerSecond: 5_000, readUnitsPerSecond: 12_000 },
+        owner: { writeUnitsPerSecond: 4_000, readUnitsPerSecond: 12_000 },
+      },
+    });
+    expect(warmThroughputFor(10).table.writeUnitsPerSecond).toBe(4_000);
   });
 });
