@@ -124,4 +124,28 @@ describe('a payload kept apart outlives every run its task may still have', () =
     expect(after).toBe(bodyExpiry(due, CONFIG));
     expect(after).toBeGreaterThan(before);
   });
+
+  it('a backoff whose payload move fails still records the outcome; the claim then fails the task as before', async () => {
+    const s = await createTestStore(server.endpoint, CONFIG);
+    const { task } = await s.store.enqueue({ type: TYPE, owner: OWNER, payload, maxAttempts: 3 });
+    const [claimed] = (await s.store.claim({ workerId: 'w', types: [TYPE], max: 1 })).claimed;
+    // The payload item is gone (as if removed by hand): its move cannot apply.
+    const item = await payloadItem(s, task.id);
+    await s.doc.send(
+      new DeleteCommand({ TableName: s.config.tableName, Key: { pk: item!.pk, sk: item!.sk } }),
+    );
+    const backoff = 7 * DAY;
+    const after = await s.store.fail({
+      lease: claimed!.lease,
+      error: 'later',
+      backoff: { baseMs: backoff, maxMs: backoff },
+    });
+    expect(after.status).toBe('QUEUED');
+    expect(await payloadItem(s, task.id)).toBeUndefined();
+    s.clock.advance(backoff + 1);
+    // Due again: promoted (recovery's sweep, as on AWS), then claimed, and failed for want of its payload.
+    await s.store.recover();
+    expect((await s.store.claim({ workerId: 'w', types: [TYPE], max: 1 })).claimed).toEqual([]);
+    expect((await s.store.get({ id: task.id, owner: OWNER })).error).toMatch(/PAYLOAD_MISSING/);
+  });
 });

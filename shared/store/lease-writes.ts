@@ -26,7 +26,7 @@ import type { FailInput } from './inputs.js';
 import { releaseSlots, renewSlots } from './slots.js';
 import { bodyExpiry, outcomeSortKey, storeError, storeResult } from './body-layout.js';
 import { expireBody, putBody } from './task-body.js';
-import { extendPayload, PayloadMissingError, payloadExtension } from './payload-lifetime.js';
+import { extendPayload, payloadExtension } from './payload-lifetime.js';
 import { CostCount, countCost } from './cost-meter.js';
 import { addCost } from './task-cost.js';
 import { leaseIndexItem, recordingCost } from './recorded-cost.js';
@@ -231,8 +231,10 @@ async function settleOrFinishCancel(ctx: StoreContext, lease: Lease, t: Transiti
 
 /**
  * A backoff that makes the task due past its payload's TTL moves that TTL first: the new TTL for the
- * outcome write to record, or undefined. Unknown without the held item (more leases than it keeps):
- * then the claim finds out, as before. A payload already gone stays gone: the claim fails the task.
+ * outcome write to record, or undefined. Best effort: the outcome write must not wait on it. Without
+ * the held item (more leases than it keeps), or when the move fails, payloadUntil stays as it was, so
+ * the next write that makes the task due (an API retry) moves it; a payload already gone stays gone
+ * and the claim fails the task PAYLOAD_MISSING, as before.
  */
 async function payloadForBackoff(
   ctx: StoreContext,
@@ -242,13 +244,10 @@ async function payloadForBackoff(
 ): Promise<number | undefined> {
   const until = held && payloadExtension(held, now, availableAt, ctx.config);
   if (!held || until === undefined) return undefined;
-  try {
-    await extendPayload(ctx, held, until, 'lease');
-    return until;
-  } catch (error) {
-    if (error instanceof PayloadMissingError) return undefined;
-    throw error;
-  }
+  return extendPayload(ctx, held, until, 'lease').then(
+    () => until,
+    () => undefined,
+  );
 }
 
 /** The outcome write was refused because a cancel was requested under this same lease. */
