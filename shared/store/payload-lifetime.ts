@@ -6,16 +6,12 @@
  * payload expired on the clock set at enqueue, and a task retried weeks later failed PAYLOAD_MISSING
  * without running (review 2, finding 1).
  */
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { LeaseholdConfig } from '../config.js';
 import { LeaseholdError } from '../errors.js';
-import { KEY, TTL_ATTRIBUTE, taskKey } from '../table-layout.js';
 import { bodyExpiry, payloadSortKey } from './body-layout.js';
-import { itemExists } from './conditions.js';
-import { writeTargetOf, type StoreContext } from './context.js';
-import { isConditionalCheckFailed } from './dynamo.js';
+import type { StoreContext } from './context.js';
+import { setBodyExpiry } from './task-body.js';
 import type { TaskItem } from './task-item.js';
-import { Expression } from './update-expression.js';
 
 type PayloadRef = Pick<TaskItem, 'id' | 'payloadBytes' | 'payloadUntil' | 'requestHash'>;
 
@@ -45,20 +41,8 @@ export async function extendPayload(
   until: number,
   path: 'lease' | 'request',
 ): Promise<void> {
-  const key = {
-    [KEY.partition]: taskKey(task.id)[KEY.partition],
-    [KEY.sort]: payloadSortKey(task.requestHash),
-  };
-  // Only while it is there: an UpdateItem on a missing key would make an empty payload item.
-  const e = new Expression().set(TTL_ATTRIBUTE, until).require(itemExists);
-  try {
-    await ctx.doc.send(new UpdateCommand({ TableName: ctx.tableName, Key: key, ...e.params() }), {
-      abortSignal: AbortSignal.timeout(writeTargetOf(ctx, path).deadlineMs),
-    });
-  } catch (error) {
-    if (isConditionalCheckFailed(error)) throw new PayloadMissingError(task.id);
-    throw error;
-  }
+  if (!(await setBodyExpiry(ctx, task.id, payloadSortKey(task.requestHash), until, path)))
+    throw new PayloadMissingError(task.id);
 }
 
 /** The task's payload item is gone: running it again would run it without its payload. */

@@ -118,10 +118,33 @@ export async function readTaskWithBody(ctx: StoreContext, id: string): Promise<T
 }
 
 /**
+ * Moves a body item's TTL to `until` (epoch seconds): false when the item is not there. Conditioned on
+ * it existing, so it never makes an empty item. An UpdateItem, not a delete, so callers that may write
+ * body items (the API, direct clients) need no DeleteItem.
+ */
+export async function setBodyExpiry(
+  ctx: StoreContext,
+  taskId: string,
+  sk: string,
+  until: number,
+  path: 'lease' | 'request',
+): Promise<boolean> {
+  const key = { [KEY.partition]: taskKey(taskId)[KEY.partition], [KEY.sort]: sk };
+  const e = new Expression().set(TTL_ATTRIBUTE, until).require(itemExists);
+  try {
+    await ctx.doc.send(new UpdateCommand({ TableName: ctx.tableName, Key: key, ...e.params() }), {
+      abortSignal: AbortSignal.timeout(writeTargetOf(ctx, path).deadlineMs),
+    });
+    return true;
+  } catch (error) {
+    if (isConditionalCheckFailed(error)) return false;
+    throw error;
+  }
+}
+
+/**
  * Marks a body item no task names any more for deletion by the table's TTL (a payload written for an
- * enqueue that another request's task then refused; an earlier attempt's error). An UpdateItem, not a delete, so callers that may
- * write body items (the API, direct clients) need no DeleteItem; conditioned on the item existing, so
- * it never creates one.
+ * enqueue that another request's task then refused; an earlier attempt's error). Gone already is fine.
  */
 export async function expireBody(
   ctx: StoreContext,
@@ -129,14 +152,5 @@ export async function expireBody(
   sk: string,
   path: 'lease' | 'request' = 'request',
 ): Promise<void> {
-  const key = { [KEY.partition]: taskKey(taskId)[KEY.partition], [KEY.sort]: sk };
-  const e = new Expression().set(TTL_ATTRIBUTE, Math.floor(ctx.clock.now() / 1000)).require(itemExists);
-  try {
-    await ctx.doc.send(new UpdateCommand({ TableName: ctx.tableName, Key: key, ...e.params() }), {
-      abortSignal: AbortSignal.timeout(writeTargetOf(ctx, path).deadlineMs),
-    });
-  } catch (error) {
-    // Gone already (its TTL ran, or another request expired it): nothing to do.
-    if (!isConditionalCheckFailed(error)) throw error;
-  }
+  await setBodyExpiry(ctx, taskId, sk, Math.floor(ctx.clock.now() / 1000), path);
 }
