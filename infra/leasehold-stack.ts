@@ -36,7 +36,7 @@ export interface LeaseholdStackProps extends StackProps {
 export const FUNCTION_ACCESS: Record<FunctionName, TableAccess> = {
   // enqueue (put, read-back), get, cancel, retry, list (owner index + batch read); schedule
   // definitions and fires (query their partitions, put, update the sync state, delete a definition);
-  // GET /stats (the queue summary, the lease partitions of the sweep index + batch read, the caller's
+  // GET /stats (the queue summary, the lease index + batch read, the caller's
   // outcome counters) and the counters' flush after a cancel (UpdateItem)
   api: {
     table: [
@@ -47,20 +47,24 @@ export const FUNCTION_ACCESS: Record<FunctionName, TableAccess> = {
       'dynamodb:Query',
       'dynamodb:UpdateItem',
     ],
-    indexes: { [INDEX.owner.name]: ['dynamodb:Query'], [INDEX.sweep.name]: ['dynamodb:Query'] },
+    indexes: { [INDEX.owner.name]: ['dynamodb:Query'], [INDEX.lease.name]: ['dynamodb:Query'] },
   },
   // claim (ready heads, slot and fleet-seat partitions on the table), lease writes, read-backs, a
   // payload kept apart (read at claim) and a result or error kept apart (an UpdateItem that creates
   // its item, so the worker needs no PutItem: shared/store/body-layout.ts); the
-  // timekeeper (seat 0) reads the delay partitions of the sweep index and promotes what falls due
+  // timekeeper (seat 0) reads the delay index and promotes what falls due
   worker: {
     table: ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem'],
-    indexes: { [INDEX.ready.name]: ['dynamodb:Query'], [INDEX.sweep.name]: ['dynamodb:Query'] },
+    indexes: { [INDEX.ready.name]: ['dynamodb:Query'], [INDEX.delay.name]: ['dynamodb:Query'] },
   },
-  // sweep (sweep index + batch read), fixes and promotions, queue-depth counts (ready index)
+  // sweep (lease and delay indexes + batch read), fixes and promotions, queue-depth counts (ready index)
   recovery: {
     table: ['dynamodb:BatchGetItem', 'dynamodb:UpdateItem'],
-    indexes: { [INDEX.sweep.name]: ['dynamodb:Query'], [INDEX.ready.name]: ['dynamodb:Query'] },
+    indexes: {
+      [INDEX.lease.name]: ['dynamodb:Query'],
+      [INDEX.delay.name]: ['dynamodb:Query'],
+      [INDEX.ready.name]: ['dynamodb:Query'],
+    },
   },
   // a schedule tick: read the definition, enqueue (put, read-back), record the fire, mark a one-time
   // schedule's definition completed (UpdateItem: the sim's IAM gate found it missing). A fire's task is

@@ -10,9 +10,13 @@ const attributeType = (t: 'S' | 'N') => (t === 'S' ? AttributeType.STRING : Attr
 /**
  * A new on-demand table sustains 4,000 writes and 12,000 reads a second at first, and each of its
  * indexes as much; a peak above twice the last one within 30 minutes throttles. A start is three
- * table writes (enqueue, claim, outcome) and two writes on each of `ready` and `sweep`, one on
- * `owner` (enqueue only): this sizes warm throughput for a peak of `startsPerSecond` (a one-time
- * charge by AWS, so opt-in: `-c leasehold:peakStartsPerSecond=N`).
+ * table writes (enqueue, claim, outcome), two on `ready` (enqueue, claim) and on the lease index
+ * (claim, outcome) with a renewal now and then, one on `owner` (enqueue only); a delayed start adds
+ * two on `delays` (enqueue, promotion). This sizes warm throughput for a peak of `startsPerSecond`
+ * (a one-time charge by AWS, so opt-in: `-c leasehold:peakStartsPerSecond=N`). The table gets more
+ * than any index: an enqueue burst is held to what its indexes take (a base-table write waits for
+ * every index it updates), so the table keeps room for the lease path while `owner` or `delays`
+ * throttles the burst.
  */
 export function warmThroughputFor(startsPerSecond: number): {
   table: { writeUnitsPerSecond: number; readUnitsPerSecond: number };
@@ -29,8 +33,12 @@ export function warmThroughputFor(startsPerSecond: number): {
         writeUnitsPerSecond: writes(2 * startsPerSecond),
         readUnitsPerSecond: reads(startsPerSecond),
       },
-      [INDEX.sweep.name]: {
+      [INDEX.lease.name]: {
         writeUnitsPerSecond: writes(2.5 * startsPerSecond),
+        readUnitsPerSecond: reads(0),
+      },
+      [INDEX.delay.name]: {
+        writeUnitsPerSecond: writes(2 * startsPerSecond),
         readUnitsPerSecond: reads(0),
       },
       [INDEX.owner.name]: { writeUnitsPerSecond: writes(startsPerSecond), readUnitsPerSecond: reads(0) },

@@ -5,7 +5,7 @@
 import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
 import { fnv1a } from './ids.js';
 
-/** Ready and sweep partitions per task type. 16 keeps 32 racing workers at ~0.02 lost writes per claim. */
+/** Ready, lease and delay partitions per task type. 16 keeps 32 racing workers at ~0.02 lost writes per claim. */
 export const SHARD_COUNT = 16;
 
 export const KEY = { partition: 'pk', sort: 'sk' } as const;
@@ -13,8 +13,18 @@ export const KEY = { partition: 'pk', sort: 'sk' } as const;
 export const INDEX = {
   /** Only QUEUED tasks that are due, head first: priority DESC, availableAt ASC, createdAt ASC. */
   ready: { name: 'ready', partition: 'readyPk', sort: 'readySk', sortType: 'S' },
-  /** Only leased tasks (by lease expiry) and delayed tasks (by due time), sharded. */
-  sweep: { name: 'sweep', partition: 'sweepPk', sort: 'sweepAt', sortType: 'N' },
+  /**
+   * Only leased tasks, by lease expiry, sharded (`LEASE#<shard>`): what recovery sweeps for expired
+   * leases, and what a claim and one renewal in five write. Named `sweep` since it also held delayed
+   * tasks: the name and keys stay, so a deployed table updates in place (one index added per deploy).
+   */
+  lease: { name: 'sweep', partition: 'sweepPk', sort: 'sweepAt', sortType: 'N' },
+  /**
+   * Only delayed tasks, by due time, sharded (`DELAY#<shard>`). Apart from the leases so that a bulk
+   * delayed enqueue, which may throttle this index, never throttles a claim or a renewal: DynamoDB
+   * throttles a base-table write when an index it updates cannot take the write.
+   */
+  delay: { name: 'delays', partition: 'delayPk', sort: 'delayAt', sortType: 'N' },
   /**
    * A caller's tasks, newest first, spread over OWNER_SHARDS partitions per owner (a list merges them).
    * Keys never change after enqueue, so status changes never write it.
@@ -62,6 +72,13 @@ export const priorityOfReadySortKey = (readySk: string) =>
 
 export const leaseSweepPartition = (shard: number) => `LEASE#${shard}`;
 export const delaySweepPartition = (shard: number) => `DELAY#${shard}`;
+
+/** The index a sweep partition lives in: `LEASE#<shard>` in the lease index, `DELAY#<shard>` in the delay index. */
+export function sweepIndexOf(partition: string): typeof INDEX.lease | typeof INDEX.delay {
+  if (partition.startsWith('LEASE#')) return INDEX.lease;
+  if (partition.startsWith('DELAY#')) return INDEX.delay;
+  throw new RangeError(`"${partition}" is neither a lease nor a delay partition`);
+}
 
 /**
  * Owner-index partitions per owner. A caller is often one producer role (every session of a role is

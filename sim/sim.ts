@@ -16,7 +16,7 @@ import { untilTableActive } from '../shared/store/table-setup.js';
 import { startAdminServer } from './admin-server.js';
 import { JavaUnavailableError, startDynamoDbLocal } from './dynamodb/dynamodb-local.js';
 import { startIamGate } from './dynamodb/iam-gate.js';
-import { createTableInputFrom, tableKmsKey } from './dynamodb/table-from-template.js';
+import { createTableInputFrom, tableKmsKey, warmThroughputOf } from './dynamodb/table-from-template.js';
 import { functionsFromTemplate } from './functions-from-template.js';
 import { startGateway } from './http-api/gateway.js';
 import { AccessLog } from './iam/access-log.js';
@@ -181,9 +181,11 @@ export async function startSim(options: SimOptions): Promise<RunningSim> {
       const ttlAttribute = props.TimeToLiveSpecification?.Enabled
         ? props.TimeToLiveSpecification.AttributeName
         : undefined;
+      const warm = warmThroughputOf(name, props);
       tables.push({
         name,
         arn: attributes.Arn!,
+        ...(warm.size > 0 ? { warm } : {}),
         ...(kmsKeyArn ? { kmsKeyArn } : {}),
         ...(ttlAttribute ? { ttlAttribute } : {}),
       });

@@ -361,6 +361,7 @@ describe('observability', () => {
       'ExpiredLeases',
       'FireErrors',
       'FireEventsDropped',
+      'IndexDelaysThrottled',
       'IndexOwnerThrottled',
       'IndexReadyThrottled',
       'IndexSweepThrottled',
@@ -638,15 +639,43 @@ describe('capacity (review 2, MEDIUM-4)', () => {
     expect(tables[0]![1].Properties.WarmThroughput).toBeUndefined();
   });
 
-  it('-c leasehold:peakStartsPerSecond sizes warm throughput: 3.5 table writes, 2 ready and 2.5 sweep writes a start, never below the new-table floor', () => {
+  it('-c leasehold:peakStartsPerSecond sizes warm throughput: 3.5 table writes, 2 ready, 2.5 lease and 2 delay writes a start, never below the new-table floor', () => {
     expect(warmThroughputFor(2_000)).toEqual({
       table: { writeUnitsPerSecond: 7_000, readUnitsPerSecond: 12_000 },
       indexes: {
         ready: { writeUnitsPerSecond: 4_000, readUnitsPerSecond: 12_000 },
         sweep: { writeUnitsPerSecond: 5_000, readUnitsPerSecond: 12_000 },
+        delays: { writeUnitsPerSecond: 4_000, readUnitsPerSecond: 12_000 },
         owner: { writeUnitsPerSecond: 4_000, readUnitsPerSecond: 12_000 },
       },
     });
     expect(warmThroughputFor(10).table.writeUnitsPerSecond).toBe(4_000);
+    // The table takes more writes than any index, so a burst its indexes hold back leaves it room for leases.
+    const warm = warmThroughputFor(5_000);
+    for (const index of Object.values(warm.indexes))
+      expect(index.writeUnitsPerSecond).toBeLessThan(warm.table.writeUnitsPerSecond);
+  });
+
+  it('delays and leases are two indexes (MEDIUM-4): a delayed-enqueue burst that throttles `delays` cannot throttle a claim or a renewal', () => {
+    const [, table] = resources('AWS::DynamoDB::GlobalTable')[0]!;
+    const gsis = Object.fromEntries(
+      (
+        table.Properties.GlobalSecondaryIndexes as {
+          IndexName: string;
+          KeySchema: { AttributeName: string }[];
+          Projection: { ProjectionType: string };
+        }[]
+      ).map((g) => [
+        g.IndexName,
+        { keys: g.KeySchema.map((k) => k.AttributeName), projection: g.Projection.ProjectionType },
+      ]),
+    );
+    // The lease index keeps its deployed name and keys (a table updates in place: one index added).
+    expect(gsis.sweep).toEqual({ keys: ['sweepPk', 'sweepAt'], projection: 'KEYS_ONLY' });
+    expect(gsis.delays).toEqual({ keys: ['delayPk', 'delayAt'], projection: 'KEYS_ONLY' });
+    // Each function queries only the one it reads: the worker's timekeeper the delays, the API's running list the leases.
+    expect(Object.keys(FUNCTION_ACCESS.worker.indexes).sort()).toEqual(['delays', 'ready']);
+    expect(Object.keys(FUNCTION_ACCESS.api.indexes).sort()).toEqual(['owner', 'sweep']);
+    expect(Object.keys(FUNCTION_ACCESS.recovery.indexes).sort()).toEqual(['delays', 'ready', 'sweep']);
   });
 });

@@ -18,8 +18,8 @@ afterAll(() => server.close());
 const entry = (n: number) => ({
   pk: `TASK#t${n}`,
   sk: 'TASK',
-  [INDEX.sweep.partition]: 'DELAY#0',
-  [INDEX.sweep.sort]: n,
+  [INDEX.delay.partition]: 'DELAY#0',
+  [INDEX.delay.sort]: n,
 });
 const head = (sorts: number[], next?: Record<string, unknown>): SweepHeadPage => ({
   entries: sorts.map(entry),
@@ -28,21 +28,21 @@ const head = (sorts: number[], next?: Record<string, unknown>): SweepHeadPage =>
 
 describe('the first page from a head page read already (fixed inputs)', () => {
   it('takes the due prefix, and stops where an entry not yet due was read', () => {
-    const page = pageFromHead(head([1, 2, 3, 5, 8], { more: 1 }), 4, 100);
-    expect(page.entries.map((e) => e[INDEX.sweep.sort])).toEqual([1, 2, 3]);
+    const page = pageFromHead(head([1, 2, 3, 5, 8], { more: 1 }), 'DELAY#0', 4, 100);
+    expect(page.entries.map((e) => e[INDEX.delay.sort])).toEqual([1, 2, 3]);
     expect(page.next).toBeUndefined();
   });
 
   it('cut by the budget, goes on after the last entry taken', () => {
-    const page = pageFromHead(head([1, 2, 3, 5, 8]), 10, 2);
+    const page = pageFromHead(head([1, 2, 3, 5, 8]), 'DELAY#0', 10, 2);
     expect(page.entries).toHaveLength(2);
     expect(page.next).toEqual(entry(2));
   });
 
   it('every entry of a full head due: goes on where the head ended; of a short head: done', () => {
-    expect(pageFromHead(head([1, 2, 3], { after: 3 }), 10, 100).next).toEqual({ after: 3 });
-    expect(pageFromHead(head([1, 2, 3]), 10, 100).next).toBeUndefined();
-    expect(pageFromHead(head([]), 10, 100)).toEqual({ entries: [], next: undefined });
+    expect(pageFromHead(head([1, 2, 3], { after: 3 }), 'DELAY#0', 10, 100).next).toEqual({ after: 3 });
+    expect(pageFromHead(head([1, 2, 3]), 'DELAY#0', 10, 100).next).toBeUndefined();
+    expect(pageFromHead(head([]), 'DELAY#0', 10, 100)).toEqual({ entries: [], next: undefined });
   });
 });
 

@@ -15,6 +15,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { Throttle, type Demand } from '../sim/dynamodb/throttle.js';
+import { warmThroughputOf } from '../sim/dynamodb/table-from-template.js';
 import { GSI, GSI_ARN, startHarness, TABLE, TABLE_ARN, type Harness } from './sim-dynamodb-harness.js';
 
 let clock = 1_000_000;
@@ -182,5 +183,55 @@ describe('sim DynamoDB: throughput buckets past 20,000 partition keys', () => {
     reads = 0;
     for (let i = 0; i < 1_000; i++) throttle.blocked([write(`new${i}`)]);
     expect(reads).toBeLessThan(2 * 1_000 + 10);
+  });
+});
+
+describe('sim DynamoDB: warm throughput from the template', () => {
+  const write = (index?: string): Demand => ({
+    kind: 'write',
+    table: TABLE,
+    arn: index ? `${TABLE_ARN}/index/${index}` : TABLE_ARN,
+    ...(index ? { index } : {}),
+  });
+
+  it('a table or GSI with warm throughput takes its rate, scaled; one without keeps a new table’s 4,000', () => {
+    const warm = new Map([
+      [TABLE, { write: 7_000, read: 12_000 }],
+      [`${TABLE}/index/delays`, { write: 5_000 }],
+    ]);
+    const throttle = new Throttle(0.01, () => clock, warm);
+    throttle.charge(write(), 69);
+    expect(throttle.blocked([write()])).toBeUndefined();
+    throttle.charge(write(), 1);
+    expect(throttle.blocked([write()])?.reason).toBe('TableWriteAccountLimitExceeded');
+    throttle.charge(write('delays'), 49);
+    expect(throttle.blocked([write('delays')])).toBeUndefined();
+    throttle.charge(write('delays'), 1);
+    expect(throttle.blocked([write('delays')])?.reason).toBe('IndexWriteAccountLimitExceeded');
+    throttle.charge(write('owner'), 40);
+    expect(throttle.blocked([write('owner')])?.reason).toBe('IndexWriteAccountLimitExceeded');
+    expect(throttle.stats().byResource).toEqual({});
+  });
+});
+
+describe('sim DynamoDB: warm throughput read from a GlobalTable resource', () => {
+  it('the table’s and each GSI’s WarmThroughput, keyed as the throttle names them; none set, none read', () => {
+    const gsi = (IndexName: string, WarmThroughput?: { WriteUnitsPerSecond: number }) => ({
+      IndexName,
+      KeySchema: [{ AttributeName: 'p', KeyType: 'HASH' as const }],
+      Projection: { ProjectionType: 'KEYS_ONLY' as const },
+      ...(WarmThroughput ? { WarmThroughput } : {}),
+    });
+    const base = { KeySchema: [], AttributeDefinitions: [] };
+    const rates = warmThroughputOf('t', {
+      ...base,
+      WarmThroughput: { ReadUnitsPerSecond: 12_000, WriteUnitsPerSecond: 7_000 },
+      GlobalSecondaryIndexes: [gsi('delays', { WriteUnitsPerSecond: 4_000 }), gsi('owner')],
+    });
+    expect([...rates]).toEqual([
+      ['t', { read: 12_000, write: 7_000 }],
+      ['t/index/delays', { write: 4_000 }],
+    ]);
+    expect(warmThroughputOf('t', { ...base, GlobalSecondaryIndexes: [gsi('owner')] }).size).toBe(0);
   });
 });

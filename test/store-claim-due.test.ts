@@ -73,6 +73,7 @@ describe('claim of due delayed tasks offered to a worker', () => {
         sweepPk: leaseSweepPartition(shardForId(id)),
       });
       expect(stored.readyPk).toBeUndefined();
+      expect(stored.delayPk).toBeUndefined();
       expect(stored.dueReadyPk).toBeUndefined();
     }
     expect(memory.dueWaiting).toBe(0);
@@ -101,7 +102,7 @@ describe('claim of due delayed tasks offered to a worker', () => {
       const stored = await item(t, id);
       expect(stored).toMatchObject({
         status: 'QUEUED',
-        sweepPk: delaySweepPartition(shardForId(id)),
+        delayPk: delaySweepPartition(shardForId(id)),
         attempts: 0,
       });
     }

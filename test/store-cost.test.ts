@@ -152,7 +152,7 @@ describe('what one short task costs in DynamoDB requests and write units', () =>
       task.id,
       'promoted',
       () => s.store.promote({ id: task.id }),
-      (b, now) => edge.promoted(b.sweepPk!, now),
+      (b, now) => edge.promoted(b.delayPk!, now),
     );
     lease = await claimOne(task.id, 'walk');
     await step(

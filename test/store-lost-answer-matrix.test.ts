@@ -172,7 +172,8 @@ const isQueuedAtHead = (t: TaskItem, attempts: number) =>
   t.attempts === attempts &&
   t.readyPk !== undefined &&
   t.leaseOwner === undefined &&
-  t.sweepPk === undefined;
+  t.sweepPk === undefined &&
+  t.delayPk === undefined;
 const isRunning = (
   t: TaskItem,
   lease: Pick<Lease, 'owner' | 'token'>,
@@ -525,7 +526,8 @@ const ROWS: Row[] = [
       t.attempts === 1 &&
       t.leaseOwner === undefined &&
       t.readyPk === undefined &&
-      String(t.sweepPk).startsWith('DELAY#') &&
+      t.sweepPk === undefined &&
+      String(t.delayPk).startsWith('DELAY#') &&
       t.error === 'boom',
     answer: (v) => expect(v).toMatchObject({ status: 'QUEUED', attempts: 1, error: 'boom' }),
   }),
@@ -586,7 +588,7 @@ const ROWS: Row[] = [
       return classify(
         t,
         isQueuedAtHead(t, 0) && t.dueReadyPk === undefined,
-        t.status === 'QUEUED' && t.readyPk === undefined && String(t.sweepPk).startsWith('DELAY#'),
+        t.status === 'QUEUED' && t.readyPk === undefined && String(t.delayPk).startsWith('DELAY#'),
       );
     },
     answer: (v) => expect(v).toBe(true),

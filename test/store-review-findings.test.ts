@@ -531,6 +531,7 @@ describe('a claim write whose answers and read-back all fail', () => {
       );
       expect(after.leaseOwner).toBeUndefined();
       expect(after.sweepPk).toBeUndefined();
+      expect(after.delayPk).toBeUndefined();
       expect(heldSlots(await slots(t), t.clock.now())).toEqual([]);
 
       // Nothing for recovery to FAIL later, and the task runs on its first attempt.

@@ -92,7 +92,7 @@ const EDGES = [
 type EdgeName = (typeof EDGES)[number];
 
 /** Index writes an edge costs (0 where not listed): 1 per entry added or removed, 2 per entry whose key moves. */
-type IndexWrites = Partial<Record<'ready' | 'sweep' | 'owner', number>>;
+type IndexWrites = Partial<Record<'ready' | 'sweep' | 'delays' | 'owner', number>>;
 
 interface Edge {
   name: EdgeName;
@@ -128,7 +128,7 @@ function readyKeysOf(item: Item): { pk: string; sk: string } {
 
 /**
  * The index invariant of transitions.ts. `queuedAt` is the `now` of the write that produced the item,
- * when that write queued it: a task queued when due is in the ready index, otherwise in the delay sweep.
+ * when that write queued it: a task queued when due is in the ready index, otherwise in the delay index.
  */
 function violations(item: Item, queuedAt?: number): string[] {
   const out: string[] = [];
@@ -138,7 +138,8 @@ function violations(item: Item, queuedAt?: number): string[] {
   const status = item.status as TaskStatus;
   const shard = item.shard as number;
   const inReady = isSet(item[INDEX.ready.partition]) || isSet(item[INDEX.ready.sort]);
-  const inSweep = isSet(item[INDEX.sweep.partition]) || isSet(item[INDEX.sweep.sort]);
+  const inDelay = isSet(item[INDEX.delay.partition]) || isSet(item[INDEX.delay.sort]);
+  const inLease = isSet(item[INDEX.lease.partition]) || isSet(item[INDEX.lease.sort]);
   const carriesDueKeys = isSet(item[DUE_READY.partition]) || isSet(item[DUE_READY.sort]);
   const hasLease = isSet(item.leaseOwner) || isSet(item.leaseUntil);
   check(shard === shardForId(item.id as string), 'shard is fixed by the id');
@@ -154,8 +155,8 @@ function violations(item: Item, queuedAt?: number): string[] {
   const ready = readyKeysOf(item);
   switch (status) {
     case TaskStatus.QUEUED: {
-      check(!hasLease, 'QUEUED: no lease fields');
-      check(inReady !== inSweep, 'QUEUED: in exactly one of ready index and delay sweep');
+      check(!hasLease && !inLease, 'QUEUED: no lease fields, not in the lease index');
+      check(inReady !== inDelay, 'QUEUED: in exactly one of ready index and delay index');
       check((item.attempts as number) < (item.maxAttempts as number), 'QUEUED: an attempt left');
       if (inReady) {
         check(
@@ -165,8 +166,8 @@ function violations(item: Item, queuedAt?: number): string[] {
         check(!carriesDueKeys, 'ready: no due-ready keys');
       } else {
         check(
-          item[INDEX.sweep.partition] === delaySweepPartition(shard) &&
-            item[INDEX.sweep.sort] === item.availableAt,
+          item[INDEX.delay.partition] === delaySweepPartition(shard) &&
+            item[INDEX.delay.sort] === item.availableAt,
           'delayed: DELAY#<shard> at its due time',
         );
         check(
@@ -183,10 +184,10 @@ function violations(item: Item, queuedAt?: number): string[] {
     }
     case TaskStatus.RUNNING:
     case TaskStatus.CANCEL_REQUESTED: {
-      const [leaseUntil, sweepAt] = [item.leaseUntil as number, item[INDEX.sweep.sort] as number];
-      check(!inReady && !carriesDueKeys, 'leased: not in the ready index');
+      const [leaseUntil, sweepAt] = [item.leaseUntil as number, item[INDEX.lease.sort] as number];
+      check(!inReady && !inDelay && !carriesDueKeys, 'leased: in neither the ready nor the delay index');
       check(isSet(item.leaseOwner) && typeof leaseUntil === 'number', 'leased: holder and expiry');
-      check(item[INDEX.sweep.partition] === leaseSweepPartition(shard), 'leased: in LEASE#<shard>');
+      check(item[INDEX.lease.partition] === leaseSweepPartition(shard), 'leased: in LEASE#<shard>');
       check(
         sweepAt >= leaseUntil && sweepAt <= leaseUntil + SLACK,
         'leased: leaseUntil <= sweepAt <= leaseUntil + slack',
@@ -198,7 +199,7 @@ function violations(item: Item, queuedAt?: number): string[] {
       break;
     }
     default: {
-      check(!inReady && !inSweep && !carriesDueKeys, 'terminal: in neither index');
+      check(!inReady && !inDelay && !inLease && !carriesDueKeys, 'terminal: in no index');
       check(!hasLease, 'terminal: no lease fields');
       check(
         typeof item.finishedAt === 'number' &&
@@ -299,7 +300,7 @@ function leaseOf(item: Item): Lease {
     owner: item.leaseOwner as string,
     token: item.leaseToken as number,
     leaseUntil: item.leaseUntil as number,
-    sweepAt: item[INDEX.sweep.sort] as number,
+    sweepAt: item[INDEX.lease.sort] as number,
     shard: item.shard as number,
     priority: item.priority as number,
     createdAt: item.createdAt as number,
@@ -313,7 +314,7 @@ function leaseOf(item: Item): Lease {
 /** A worker's claim of a due delayed task from its delay partition, serving `types`. */
 const dueClaimOf = (item: Item, types: string[], workerId: string, now: number) =>
   claimedWhenDue(
-    { shard: item.shard as number, delayPartition: item[INDEX.sweep.partition] as string },
+    { shard: item.shard as number, delayPartition: item[INDEX.delay.partition] as string },
     types,
     workerId,
     now,
@@ -324,25 +325,25 @@ const dueClaimOf = (item: Item, types: string[], workerId: string, now: number) 
 function edgesFrom(item: Item, now: number, x: Inputs): Edge[] {
   const task = item as unknown as TaskItem;
   const edges: Edge[] = [];
-  const delayed = isSet(item[INDEX.sweep.partition]);
+  const delayed = isSet(item[INDEX.delay.partition]);
   switch (task.status) {
     case TaskStatus.QUEUED:
       if (delayed) {
-        if ((item[INDEX.sweep.sort] as number) <= now) {
+        if ((item[INDEX.delay.sort] as number) <= now) {
           edges.push({
             name: 'promoted',
-            t: promoted(item[INDEX.sweep.partition] as string, now),
-            indexWrites: { ready: 1, sweep: 1 },
+            t: promoted(item[INDEX.delay.partition] as string, now),
+            indexWrites: { ready: 1, delays: 1 },
           });
           // Claimed straight from the delay partition by a worker serving its type (default priority only).
           if (task.priority === DEFAULT_PRIORITY)
             edges.push({
               name: 'claimedWhenDue',
               t: dueClaimOf(item, [task.type], x.workerId, now),
-              indexWrites: { sweep: 2 },
+              indexWrites: { delays: 1, sweep: 1 },
             });
         }
-        edges.push({ name: 'cancelledQueued', t: cancelledQueued(now, config), indexWrites: { sweep: 1 } });
+        edges.push({ name: 'cancelledQueued', t: cancelledQueued(now, config), indexWrites: { delays: 1 } });
       } else {
         const candidate: Candidate = {
           id: task.id,
@@ -393,7 +394,7 @@ function edgesFrom(item: Item, now: number, x: Inputs): Edge[] {
               storeError(x.error, lease.token).fields,
               x.progress,
             ),
-            indexWrites: outcome.availableAt <= now ? { ready: 1, sweep: 1 } : { sweep: 2 },
+            indexWrites: outcome.availableAt <= now ? { ready: 1, sweep: 1 } : { sweep: 1, delays: 1 },
             leavesLease: true,
           });
         } else {
@@ -407,7 +408,7 @@ function edgesFrom(item: Item, now: number, x: Inputs): Edge[] {
         edges.push({
           name: 'released',
           t: released(lease, now, x.progress),
-          indexWrites: lease.availableAt <= now ? { ready: 1, sweep: 1 } : { sweep: 2 },
+          indexWrites: lease.availableAt <= now ? { ready: 1, sweep: 1 } : { sweep: 1, delays: 1 },
           leavesLease: true,
         });
         edges.push({ name: 'cancelRequested', t: cancelRequested(now), indexWrites: {} });
@@ -462,9 +463,10 @@ const expectedCost = (indexWrites: IndexWrites): WriteCost => {
   const indexes = {
     ready: indexWrites.ready ?? 0,
     sweep: indexWrites.sweep ?? 0,
+    delays: indexWrites.delays ?? 0,
     owner: indexWrites.owner ?? 0,
   };
-  return { table: 1, indexes, total: 1 + indexes.ready + indexes.sweep + indexes.owner };
+  return { table: 1, indexes, total: 1 + indexes.ready + indexes.sweep + indexes.delays + indexes.owner };
 };
 
 /** Every check one edge taken from `before` at `now` must pass; returns the item after it. */
@@ -579,8 +581,8 @@ function arbState(task: ArbTask, kind: (typeof KINDS)[number]): fc.Arbitrary<Ite
           return {
             ...item,
             status: TaskStatus.QUEUED,
-            sweepPk: delaySweepPartition(item.shard as number),
-            sweepAt: availableAt,
+            delayPk: delaySweepPartition(item.shard as number),
+            delayAt: availableAt,
             dueReadyPk: ready.pk,
             dueReadySk: ready.sk,
           };
@@ -664,7 +666,7 @@ describe('task state transitions (pure, fixed clock)', () => {
               'attempts',
               INDEX.ready.partition,
               INDEX.ready.sort,
-              INDEX.sweep.partition,
+              INDEX.lease.partition,
               'leaseOwner',
               'leaseUntil',
             ])
@@ -703,12 +705,12 @@ describe('task state transitions (pure, fixed clock)', () => {
         }
         // Exactly one way out of a lease: whichever edge applies first, every other one chosen from the same read is refused.
         // Conditions refuse what an edge must not do: promote a task before it is due, claim past the last attempt.
-        if (state.status === TaskStatus.QUEUED && isSet(state.sweepPk)) {
-          expect(holds(promoted(state.sweepPk as string, now), state)).toBe((state.sweepAt as number) <= now);
+        if (state.status === TaskStatus.QUEUED && isSet(state.delayPk)) {
+          expect(holds(promoted(state.delayPk as string, now), state)).toBe((state.delayAt as number) <= now);
           // A claim from the delay partition takes only a due task, of a type served, at the default priority.
           const types = [state.type as string];
           expect(holds(dueClaimOf(state, types, 'w', now), state)).toBe(
-            (state.sweepAt as number) <= now && state.priority === DEFAULT_PRIORITY,
+            (state.delayAt as number) <= now && state.priority === DEFAULT_PRIORITY,
           );
           expect(holds(dueClaimOf(state, ['another.type'], 'w', now), state)).toBe(false);
           expect(holds(dueClaimOf(state, types, 'w', now), { ...state, attempts: state.maxAttempts })).toBe(
@@ -768,7 +770,7 @@ describe('task state transitions (pure, fixed clock)', () => {
             seen.add('enqueued');
             expect(violations(item, now)).toEqual([]);
             expect(writeCost(undefined, item)).toEqual(
-              expectedCost(delayMs === 0 ? { ready: 1, owner: 1 } : { sweep: 1, owner: 1 }),
+              expectedCost(delayMs === 0 ? { ready: 1, owner: 1 } : { delays: 1, owner: 1 }),
             );
             let lastClaim: { candidate?: Candidate; writeId: string } | undefined;
             for (const s of steps) {

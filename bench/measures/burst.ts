@@ -145,8 +145,8 @@ async function bareConditionalWrites(r: BenchRuntime, tasks: number, lanes: numb
               '#s': 'status',
               '#rp': INDEX.ready.partition,
               '#rs': INDEX.ready.sort,
-              '#wp': INDEX.sweep.partition,
-              '#ws': INDEX.sweep.sort,
+              '#wp': INDEX.lease.partition,
+              '#ws': INDEX.lease.sort,
             },
             ExpressionAttributeValues: {
               ':running': 'RUNNING',

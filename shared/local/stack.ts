@@ -15,6 +15,7 @@ import type { TaskDefinition } from '../tasks/define.js';
 import { RecordingMetrics } from '../metrics.js';
 import { runRecoverySweep } from '../recovery/recovery-sweep.js';
 import { GaugeRotation } from '../store/gauge-rotation.js';
+import { LegacyDelayWatch } from '../store/legacy-delays.js';
 import { taskDefinitions } from '../../tasks/catalog.js';
 import { Worker, type RunSummary } from '../worker/worker.js';
 import { Timekeeper } from '../worker/timekeeper.js';
@@ -153,6 +154,8 @@ export async function startStack(options: StackOptions): Promise<LocalStack> {
   if (options.roles.recovery) {
     let lastGaugeAt = Number.NEGATIVE_INFINITY;
     const rotation = new GaugeRotation();
+    // A table kept from an earlier version (a persistent endpoint) may hold delays under the old keys.
+    const legacy = new LegacyDelayWatch();
     const runSweep = () => {
       // Sweeps may overlap (each fix is conditioned on the lease it observed, so two sweeps never both
       // fix a task): a sweep held up by one slow write (a 2 s deadline, resent) must not hold back the
@@ -162,7 +165,7 @@ export async function startStack(options: StackOptions): Promise<LocalStack> {
       if (gauge) lastGaugeAt = clock.now();
       const sweep = runRecoverySweep(
         app.store,
-        { clock, metrics, logger, rotation },
+        { clock, metrics, logger, rotation, legacy },
         gauge ? app.registry.names() : [],
       )
         .catch((error: unknown) => logger.error('recovery sweep failed', { error: String(error) }))

@@ -6,19 +6,44 @@ import type { Logger } from '@aws-lambda-powertools/logger';
 import type { RecoveryReport } from '../store/recovery.js';
 import type { Sweeper } from '../store/ports.js';
 import type { GaugeRotation } from '../store/gauge-rotation.js';
+import type { LegacyDelayWatch } from '../store/legacy-delays.js';
 import type { Clock } from '../clock.js';
 import type { LeaseholdMetrics } from '../metrics.js';
 import { describeError } from '../errors.js';
 import { logOutcomeFlush } from '../stats/outcome-recorder.js';
 
-/** `types`: the task types whose queue depth is published as gauges, in all and per type (none: no gauges). */
+/** Before the sweep, so a moved task due already is promoted by this very sweep. Never stops the sweep. */
+async function moveLegacyDelays(store: Sweeper, watch: LegacyDelayWatch, clock: Clock, logger: Logger) {
+  try {
+    const moves = await store.moveLegacyDelays();
+    watch.noteLook(moves.found, clock.now());
+    if (moves.found > 0)
+      logger.info('moved delayed tasks queued before the delay index into it', { ...moves });
+  } catch (error) {
+    logger.warn('moving delayed tasks into the delay index failed; the next sweep tries again', {
+      error: describeError(error),
+    });
+  }
+}
+
+/**
+ * `types`: the task types whose queue depth is published as gauges, in all and per type (none: no
+ * gauges). `legacy`: the caller's watch for delayed tasks queued before the delay index (legacy-delays.ts).
+ */
 export async function runRecoverySweep(
   store: Sweeper,
-  deps: { clock: Clock; metrics: LeaseholdMetrics; logger: Logger; rotation?: GaugeRotation },
+  deps: {
+    clock: Clock;
+    metrics: LeaseholdMetrics;
+    logger: Logger;
+    rotation?: GaugeRotation;
+    legacy?: LegacyDelayWatch;
+  },
   types: string[] = [],
 ): Promise<RecoveryReport> {
   const { clock, metrics, logger } = deps;
   try {
+    if (deps.legacy?.shouldLook(clock.now())) await moveLegacyDelays(store, deps.legacy, clock, logger);
     // With gauges, each sweep partition is read once for both the fixes and the figures.
     const swept =
       types.length > 0

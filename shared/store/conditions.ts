@@ -55,9 +55,19 @@ export const leaseAsObserved =
 
 /** Promotion of a delayed task: it is still QUEUED, still in that delay partition, and due. A cancel or a second promoter fails here. */
 export const stillDelayedAndDue =
-  (sweepPk: string, now: number): ConditionPart =>
+  (delayPk: string, now: number): ConditionPart =>
   (e) =>
-    `${e.name('status')} = ${e.value(TaskStatus.QUEUED)} AND ${e.name(INDEX.sweep.partition)} = ${e.value(sweepPk)} AND ${e.name(INDEX.sweep.sort)} <= ${e.value(now)}`;
+    `${e.name('status')} = ${e.value(TaskStatus.QUEUED)} AND ${e.name(INDEX.delay.partition)} = ${e.value(delayPk)} AND ${e.name(INDEX.delay.sort)} <= ${e.value(now)}`;
+
+/**
+ * Moving a delayed task written before the delay index existed (legacy-delays.ts): it is still QUEUED
+ * under exactly the legacy entry read. A promotion, claim or cancel by an older worker still running
+ * (which writes the legacy keys) changes the entry or the status, and the move is refused.
+ */
+export const stillInLegacyDelay =
+  (partition: string, at: number): ConditionPart =>
+  (e) =>
+    `${e.name('status')} = ${e.value(TaskStatus.QUEUED)} AND ${e.name(INDEX.lease.partition)} = ${e.value(partition)} AND ${e.name(INDEX.lease.sort)} = ${e.value(at)}`;
 
 /**
  * Claiming a due delayed task straight from its delay partition (no promotion, no ready read): only at

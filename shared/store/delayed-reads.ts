@@ -4,10 +4,10 @@
  * read only delays a promotion to the next read; the promotion itself is conditioned on the task
  * still waiting in that partition and being due.
  */
-import { delaySweepPartition, INDEX, SHARD_COUNT, taskIdFromPk } from '../table-layout.js';
+import { delaySweepPartition, SHARD_COUNT, taskIdFromPk } from '../table-layout.js';
 import type { StoreContext } from './context.js';
 import { deadline } from './dynamo.js';
-import { sweepPage } from './sweep-page.js';
+import { entryAt, sweepPage } from './sweep-page.js';
 
 export interface DueTask {
   id: string;
@@ -25,13 +25,14 @@ export async function dueDelayed(
   const perPartition = Math.max(1, Math.ceil(input.limit / SHARD_COUNT));
   const pages = await Promise.all(
     Array.from({ length: SHARD_COUNT }, async (_, shard) => {
+      const partition = delaySweepPartition(shard);
       const found: DueTask[] = [];
       let startKey: Record<string, unknown> | undefined;
       do {
         const page = await sweepPage(
           ctx,
           {
-            partition: delaySweepPartition(shard),
+            partition,
             bound: input.before,
             limit: Math.min(PAGE_LIMIT, perPartition - found.length),
             startKey,
@@ -39,7 +40,7 @@ export async function dueDelayed(
           deadline(ctx.config.requestDeadlineMs),
         );
         for (const entry of page.entries)
-          found.push({ id: taskIdFromPk(entry.pk), dueAt: entry[INDEX.sweep.sort] as number });
+          found.push({ id: taskIdFromPk(entry.pk), dueAt: entryAt(entry, partition) });
         startKey = page.next;
       } while (startKey && found.length < perPartition);
       return found;

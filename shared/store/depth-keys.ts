@@ -68,20 +68,26 @@ export const READY_INDEX: DepthIndex = {
   },
 };
 
-export const SWEEP_INDEX: DepthIndex = {
-  ...INDEX.sweep,
-  levels: 1,
-  categoryLevels: 0,
-  position(sortValue) {
-    const at = Number(sortValue);
-    if (!Number.isSafeInteger(at)) throw new MalformedIndexKeyError(INDEX.sweep.name, sortValue);
-    return [at];
-  },
-  bounds(prefix, lo, hi) {
-    if (prefix.length > 0) throw new RangeError('a sweep position has one level');
-    return [lo, hi];
-  },
-};
+/** The lease or the delay index: one level, the lease expiry or the due time. */
+function timeIndex(index: typeof INDEX.lease | typeof INDEX.delay): DepthIndex {
+  return {
+    ...index,
+    levels: 1,
+    categoryLevels: 0,
+    position(sortValue) {
+      const at = Number(sortValue);
+      if (!Number.isSafeInteger(at)) throw new MalformedIndexKeyError(index.name, sortValue);
+      return [at];
+    },
+    bounds(prefix, lo, hi) {
+      if (prefix.length > 0) throw new RangeError(`a position in ${index.name} has one level`);
+      return [lo, hi];
+    },
+  };
+}
+
+export const LEASE_INDEX = timeIndex(INDEX.lease);
+export const DELAY_INDEX = timeIndex(INDEX.delay);
 
 /** Negative, zero or positive as `a` sorts before, with or after `b` on their first `levels` levels. */
 export function comparePositions(a: Position, b: Position, levels = Math.max(a.length, b.length)): number {

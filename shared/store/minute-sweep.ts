@@ -3,14 +3,13 @@
  * (recovery.ts) and the gauges (queue-depth.ts). Each read them apart before: the same 32 partitions
  * twice a minute, about a fifth of the sweep's queries with five task types.
  */
-import { delaySweepPartition, INDEX, leaseSweepPartition, SHARD_COUNT } from '../table-layout.js';
+import { delaySweepPartition, leaseSweepPartition, SHARD_COUNT } from '../table-layout.js';
 import type { StoreContext } from './context.js';
 import type { Slice } from './depth-reads.js';
-import { SWEEP_INDEX } from './depth-keys.js';
 import { DEPTH_LIMITS, queueDepth, type QueueDepth } from './queue-depth.js';
 import type { DepthLimits } from './depth-sample.js';
 import { recoverExpired, type RecoveryReport, type SweepHeadPage } from './recovery.js';
-import { sweepPage } from './sweep-page.js';
+import { entryAt, sweepPage } from './sweep-page.js';
 import type { GaugeRotation } from './gauge-rotation.js';
 
 export async function sweepAndMeasure(
@@ -33,7 +32,7 @@ export async function sweepAndMeasure(
   });
   // What the sweep moved out of its partition is gone from it (a requeued task is counted where it went,
   // in its ready partition, which the gauge reads after the fixes).
-  const slices = heads.map((head) => head && sliceOf(head, left, limits.head));
+  const slices = heads.map((head, i) => head && sliceOf(head, partitions[i]!, left, limits.head));
   const depth = await queueDepth(
     ctx,
     types,
@@ -46,10 +45,10 @@ export async function sweepAndMeasure(
 }
 
 /** A head page as the depth gauge reads one, less the entries the sweep moved out. */
-function sliceOf(head: SweepHeadPage, left: ReadonlySet<string>, limit: number): Slice {
+function sliceOf(head: SweepHeadPage, partition: string, left: ReadonlySet<string>, limit: number): Slice {
   const staying = head.entries.filter((e) => !left.has(e.pk));
   return {
-    positions: staying.map((e) => SWEEP_INDEX.position(e[INDEX.sweep.sort])),
+    positions: staying.map((e) => [entryAt(e, partition)]),
     ids: staying.map((e) => e.pk),
     // As readSlice: more may follow only a full page.
     next: head.entries.length >= limit ? head.next : undefined,

@@ -4,6 +4,7 @@
  * request side, `TaskRequests`, the API's reads and TaskCommands alone); the worker's tests use an
  * in-memory fake of `LeaseStore` with fake timers.
  */
+import type { LegacyDelayMoves } from './legacy-delays.js';
 import type { GaugeRotation } from './gauge-rotation.js';
 import type { Task } from '../task-model.js';
 import type { ClaimResult } from './claim.js';
@@ -77,6 +78,8 @@ export interface Sweeper extends OutcomeFlusher {
     rotation?: GaugeRotation,
   ): Promise<{ report: RecoveryReport; depth: QueueDepth }>;
   writeSummary(summary: QueueSummary): Promise<void>;
+  /** Moves delayed tasks queued before the delay index existed into it (legacy-delays.ts). */
+  moveLegacyDelays(): Promise<LegacyDelayMoves>;
 }
 
 /** What the fleet's timekeeper does: find delayed tasks falling due soon, and promote each when it does. */

@@ -54,7 +54,14 @@ import {
 } from '../table-layout.js';
 import type { StoreContext } from './context.js';
 import { countGroup, worseBasis, type CountBasis, type GroupCount } from './depth-estimate.js';
-import { comparePositions, READY_INDEX, SWEEP_INDEX, type DepthIndex, type Position } from './depth-keys.js';
+import {
+  comparePositions,
+  DELAY_INDEX,
+  LEASE_INDEX,
+  READY_INDEX,
+  type DepthIndex,
+  type Position,
+} from './depth-keys.js';
 import { readSlice, type Slice } from './depth-reads.js';
 import {
   extrapolateRest,
@@ -130,8 +137,8 @@ export async function queueDepth(
   const unique = [...new Set(types)];
   const [perType, leased, delayed] = await Promise.all([
     Promise.all(unique.map((type) => typeDepth(ctx, type, limits, firstShards(type)))),
-    readGroup(ctx, SWEEP_INDEX, shards.map(leaseSweepPartition), limits, false, sweepHeads?.lease),
-    readGroup(ctx, SWEEP_INDEX, shards.map(delaySweepPartition), limits, true, sweepHeads?.delay),
+    readGroup(ctx, LEASE_INDEX, shards.map(leaseSweepPartition), limits, false, sweepHeads?.lease),
+    readGroup(ctx, DELAY_INDEX, shards.map(delaySweepPartition), limits, true, sweepHeads?.delay),
   ]);
   const byType = Object.fromEntries(unique.map((type, i) => [type, perType[i]!]));
   const dueTimes = perType.flatMap((t) => (t.oldestDueAt === undefined ? [] : [t.oldestDueAt]));

@@ -39,8 +39,8 @@ function withAdds(t: Transition, cost: TaskCost): Transition {
 /** The index keys a lease knows of its task: enough to price an edge's index writes without a read. */
 export function leaseIndexItem(lease: { sweepAt: number; shard: number }): Record<string, unknown> {
   return {
-    [INDEX.sweep.partition]: leaseSweepPartition(lease.shard),
-    [INDEX.sweep.sort]: lease.sweepAt,
+    [INDEX.lease.partition]: leaseSweepPartition(lease.shard),
+    [INDEX.lease.sort]: lease.sweepAt,
   };
 }
 

@@ -19,7 +19,7 @@ import {
 import { writeTargetOf, type StoreContext } from './context.js';
 import { conditionalUpdate } from './conditional-write.js';
 import { readItems, readTaskItem } from './task-reads.js';
-import { sweepPage, type SweepEntry } from './sweep-page.js';
+import { entryAt, sweepPage, type SweepEntry } from './sweep-page.js';
 import { parseInput, taskRefInput } from './inputs.js';
 import type { TaskItem } from './task-item.js';
 import {
@@ -134,10 +134,11 @@ interface SweepWork {
  */
 export function pageFromHead(
   head: SweepHeadPage,
+  partition: string,
   bound: number,
   take: number,
 ): { entries: SweepEntry[]; next: Record<string, unknown> | undefined } {
-  const due = head.entries.filter((e) => Number(e[INDEX.sweep.sort]) <= bound);
+  const due = head.entries.filter((e) => entryAt(e, partition) <= bound);
   const entries = due.slice(0, take);
   // A keys-only index entry is exactly its keys: the last one taken is where a query goes on.
   if (entries.length < due.length) return { entries, next: entries.at(-1) };
@@ -164,7 +165,7 @@ async function sweepPartition(
     const take = Math.min(batchSize, budget.left);
     budget.left -= take;
     const page = fromHead
-      ? pageFromHead(fromHead, bound, take)
+      ? pageFromHead(fromHead, partition, bound, take)
       : await sweepPage(ctx, { partition, bound, limit: take, startKey });
     fromHead = undefined;
     if (page.entries.length > 0) report.batches++;
@@ -283,8 +284,8 @@ export async function promoteTask(
 
 /** What a delayed task has in the indexes, as far as pricing its promotion goes (its entry moves from the sweep to the ready index). */
 const DELAYED_INDEX_KEYS = {
-  [INDEX.sweep.partition]: 'DELAY',
-  [INDEX.sweep.sort]: 0,
+  [INDEX.delay.partition]: 'DELAY',
+  [INDEX.delay.sort]: 0,
   [DUE_READY.partition]: 'ready',
   [DUE_READY.sort]: 'head',
 };

@@ -1,14 +1,19 @@
 /**
- * Pages of the sweep index (keys only, eventually consistent). Recovery reads `LEASE#n` pages for
- * expired leases; the timekeeper reads `DELAY#n` pages for what falls due; the minute's sweep reads
- * each partition's head once for both its fixes and its gauges.
+ * Pages of the lease and delay indexes (keys only, eventually consistent), each partition in the index
+ * its name says (sweepIndexOf). Recovery reads `LEASE#n` pages for expired leases; the timekeeper reads
+ * `DELAY#n` pages for what falls due; the minute's sweep reads each partition's head once for both its
+ * fixes and its gauges.
  */
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { INDEX } from '../table-layout.js';
+import { sweepIndexOf, type INDEX } from '../table-layout.js';
 import type { StoreContext } from './context.js';
 
 /** An entry as the keys-only index returns it: the task's key and its sweep keys. */
 export type SweepEntry = { pk: string } & Record<string, unknown>;
+
+/** An entry's sort key (lease expiry or due time) as read from the partition `partition`. */
+export const entryAt = (entry: SweepEntry, partition: string): number =>
+  Number(entry[sweepIndexOf(partition).sort]);
 
 /**
  * One partition's entries whose sort key is at or below `bound`, in sort order; without a bound, its
@@ -17,22 +22,30 @@ export type SweepEntry = { pk: string } & Record<string, unknown>;
  */
 export async function sweepPage(
   ctx: StoreContext,
-  query: { partition: string; bound?: number; limit: number; startKey?: Record<string, unknown> | undefined },
+  query: {
+    partition: string;
+    bound?: number;
+    limit: number;
+    startKey?: Record<string, unknown> | undefined;
+    /** Another index than the partition's own: only the move of legacy delays (legacy-delays.ts). */
+    index?: typeof INDEX.lease;
+  },
   options: { abortSignal?: AbortSignal } = {},
 ): Promise<{ entries: SweepEntry[]; next: Record<string, unknown> | undefined }> {
+  const index = query.index ?? sweepIndexOf(query.partition);
   const out = await ctx.doc.send(
     new QueryCommand({
       TableName: ctx.tableName,
-      IndexName: INDEX.sweep.name,
+      IndexName: index.name,
       ...(query.bound === undefined
         ? {
             KeyConditionExpression: '#p = :p',
-            ExpressionAttributeNames: { '#p': INDEX.sweep.partition },
+            ExpressionAttributeNames: { '#p': index.partition },
             ExpressionAttributeValues: { ':p': query.partition },
           }
         : {
             KeyConditionExpression: '#p = :p AND #s <= :bound',
-            ExpressionAttributeNames: { '#p': INDEX.sweep.partition, '#s': INDEX.sweep.sort },
+            ExpressionAttributeNames: { '#p': index.partition, '#s': index.sort },
             ExpressionAttributeValues: { ':p': query.partition, ':bound': query.bound },
           }),
       Limit: query.limit,

@@ -29,8 +29,12 @@ export interface TaskItem extends Omit<Task, 'payload' | 'result'> {
   writeId?: string;
   readyPk?: string;
   readySk?: string;
+  /** A leased task's lease-index keys (`LEASE#<shard>`, at or just past its lease expiry). */
   sweepPk?: string;
   sweepAt?: number;
+  /** A delayed task's delay-index keys (`DELAY#<shard>`, its due time). */
+  delayPk?: string;
+  delayAt?: number;
   /** The ready keys a delayed task takes when it becomes due (copied by promotion without a read). */
   dueReadyPk?: string;
   dueReadySk?: string;

@@ -12,6 +12,7 @@ import { ClaimState } from './claim-state.js';
 import type { ClaimInput, Lease, ProgressReport, RenewInput } from './inputs.js';
 import { complete, fail, finishCancel, release, renewLeases, type RenewOutcome } from './lease-writes.js';
 import { dueDelayed, type DueTask } from './delayed-reads.js';
+import { moveLegacyDelays, type LegacyDelayMoves } from './legacy-delays.js';
 import type { FailInput, LeaseStore, Sweeper, TaskCommands, TaskReads, Timekeeping } from './ports.js';
 import { sweepAndMeasure } from './minute-sweep.js';
 import type { GaugeRotation } from './gauge-rotation.js';
@@ -84,6 +85,10 @@ export class TaskStore
   /** Whether there is work, in one item: written after each gauge, read by the worker's scheduled tick. */
   writeSummary(summary: QueueSummary): Promise<void> {
     return writeQueueSummary(this.ctx, summary);
+  }
+
+  moveLegacyDelays(): Promise<LegacyDelayMoves> {
+    return moveLegacyDelays(this.ctx);
   }
 
   /** One bounded recovery sweep: expired leases fixed, due delayed tasks promoted. */

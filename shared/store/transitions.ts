@@ -9,12 +9,12 @@
  * - A QUEUED task is in exactly one of two places, and has no lease fields (leaseOwner, leaseUntil):
  *   - the ready index: `readyPk` = readyPartition(type, shard, priority),
  *     `readySk` = readySortKey(priority, availableAt, createdAt, id);
- *   - the delay sweep: `sweepPk` = `DELAY#<shard>`, `sweepAt` = availableAt, carrying the ready keys
+ *   - the delay index: `delayPk` = `DELAY#<shard>`, `delayAt` = availableAt, carrying the ready keys
  *     it takes when promoted (`dueReadyPk`, `dueReadySk`, the same values).
  *   A write that queues a task files it in the ready index when it is due at that write's `now`
- *   (availableAt <= now), else in the delay sweep; a delayed task stays there past its due time
+ *   (availableAt <= now), else in the delay index; a delayed task stays there past its due time
  *   until a promotion (by key, or by recovery's sweep) moves it to the ready index.
- * - A leased task (RUNNING, CANCEL_REQUESTED) is in the lease sweep only: `sweepPk` = `LEASE#<shard>`,
+ * - A leased task (RUNNING, CANCEL_REQUESTED) is in the lease index only: `sweepPk` = `LEASE#<shard>`,
  *   leaseUntil <= `sweepAt` <= leaseUntil + sweepSlackMs (lease-rules.ts), with leaseOwner and leaseUntil.
  * - A terminal task (SUCCESS, FAILED, CANCELLED) is in neither index, has no lease fields, and has
  *   finishedAt and its TTL (`expiresAt`, epoch seconds, from finishedFields).
@@ -44,6 +44,7 @@ import {
   itemIsNew,
   leaseAsObserved,
   stillDelayedAndDue,
+  stillInLegacyDelay,
   stillQueuedAt,
   typeIsOneOf,
   unchangedSince,
@@ -100,7 +101,7 @@ export function enqueued(
   };
 }
 
-/** A claim of the head a worker read: RUNNING under a fresh token, out of the ready index, into the lease sweep. */
+/** A claim of the head a worker read: RUNNING under a fresh token, out of the ready index, into the lease index. */
 export function claimed(
   c: Candidate,
   workerId: string,
@@ -121,8 +122,8 @@ export function claimed(
 
 /**
  * A claim of a due delayed task straight from its delay partition, as the worker found it there (keys
- * only: its id, so its shard, and the partition): RUNNING under a fresh token, out of the delay sweep into
- * the lease sweep, its due ready keys dropped. It saves the promotion write and the ready read; the
+ * only: its id, so its shard, and the partition): RUNNING under a fresh token, out of the delay index into
+ * the lease index, its due ready keys dropped. It saves the promotion write and the ready read; the
  * conditions leave every task it must not take (another type, a limited one, a priority other than the
  * default) to its promotion.
  */
@@ -137,8 +138,7 @@ export function claimedWhenDue(
   return {
     assign: {
       ...leaseTaken(entry.shard, workerId, now, leaseUntil, config),
-      [DUE_READY.partition]: undefined,
-      [DUE_READY.sort]: undefined,
+      ...DELAY_LEFT,
     },
     add: { leaseToken: 1, attempts: 1 },
     require: [
@@ -180,6 +180,23 @@ export function claimUndone(c: Candidate, writeId: string): Transition {
   };
 }
 
+/**
+ * Not an edge of the state machine but of the layout: a delayed task written before delays had their
+ * own index (under `DELAY#<shard>` in the lease index's keys) into the delay index, same partition and
+ * due time, without a read. Its status, attempts and ready keys stay as they are.
+ */
+export function movedFromLegacyDelay(partition: string, at: number): Transition {
+  return {
+    assign: {
+      [INDEX.lease.partition]: undefined,
+      [INDEX.lease.sort]: undefined,
+      [INDEX.delay.partition]: partition,
+      [INDEX.delay.sort]: at,
+    },
+    require: [stillInLegacyDelay(partition, at)],
+  };
+}
+
 /** A heartbeat: the lease moves; the sweep key only when the new lease outruns it (`sweepAt` from sweepKeyAfterRenewal). */
 export function renewed(
   lease: LeaseRef,
@@ -190,7 +207,7 @@ export function renewed(
   return {
     assign: {
       leaseUntil,
-      ...(sweepAt === undefined ? {} : { [INDEX.sweep.sort]: sweepAt }),
+      ...(sweepAt === undefined ? {} : { [INDEX.lease.sort]: sweepAt }),
       ...progressFields(progress),
     },
     require: [fence(lease)],
@@ -297,10 +314,7 @@ export function cancelledQueued(now: number, config: Pick<LeaseholdConfig, 'rete
       ...finishedFields(now, config),
       [INDEX.ready.partition]: undefined,
       [INDEX.ready.sort]: undefined,
-      [INDEX.sweep.partition]: undefined,
-      [INDEX.sweep.sort]: undefined,
-      [DUE_READY.partition]: undefined,
-      [DUE_READY.sort]: undefined,
+      ...DELAY_LEFT,
     },
     require: [hasStatus(TaskStatus.QUEUED)],
   };
@@ -372,10 +386,7 @@ export function promoted(delayPartition: string, now: number): Transition {
     copy: { [INDEX.ready.partition]: DUE_READY.partition, [INDEX.ready.sort]: DUE_READY.sort },
     assign: {
       updatedAt: now,
-      [INDEX.sweep.partition]: undefined,
-      [INDEX.sweep.sort]: undefined,
-      [DUE_READY.partition]: undefined,
-      [DUE_READY.sort]: undefined,
+      ...DELAY_LEFT,
     },
     require: [stillDelayedAndDue(delayPartition, now)],
   };
@@ -452,15 +463,23 @@ export function applyTransition<T extends object>(item: T, t: Transition): T {
 
 // --- the pieces the edges share ---
 
-/** Removed whenever a task leaves its lease (terminal, requeued or released): the lease and its sweep entry. */
+/** Removed whenever a task leaves its lease (terminal, requeued or released): the lease and its lease-index entry. */
 const LEASE_LEFT = {
   leaseOwner: undefined,
   leaseUntil: undefined,
-  [INDEX.sweep.partition]: undefined,
-  [INDEX.sweep.sort]: undefined,
+  [INDEX.lease.partition]: undefined,
+  [INDEX.lease.sort]: undefined,
 } as const;
 
-/** What every claim assigns: RUNNING under this worker until `leaseUntil`, in the lease sweep of its shard. */
+/** Removed whenever a task leaves the delay index (promoted, claimed when due, cancelled): its entry and the ready keys it carried. */
+const DELAY_LEFT = {
+  [INDEX.delay.partition]: undefined,
+  [INDEX.delay.sort]: undefined,
+  [DUE_READY.partition]: undefined,
+  [DUE_READY.sort]: undefined,
+} as const;
+
+/** What every claim assigns: RUNNING under this worker until `leaseUntil`, in the lease index, in its shard. */
 function leaseTaken(
   shard: number,
   workerId: string,
@@ -474,8 +493,8 @@ function leaseTaken(
     leaseUntil,
     startedAt: now,
     updatedAt: now,
-    [INDEX.sweep.partition]: leaseSweepPartition(shard),
-    [INDEX.sweep.sort]: sweepKeyFor(leaseUntil, config),
+    [INDEX.lease.partition]: leaseSweepPartition(shard),
+    [INDEX.lease.sort]: sweepKeyFor(leaseUntil, config),
   };
 }
 
@@ -501,13 +520,13 @@ function readyKeys(task: Place, availableAt: number): Record<string, string> {
   };
 }
 
-/** Where a task queued at `now` goes: the ready index when due, else the delay sweep (with the ready keys it will take). */
+/** Where a task queued at `now` goes: the ready index when due, else the delay index (with the ready keys it will take). */
 function queuedAt(task: Place, availableAt: number, now: number): Record<string, unknown> {
   const ready = readyKeys(task, availableAt);
   if (availableAt <= now) return ready;
   return {
-    [INDEX.sweep.partition]: delaySweepPartition(task.shard),
-    [INDEX.sweep.sort]: availableAt,
+    [INDEX.delay.partition]: delaySweepPartition(task.shard),
+    [INDEX.delay.sort]: availableAt,
     [DUE_READY.partition]: ready[INDEX.ready.partition],
     [DUE_READY.sort]: ready[INDEX.ready.sort],
   };

@@ -13,6 +13,7 @@ import type { IdentityStore } from '../iam/identity-store.js';
 import { awsErrorType, verifySigV4 } from '../iam/sigv4-verifier.js';
 import { leadingKeys } from './leading-keys.js';
 import { StrictDynamoDb, type StrictOptions } from './strict-dynamodb.js';
+import type { WarmRates } from './table-from-template.js';
 
 export interface GatedTable {
   name: string;
@@ -21,6 +22,8 @@ export interface GatedTable {
   kmsKeyArn?: string;
   /** The table's TTL attribute (TimeToLiveSpecification), if TTL is enabled. */
   ttlAttribute?: string;
+  /** Warm throughput of the table and its GSIs, where the template sets it (warmThroughputOf). */
+  warm?: Map<string, WarmRates>;
 }
 
 export interface IamGateOptions extends StrictOptions {

@@ -14,6 +14,7 @@ import { IndexLag, INDEX_VIEW_SUFFIX, type IndexLagOptions } from './index-lag.j
 import { ReadRequests } from './read-requests.js';
 import { describeTable, type TableSchema } from './table-schemas.js';
 import { Throttle } from './throttle.js';
+import type { WarmRates } from './table-from-template.js';
 import { TtlSweeper, type TtlOptions } from './ttl-sweeper.js';
 import { WriteRequests } from './write-requests.js';
 import { WriteTracker } from './write-tracker.js';
@@ -47,11 +48,12 @@ export class StrictDynamoDb {
     private readonly backend: Backend,
     schemas: TableSchema[],
     options: StrictOptions,
+    warm: Map<string, WarmRates>,
   ) {
     for (const s of schemas) this.schemas.set(s.name, s);
     const now = options.now ?? Date.now;
     const random = options.random ?? Math.random;
-    this.throttle = new Throttle(options.throttleScale ?? 1, now);
+    this.throttle = new Throttle(options.throttleScale ?? 1, now, warm);
     const lag = options.indexLag === undefined ? DEFAULT_INDEX_LAG : options.indexLag;
     this.lag = lag && lag.maxMs > 0 ? new IndexLag(backend, lag, random) : undefined;
     this.tracker = new WriteTracker(backend, (schema, key, keyStr, image, old, writtenAt, units) => {
@@ -81,12 +83,13 @@ export class StrictDynamoDb {
 
   static async start(
     endpoint: string,
-    tables: { name: string; arn: string; ttlAttribute?: string }[],
+    tables: { name: string; arn: string; ttlAttribute?: string; warm?: Map<string, WarmRates> }[],
     options: StrictOptions = {},
   ): Promise<StrictDynamoDb> {
     const backend = new Backend(endpoint);
     const schemas = await Promise.all(tables.map((t) => describeTable(backend, t)));
-    const strict = new StrictDynamoDb(backend, schemas, options);
+    const warm = new Map(tables.flatMap((t) => [...(t.warm ?? [])]));
+    const strict = new StrictDynamoDb(backend, schemas, options, warm);
     for (const s of schemas) await strict.adopt(s);
     strict.ttl?.start();
     return strict;

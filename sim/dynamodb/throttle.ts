@@ -1,12 +1,14 @@
 /**
  * DynamoDB on-demand throughput limits as token buckets: per table and per GSI (a new on-demand table
- * sustains 4,000 write and 12,000 read units a second), and per partition-key value of each (1,000
- * WCU and 3,000 RCU a second). A request is refused while a bucket it needs is empty (not below its
+ * sustains 4,000 write and 12,000 read units a second, or its warm throughput where the template sets
+ * one), and per partition-key value of each (1,000 WCU and 3,000 RCU a second). A request is refused while a bucket it needs is empty (not below its
  * cost: like DynamoDB, the gate learns what a request consumed only after it ran), then charged what
  * it consumed, which may leave the bucket in debt. A bucket holds one second of its rate: DynamoDB's
  * burst capacity (unused capacity kept up to 300 s) is documented for provisioned tables and not
  * guaranteed on demand, so the sim gives none.
  */
+
+import type { WarmRates } from './table-from-template.js';
 
 export const ON_DEMAND_LIMITS = { tableWrite: 4000, tableRead: 12000, keyWrite: 1000, keyRead: 3000 };
 
@@ -60,6 +62,8 @@ export class Throttle {
   private total = 0;
   /** Capacity units consumed, table and GSIs together (what on-demand bills: sim:cost prices them). */
   private readonly consumed = { readUnits: 0, writeUnits: 0 };
+  /** The same by resource (the table, `<table>/index/<name>`): which index a load wrote. */
+  private readonly consumedByResource: Record<string, { readUnits: number; writeUnits: number }> = {};
   /** The size that triggers the next pruning: twice what the last one kept, so kept buckets are not rescanned for every new key. */
   private pruneAbove = PRUNE_ABOVE;
 
@@ -67,6 +71,11 @@ export class Throttle {
     /** 1 is DynamoDB's limits; 0.01 makes them 40/120/10/30 a second. */
     readonly scale: number,
     private readonly now: () => number = Date.now,
+    /**
+     * Warm throughput by resource label (the table's name, `<table>/index/<name>`): what that table or
+     * GSI sustains from the start instead of a new one's 4,000/12,000; scaled like the rest.
+     */
+    private readonly warm: ReadonlyMap<string, WarmRates> = new Map(),
   ) {}
 
   private bucket(name: string, rate: number): TokenBucket {
@@ -86,9 +95,11 @@ export class Throttle {
 
   private levels(d: Demand): { level: TokenBucket; partition?: TokenBucket } {
     const write = d.kind === 'write';
+    const warm = this.warm.get(label(d));
     const whole = this.bucket(
       `${d.kind}|${label(d)}`,
-      (write ? ON_DEMAND_LIMITS.tableWrite : ON_DEMAND_LIMITS.tableRead) * this.scale,
+      ((write ? warm?.write : warm?.read) ??
+        (write ? ON_DEMAND_LIMITS.tableWrite : ON_DEMAND_LIMITS.tableRead)) * this.scale,
     );
     if (d.partition === undefined) return { level: whole };
     return {
@@ -141,7 +152,11 @@ export class Throttle {
 
   /** Charges what a request consumed. */
   charge(d: Demand, units: number): void {
-    if (units > 0) this.consumed[d.kind === 'write' ? 'writeUnits' : 'readUnits'] += units;
+    if (units > 0) {
+      const field = d.kind === 'write' ? 'writeUnits' : 'readUnits';
+      this.consumed[field] += units;
+      (this.consumedByResource[label(d)] ??= { readUnits: 0, writeUnits: 0 })[field] += units;
+    }
     if (this.scale <= 0 || units <= 0) return;
     const now = this.now();
     const { level, partition } = this.levels(d);
@@ -157,6 +172,7 @@ export class Throttle {
       ) as Record<keyof typeof ON_DEMAND_LIMITS, number>,
       total: this.total,
       consumed: { ...this.consumed },
+      consumedByResource: structuredClone(this.consumedByResource),
       byResource: { ...this.byResource },
       byPartitionKey: { ...this.byPartitionKey },
     };

@@ -1,0 +1,130 @@
+/**
+ * Upgrading to the delay index (review 2, MEDIUM-4): a delayed task queued by an earlier version waits
+ * under `DELAY#<shard>` in the lease index's keys, where nothing reads delays now. The recovery sweep
+ * moves it into the delay index, so it is promoted and runs; a task an old worker changed meanwhile is
+ * left alone. The watch that bounds the looking, on a fixed clock.
+ */
+import { Logger } from '@aws-lambda-powertools/logger';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RecordingMetrics } from '../shared/metrics.js';
+import { runRecoverySweep } from '../shared/recovery/recovery-sweep.js';
+import { LEGACY_QUIET_MS, LegacyDelayWatch } from '../shared/store/legacy-delays.js';
+import { delaySweepPartition, INDEX, shardForId, taskKey } from '../shared/table-layout.js';
+import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
+import { createTestStore, type TestStore } from './support/test-store.js';
+
+let server: TestDynamo;
+beforeAll(async () => {
+  server = await startTestDynamo();
+});
+afterAll(() => server.close());
+
+const logger = new Logger({ serviceName: 'leasehold-recovery', logLevel: 'SILENT' });
+
+/** A delayed task as the version before the split wrote it: its delay entry under the lease index's keys. */
+async function legacyDelayed(t: TestStore, delayMs: number) {
+  const { task } = await t.store.enqueue({ type: 'mail', owner: 'o', payload: { n: 1 }, delayMs });
+  await t.doc.send(
+    new UpdateCommand({
+      TableName: t.config.tableName,
+      Key: taskKey(task.id),
+      UpdateExpression: 'SET #lp = :p, #la = :at REMOVE #dp, #da',
+      ExpressionAttributeNames: {
+        '#lp': INDEX.lease.partition,
+        '#la': INDEX.lease.sort,
+        '#dp': INDEX.delay.partition,
+        '#da': INDEX.delay.sort,
+      },
+      ExpressionAttributeValues: { ':p': delaySweepPartition(shardForId(task.id)), ':at': task.availableAt },
+    }),
+  );
+  return task;
+}
+
+const itemOf = async (t: TestStore, id: string) =>
+  (await t.scanAll()).find((i) => i.id === id) as Record<string, unknown>;
+
+const sweep = (t: TestStore, legacy?: LegacyDelayWatch) =>
+  runRecoverySweep(t.store, {
+    clock: t.clock,
+    metrics: new RecordingMetrics(),
+    logger,
+    ...(legacy ? { legacy } : {}),
+  });
+
+describe('delayed tasks queued before the delay index (dynalite)', () => {
+  it('are invisible to the timekeeper and the sweep until moved; the sweep with a watch moves them and they run', async () => {
+    const t = await createTestStore(server.endpoint);
+    const task = await legacyDelayed(t, 5_000);
+    const enqueuedAsNew = (await t.store.enqueue({ type: 'mail', owner: 'o', delayMs: 5_000 })).task;
+    t.clock.advance(6_000);
+    // What the failure would be without the move: nothing reads delays from the lease index.
+    expect((await t.store.dueDelayed({ before: t.clock.now(), limit: 100 })).map((d) => d.id)).toEqual([
+      enqueuedAsNew.id,
+    ]);
+    expect((await sweep(t)).promoted).toBe(1);
+    expect(await itemOf(t, task.id)).toMatchObject({ status: 'QUEUED', sweepPk: expect.any(String) });
+
+    // With the watch, the same sweep moves it first and then promotes it: due, it is claimed and runs.
+    const report = await sweep(t, new LegacyDelayWatch());
+    expect(report.promoted).toBe(1);
+    const moved = await itemOf(t, task.id);
+    expect(moved.sweepPk).toBeUndefined();
+    expect(moved.sweepAt).toBeUndefined();
+    const round = await t.store.claim({ workerId: 'w', types: ['mail'], max: 5 });
+    expect(round.claimed.map((c) => c.task.id).sort()).toEqual([enqueuedAsNew.id, task.id].sort());
+    const lease = round.claimed.find((c) => c.task.id === task.id)!;
+    expect(lease.task.payload).toEqual({ n: 1 });
+  });
+
+  it('a task not yet due lands in the delay index with its due time, where the timekeeper finds it', async () => {
+    const t = await createTestStore(server.endpoint);
+    const task = await legacyDelayed(t, 60_000);
+    const report = await t.store.moveLegacyDelays();
+    expect(report).toEqual({ found: 1, moved: 1 });
+    expect(await itemOf(t, task.id)).toMatchObject({
+      delayPk: delaySweepPartition(shardForId(task.id)),
+      delayAt: task.availableAt,
+    });
+    expect(await t.store.dueDelayed({ before: task.availableAt, limit: 10 })).toEqual([
+      { id: task.id, dueAt: task.availableAt },
+    ]);
+    // A second pass finds nothing: each task moves once.
+    expect(await t.store.moveLegacyDelays()).toEqual({ found: 0, moved: 0 });
+  });
+
+  it('a task an old worker changed since the index read is left as it is (the move is conditioned on the entry)', async () => {
+    const t = await createTestStore(server.endpoint);
+    const task = await legacyDelayed(t, 60_000);
+    // An old worker cancels it (and clears its entry) between the legacy read and the move: here, before the
+    // pass, with the item's entry left as the lagging index would still show it (status changed).
+    await t.doc.send(
+      new UpdateCommand({
+        TableName: t.config.tableName,
+        Key: taskKey(task.id),
+        UpdateExpression: 'SET #s = :c',
+        ExpressionAttributeNames: { '#s': 'status' },
+        ExpressionAttributeValues: { ':c': 'CANCELLED' },
+      }),
+    );
+    expect(await t.store.moveLegacyDelays()).toEqual({ found: 1, moved: 0 });
+    const after = await itemOf(t, task.id);
+    expect(after.delayPk).toBeUndefined();
+    expect(after.status).toBe('CANCELLED');
+  });
+});
+
+describe('how long a recovery container looks for legacy entries (fixed clock)', () => {
+  it('an hour from its first sweep, and an hour past the last one that found any', () => {
+    const watch = new LegacyDelayWatch();
+    const t0 = 1_000_000;
+    expect(watch.shouldLook(t0)).toBe(true);
+    watch.noteLook(0, t0);
+    expect(watch.shouldLook(t0 + LEGACY_QUIET_MS - 1)).toBe(true);
+    watch.noteLook(3, t0 + LEGACY_QUIET_MS - 1);
+    expect(watch.shouldLook(t0 + LEGACY_QUIET_MS + 1)).toBe(true);
+    expect(watch.shouldLook(t0 + 2 * LEGACY_QUIET_MS - 2)).toBe(true);
+    expect(watch.shouldLook(t0 + 2 * LEGACY_QUIET_MS)).toBe(false);
+  });
+});
