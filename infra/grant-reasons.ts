@@ -9,12 +9,6 @@ export const GRANTS_WITHOUT_ROUTINE_USE: Record<string, string> = {
     "Lambda writes each function's logs with the function's role (the sim keeps logs in files)",
   '*:logs:PutLogEvents':
     "Lambda writes each function's logs with the function's role (the sim keeps logs in files)",
-  '*:kms:DescribeKey':
-    'what CDK grants users of a table encrypted with a customer-managed key; DynamoDB itself uses only kms:Decrypt as the caller (checked by the sim), kept so a real-AWS call path the sim cannot see does not fail',
-  '*:kms:Encrypt':
-    'as kms:DescribeKey: CDK grants it to writers of a customer-managed-key table; AWS documents only kms:Decrypt for data-plane calls',
-  '*:kms:GenerateDataKey':
-    'as kms:DescribeKey: CDK grants it to writers of a customer-managed-key table; AWS documents only kms:Decrypt for data-plane calls',
   '*:sqs:SendMessage':
     'dead letters: Scheduler sends a tick it could not deliver, Lambda a fire it gave up on; used only when something fails',
   '*:sqs:GetQueueAttributes':

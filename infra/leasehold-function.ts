@@ -22,6 +22,11 @@ export interface TableAccess {
   table: string[];
   /** Actions on each named index (Query only ever). */
   indexes: Record<string, string[]>;
+  /**
+   * The partitions its item actions may touch (`dynamodb:LeadingKeys`, `*` a wildcard); none: any.
+   * Requests that name no key (none here) are refused too.
+   */
+  leadingKeys?: string[];
 }
 
 export interface LeaseholdFunctionProps {
@@ -45,11 +50,12 @@ export interface LeaseholdFunctionProps {
 }
 
 /**
- * What CDK grants users of a table encrypted with a customer-managed key. DynamoDB calls kms:Decrypt as
- * the caller (the sim checks it); the others are kept for paths the sim cannot see, with their reasons in
- * GRANTS_WITHOUT_ROUTINE_USE (infra/grant-reasons.ts).
+ * What a function needs of the table's customer-managed key: DynamoDB calls kms:Decrypt as the caller
+ * for every data-plane request, reads and writes alike (AWS documents no other action for them; the
+ * sim checks it). CDK's grants add kms:Encrypt, kms:GenerateDataKey and kms:DescribeKey for writers:
+ * not granted (review 2, LOW-4), as the direct client's policy never had them.
  */
-export const TABLE_KEY_ACTIONS = ['kms:Decrypt', 'kms:DescribeKey', 'kms:Encrypt', 'kms:GenerateDataKey'];
+export const TABLE_KEY_ACTIONS = ['kms:Decrypt'];
 
 /**
  * Files a function reads at run time, copied next to its bundle (project path → name in the task
@@ -88,7 +94,20 @@ export class LeaseholdFunction extends Construct {
         actions: ['logs:CreateLogStream', 'logs:PutLogEvents'],
         resources: [this.logGroup.logGroupArn],
       }),
-      new PolicyStatement({ sid: 'TaskItems', actions: access.table, resources: [taskTable.table.tableArn] }),
+      new PolicyStatement({
+        sid: 'TaskItems',
+        actions: access.table,
+        resources: [taskTable.table.tableArn],
+        ...(access.leadingKeys
+          ? {
+              conditions: {
+                'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': access.leadingKeys },
+                // ForAllValues holds for a request that names no key: require one.
+                Null: { 'dynamodb:LeadingKeys': 'false' },
+              },
+            }
+          : {}),
+      }),
       ...Object.entries(access.indexes).map(
         ([index, actions]) =>
           new PolicyStatement({

@@ -33,6 +33,13 @@ export interface LeaseholdStackProps extends StackProps {
 }
 
 /** Exactly the DynamoDB actions each function's code uses (see shared/store/). */
+/**
+ * What the worker's item actions touch: tasks and their bodies (`TASK#<id>`), the fleet's seats
+ * (`FLEET`), concurrency slots (`LIMIT#...`), the queue summary (`QUEUE`), the owners' outcome counters
+ * (`STATS#<owner>`), and locks (`LOCK#<key>`, the library a handler may use).
+ */
+export const WORKER_PARTITIONS = ['TASK#*', 'FLEET', 'LIMIT#*', 'QUEUE', 'STATS#*', 'LOCK#*'];
+
 export const FUNCTION_ACCESS: Record<FunctionName, TableAccess> = {
   // enqueue (put, read-back), get, cancel, retry, list (owner index + batch read); schedule
   // definitions and fires (query their partitions, put, update the sync state, delete a definition);
@@ -53,9 +60,13 @@ export const FUNCTION_ACCESS: Record<FunctionName, TableAccess> = {
   // payload kept apart (read at claim) and a result or error kept apart (an UpdateItem that creates
   // its item, so the worker needs no PutItem: shared/store/body-layout.ts); the
   // timekeeper (seat 0) reads the delay index and promotes what falls due
+  // Task handlers run inside the worker with this role (docs/security.md): its item actions are held to
+  // the partitions the worker itself uses (review 2, LOW-4), so a handler cannot touch schedule
+  // definitions or fires.
   worker: {
     table: ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem'],
     indexes: { [INDEX.ready.name]: ['dynamodb:Query'], [INDEX.delay.name]: ['dynamodb:Query'] },
+    leadingKeys: WORKER_PARTITIONS,
   },
   // sweep (lease and delay indexes + batch read), fixes and promotions, queue-depth counts (ready index)
   recovery: {

@@ -189,10 +189,22 @@ describe('the functions', () => {
         Sid: string;
         Action: string | string[];
         Resource: unknown;
+        Condition?: unknown;
       }[];
       const access = FUNCTION_ACCESS[name.toLowerCase() as FunctionName];
       const dynamo = statements.filter((s) => [s.Action].flat().some((a) => a.startsWith('dynamodb:')));
       expect(dynamo.find((s) => s.Sid === 'TaskItems')!.Action).toEqual(access.table);
+      // The worker runs task handlers: its item actions are held to its own partitions (review 2, LOW-4).
+      expect(dynamo.find((s) => s.Sid === 'TaskItems')!.Condition).toEqual(
+        name === 'Worker'
+          ? {
+              'ForAllValues:StringLike': {
+                'dynamodb:LeadingKeys': ['TASK#*', 'FLEET', 'LIMIT#*', 'QUEUE', 'STATS#*', 'LOCK#*'],
+              },
+              Null: { 'dynamodb:LeadingKeys': 'false' },
+            }
+          : undefined,
+      );
       expect(dynamo.find((s) => s.Sid === 'TaskItems')!.Resource).toEqual({
         'Fn::GetAtt': [expect.stringMatching(/^TasksTable/), 'Arn'],
       });
@@ -201,6 +213,9 @@ describe('the functions', () => {
         expect([s.Action].flat()).toEqual(actions);
       }
       expect(dynamo).toHaveLength(1 + Object.keys(access.indexes).length);
+      // The table's key: kms:Decrypt alone, what DynamoDB uses as the caller (review 2, LOW-4).
+      expect([statements.find((s) => s.Sid === 'TableKey')!.Action].flat()).toEqual(['kms:Decrypt']);
+      expect(JSON.stringify(statements)).not.toMatch(/kms:(Encrypt|GenerateDataKey|DescribeKey|\*)/);
       const all = JSON.stringify(statements);
       expect(all).not.toMatch(/dynamodb:Scan|dynamodb:\*|"\*"/);
       // Only the API deletes anything: a schedule definition.
