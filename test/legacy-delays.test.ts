@@ -9,7 +9,7 @@ import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RecordingMetrics } from '../shared/metrics.js';
 import { runRecoverySweep } from '../shared/recovery/recovery-sweep.js';
-import { LEGACY_QUIET_MS, LegacyDelayWatch } from '../shared/store/legacy-delays.js';
+import { LEGACY_QUIET_MS, LegacyDelayWatch, moveLegacyDelays } from '../shared/store/legacy-delays.js';
 import { delaySweepPartition, INDEX, shardForId, taskKey } from '../shared/table-layout.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { createTestStore, type TestStore } from './support/test-store.js';
@@ -22,13 +22,12 @@ afterAll(() => server.close());
 
 const logger = new Logger({ serviceName: 'leasehold-recovery', logLevel: 'SILENT' });
 
-/** A delayed task as the version before the split wrote it: its delay entry under the lease index's keys. */
-async function legacyDelayed(t: TestStore, delayMs: number) {
-  const { task } = await t.store.enqueue({ type: 'mail', owner: 'o', payload: { n: 1 }, delayMs });
-  await t.doc.send(
+/** Sets the legacy delay keys (`sweepPk` = DELAY#<shard>, `sweepAt`) on a task item, taking away its delay-index keys. */
+const writeLegacyKeys = (t: TestStore, id: string, partition: string, at: number) =>
+  t.doc.send(
     new UpdateCommand({
       TableName: t.config.tableName,
-      Key: taskKey(task.id),
+      Key: taskKey(id),
       UpdateExpression: 'SET #lp = :p, #la = :at REMOVE #dp, #da',
       ExpressionAttributeNames: {
         '#lp': INDEX.lease.partition,
@@ -36,9 +35,14 @@ async function legacyDelayed(t: TestStore, delayMs: number) {
         '#dp': INDEX.delay.partition,
         '#da': INDEX.delay.sort,
       },
-      ExpressionAttributeValues: { ':p': delaySweepPartition(shardForId(task.id)), ':at': task.availableAt },
+      ExpressionAttributeValues: { ':p': partition, ':at': at },
     }),
   );
+
+/** A delayed task as the version before the split wrote it: its delay entry under the lease index's keys. */
+async function legacyDelayed(t: TestStore, delayMs: number) {
+  const { task } = await t.store.enqueue({ type: 'mail', owner: 'o', payload: { n: 1 }, delayMs });
+  await writeLegacyKeys(t, task.id, delaySweepPartition(shardForId(task.id)), task.availableAt);
   return task;
 }
 
@@ -112,6 +116,57 @@ describe('delayed tasks queued before the delay index (dynalite)', () => {
     const after = await itemOf(t, task.id);
     expect(after.delayPk).toBeUndefined();
     expect(after.status).toBe('CANCELLED');
+  });
+});
+
+describe('a legacy delayed task cancelled, then retried (review of the move)', () => {
+  it('the cancel takes it out of the lease index too; the retry queues it in the ready index alone, never moved into delays', async () => {
+    const t = await createTestStore(server.endpoint);
+    const task = await legacyDelayed(t, 60_000);
+    expect((await t.store.requestCancel({ id: task.id })).status).toBe('CANCELLED');
+    const cancelled = await itemOf(t, task.id);
+    expect([cancelled.sweepPk, cancelled.sweepAt, cancelled.delayPk]).toEqual([
+      undefined,
+      undefined,
+      undefined,
+    ]);
+    expect(await t.store.moveLegacyDelays()).toEqual({ found: 0, moved: 0 });
+    await t.store.retry({ id: task.id });
+    expect(await t.store.moveLegacyDelays()).toEqual({ found: 0, moved: 0 });
+    const retried = await itemOf(t, task.id);
+    expect(retried).toMatchObject({ status: 'QUEUED', readyPk: expect.any(String) });
+    expect([retried.sweepPk, retried.delayPk, retried.dueReadyPk]).toEqual([undefined, undefined, undefined]);
+    // The sweep fixes nothing and fails nothing on it; the task runs.
+    expect((await sweep(t, new LegacyDelayWatch())).errors).toEqual([]);
+    const round = await t.store.claim({ workerId: 'w', types: ['mail'], max: 1 });
+    expect(round.claimed.map((c) => c.task.id)).toEqual([task.id]);
+  });
+
+  it('an item that kept legacy keys while in the ready index is refused: it must not land in two indexes', async () => {
+    const t = await createTestStore(server.endpoint);
+    const { task } = await t.store.enqueue({ type: 'mail', owner: 'o' });
+    await writeLegacyKeys(t, task.id, delaySweepPartition(shardForId(task.id)), task.availableAt);
+    expect(await t.store.moveLegacyDelays()).toEqual({ found: 1, moved: 0 });
+    expect((await itemOf(t, task.id)).delayPk).toBeUndefined();
+    // Refused entries do not keep a container looking: only a move does.
+    const watch = new LegacyDelayWatch();
+    await sweep(t, watch);
+    t.clock.advance(LEGACY_QUIET_MS);
+    expect(watch.shouldLook(t.clock.now())).toBe(false);
+  });
+
+  it('pages past refused entries: a legacy task behind them is still moved', async () => {
+    const t = await createTestStore(server.endpoint);
+    const task = await legacyDelayed(t, 60_000);
+    const { task: stale } = await t.store.enqueue({ type: 'mail', owner: 'o' });
+    const partition = delaySweepPartition(shardForId(task.id));
+    // A refused entry sorted first (due at 1), pages of one entry: the move pages on and finds the task.
+    await writeLegacyKeys(t, stale.id, partition, 1);
+    expect(await moveLegacyDelays(t.store.ctx, { moves: 250, page: 1, reads: 1_000 })).toEqual({
+      found: 2,
+      moved: 1,
+    });
+    expect((await itemOf(t, task.id)).delayPk).toBe(partition);
   });
 });
 

@@ -16,7 +16,7 @@ import { logOutcomeFlush } from '../stats/outcome-recorder.js';
 async function moveLegacyDelays(store: Sweeper, watch: LegacyDelayWatch, clock: Clock, logger: Logger) {
   try {
     const moves = await store.moveLegacyDelays();
-    watch.noteLook(moves.found, clock.now());
+    watch.noteLook(moves.moved, clock.now());
     if (moves.found > 0)
       logger.info('moved delayed tasks queued before the delay index into it', { ...moves });
   } catch (error) {

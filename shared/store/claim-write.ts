@@ -130,7 +130,7 @@ export async function claimOne(
   return withPayload(ctx, claimed, attempt.item);
 }
 
-/** A claim's index writes: its entry leaves one partition (ready, or delay sweep) for the lease sweep. */
+/** A claim's index writes: its entry leaves one index (ready, or delays) for the lease index. */
 const CLAIM_INDEX_WRITES = 2;
 
 /** The claim itself: slots, then the conditional write. */

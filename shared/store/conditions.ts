@@ -61,13 +61,15 @@ export const stillDelayedAndDue =
 
 /**
  * Moving a delayed task written before the delay index existed (legacy-delays.ts): it is still QUEUED
- * under exactly the legacy entry read. A promotion, claim or cancel by an older worker still running
- * (which writes the legacy keys) changes the entry or the status, and the move is refused.
+ * under exactly the legacy entry read, not in the ready index, and carries the ready keys a promotion
+ * copies. A promotion, claim or cancel by an older worker still running (which writes the legacy keys)
+ * changes the entry, the status or those keys, and the move is refused; so is any item that kept the
+ * legacy keys by accident, which must not land in two indexes.
  */
 export const stillInLegacyDelay =
   (partition: string, at: number): ConditionPart =>
   (e) =>
-    `${e.name('status')} = ${e.value(TaskStatus.QUEUED)} AND ${e.name(INDEX.lease.partition)} = ${e.value(partition)} AND ${e.name(INDEX.lease.sort)} = ${e.value(at)}`;
+    `${e.name('status')} = ${e.value(TaskStatus.QUEUED)} AND ${e.name(INDEX.lease.partition)} = ${e.value(partition)} AND ${e.name(INDEX.lease.sort)} = ${e.value(at)} AND attribute_not_exists(${e.name(INDEX.ready.partition)}) AND attribute_exists(${e.name('dueReadyPk')})`; // dueReadyPk: DUE_READY.partition (transitions.ts)
 
 /**
  * Claiming a due delayed task straight from its delay partition (no promotion, no ready read): only at

@@ -68,7 +68,7 @@ export async function enqueue(ctx: StoreContext, rawInput: EnqueueInput): Promis
     ...(input.timeoutMs === undefined ? {} : { timeoutMs: input.timeoutMs }),
     ...(input.idempotencyKey === undefined ? {} : { idempotencyKey: input.idempotencyKey, requestHash }),
   };
-  // Status, owner keys, and the ready index when due or the delay sweep until promoted.
+  // Status, owner keys, and the ready index when due or the delay index until promoted.
   const placed = enqueued(record, now);
   const payloadItem =
     record.payloadBytes === undefined

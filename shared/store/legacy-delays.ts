@@ -11,14 +11,19 @@
 import { delaySweepPartition, INDEX, KEY, SHARD_COUNT } from '../table-layout.js';
 import { writeTargetOf, type StoreContext } from './context.js';
 import { conditionalUpdate } from './conditional-write.js';
+import { recordingCost } from './recorded-cost.js';
 import { sweepPage } from './sweep-page.js';
 import { asUpdate, movedFromLegacyDelay } from './transitions.js';
 
 /** How long a container keeps looking after it last found a legacy entry (or since it started). */
 export const LEGACY_QUIET_MS = 60 * 60_000;
 
-/** Entries moved per partition and sweep: 16 × 250 moves fit well inside recovery's minute. */
-export const LEGACY_MOVES_PER_PARTITION = 250;
+/**
+ * Per partition and sweep: at most 250 moves (16 × 250 fit well inside recovery's minute), read in
+ * pages of 100, and at most 1,000 entries read (entries refused, e.g. shown by a lagging index after
+ * the task moved on, are paged past, so they cannot hide the tasks behind them).
+ */
+export const LEGACY_PASS = { moves: 250, page: 100, reads: 1_000 };
 
 /** Whether a recovery container still looks for legacy delay entries: pure, on the caller's clock. */
 export class LegacyDelayWatch {
@@ -32,8 +37,9 @@ export class LegacyDelayWatch {
     return now - (this.lastFoundAt ?? this.startedAt) < this.quietMs;
   }
 
-  noteLook(found: number, now: number): void {
-    if (found > 0) this.lastFoundAt = now;
+  /** After a pass: only a move counts as finding one (an entry refused each time must not keep it looking). */
+  noteLook(moved: number, now: number): void {
+    if (moved > 0) this.lastFoundAt = now;
   }
 }
 
@@ -44,15 +50,13 @@ export interface LegacyDelayMoves {
   moved: number;
 }
 
-/** One pass over the sixteen legacy partitions, up to LEGACY_MOVES_PER_PARTITION entries each. */
+/** One pass over the sixteen legacy partitions, within LEGACY_PASS in each. */
 export async function moveLegacyDelays(
   ctx: StoreContext,
-  perPartition = LEGACY_MOVES_PER_PARTITION,
+  pass: typeof LEGACY_PASS = LEGACY_PASS,
 ): Promise<LegacyDelayMoves> {
   const counts = await Promise.all(
-    Array.from({ length: SHARD_COUNT }, (_, shard) =>
-      movePartition(ctx, delaySweepPartition(shard), perPartition),
-    ),
+    Array.from({ length: SHARD_COUNT }, (_, shard) => movePartition(ctx, delaySweepPartition(shard), pass)),
   );
   return counts.reduce((a, b) => ({ found: a.found + b.found, moved: a.moved + b.moved }), {
     found: 0,
@@ -60,18 +64,37 @@ export async function moveLegacyDelays(
   });
 }
 
-async function movePartition(ctx: StoreContext, partition: string, limit: number): Promise<LegacyDelayMoves> {
-  const { entries } = await sweepPage(ctx, { partition, limit, index: INDEX.lease });
+async function movePartition(
+  ctx: StoreContext,
+  partition: string,
+  pass: typeof LEGACY_PASS,
+): Promise<LegacyDelayMoves> {
   const target = writeTargetOf(ctx, 'request');
+  let found = 0;
   let moved = 0;
-  for (const entry of entries) {
-    // A stale index entry (the task moved on) fails the condition: nothing to do for it.
-    const written = await conditionalUpdate(
-      target,
-      { [KEY.partition]: entry[KEY.partition], [KEY.sort]: entry[KEY.sort] },
-      asUpdate(movedFromLegacyDelay(partition, Number(entry[INDEX.lease.sort]))),
-    );
-    if (written.applied) moved++;
-  }
-  return { found: entries.length, moved };
+  let startKey: Record<string, unknown> | undefined;
+  do {
+    const limit = Math.min(pass.page, pass.moves - moved, pass.reads - found);
+    const page = await sweepPage(ctx, { partition, limit, index: INDEX.lease, startKey });
+    for (const entry of page.entries) {
+      const at = Number(entry[INDEX.lease.sort]);
+      const written = await conditionalUpdate(
+        target,
+        { [KEY.partition]: entry[KEY.partition], [KEY.sort]: entry[KEY.sort] },
+        // Priced as a promotion is, from the index keys it moves (one table and two index write units).
+        asUpdate(
+          recordingCost(
+            movedFromLegacyDelay(partition, at),
+            { [INDEX.lease.partition]: partition, [INDEX.lease.sort]: at },
+            undefined,
+            false,
+          ),
+        ),
+      );
+      if (written.applied) moved++;
+    }
+    found += page.entries.length;
+    startKey = page.next;
+  } while (startKey && moved < pass.moves && found < pass.reads);
+  return { found, moved };
 }

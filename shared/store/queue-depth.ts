@@ -1,6 +1,6 @@
 /**
  * Gauges for the dashboard and the alarms, per task type: due tasks waiting (ready index) and the due
- * time of the oldest; and in all: tasks under a lease and delayed tasks (sweep index). Recovery reads
+ * time of the oldest; and in all: tasks under a lease (lease index) and delayed tasks (delay index). Recovery reads
  * them every minute.
  *
  * Bounded cost. Reading every entry cost read units in proportion to the backlog (about $100 a month

@@ -315,6 +315,10 @@ export function cancelledQueued(now: number, config: Pick<LeaseholdConfig, 'rete
       [INDEX.ready.partition]: undefined,
       [INDEX.ready.sort]: undefined,
       ...DELAY_LEFT,
+      // A task an earlier version delayed still waits under the lease index's keys until it is moved
+      // (legacy-delays.ts): cancelled, it leaves that index too, so no later retry can be moved twice.
+      [INDEX.lease.partition]: undefined,
+      [INDEX.lease.sort]: undefined,
     },
     require: [hasStatus(TaskStatus.QUEUED)],
   };
