@@ -647,6 +647,27 @@ describe('sizing rules (pure)', () => {
   });
 });
 
+describe('the region (review 2, LOW-7)', () => {
+  it('the template is made for the region the deployer’s AWS settings name, not a fixed one', () => {
+    // The main synth has no AWS settings at all: the CDK CLI then assumes us-east-1. With AWS_REGION set,
+    // every region in the template is that one (the API's invoke permissions, the table's replica).
+    const out = mkdtempSync(join(tmpdir(), 'cdk-out-region-'));
+    const env = Object.fromEntries(
+      Object.entries(process.env).filter(([k]) => !k.startsWith('AWS_') && !k.startsWith('LEASEHOLD_')),
+    );
+    const run = spawnSync('npx', ['cdk', 'synth', '--quiet', '--no-notices', '-o', out], {
+      env: { ...env, AWS_REGION: 'eu-west-1', AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
+      encoding: 'utf8',
+      timeout: 120_000,
+    });
+    expect(run.status, run.stderr).toBe(0);
+    const text = readFileSync(join(out, 'Leasehold.template.json'), 'utf8');
+    expect(text).toContain('execute-api:eu-west-1');
+    expect(text).toMatch(/"Region": "eu-west-1"/);
+    expect(text).not.toContain('us-east-1');
+  }, 120_000);
+});
+
 describe('capacity (review 2, MEDIUM-4)', () => {
   it("a default table is not pre-warmed (a one-time charge): a new table's 4,000 writes a second", () => {
     const tables = resources('AWS::DynamoDB::GlobalTable');
