@@ -48,7 +48,7 @@ import { TaskAbortedError } from '../shared/worker/outcome.js';
 import * as worker from '../shared/worker/worker.js';
 import { WorkerBusyError } from '../shared/worker/worker.js';
 import * as tableSetup from '../shared/store/table-setup.js';
-import { TableNotActiveError } from '../shared/store/table-setup.js';
+import { TableLayoutOutdatedError, TableNotActiveError } from '../shared/store/table-setup.js';
 import * as taskReads from '../shared/store/task-reads.js';
 import { ReadIncompleteError } from '../shared/store/task-reads.js';
 import { NonRetryableError as NonRetryableFromDefine } from '../shared/tasks/define.js';
@@ -81,6 +81,7 @@ const samples: LeaseholdError[] = [
   new LockLostError('nightly-report', 'expired'),
   new ReadIncompleteError(3, 9),
   new TableNotActiveError('tasks', 30_000),
+  new TableLayoutOutdatedError('tasks', 'delays'),
   new WriteOutcomeUnknownError({ pk: 'TASK#task-1' }, 'write-1', { cause }),
   new EnqueueRaceError('task-1'),
   new CancelContendedError('task-1'),

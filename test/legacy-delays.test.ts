@@ -5,12 +5,21 @@
  * left alone. The watch that bounds the looking, on a fixed clock.
  */
 import { Logger } from '@aws-lambda-powertools/logger';
+import {
+  CreateTableCommand,
+  DescribeTableCommand,
+  DynamoDBClient,
+  PutItemCommand,
+  QueryCommand,
+  ScanCommand,
+} from '@aws-sdk/client-dynamodb';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { ensureTable, TableLayoutOutdatedError, untilTableActive } from '../shared/store/table-setup.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RecordingMetrics } from '../shared/metrics.js';
 import { runRecoverySweep } from '../shared/recovery/recovery-sweep.js';
 import { LEGACY_QUIET_MS, LegacyDelayWatch, moveLegacyDelays } from '../shared/store/legacy-delays.js';
-import { delaySweepPartition, INDEX, shardForId, taskKey } from '../shared/table-layout.js';
+import { createTableInput, delaySweepPartition, INDEX, shardForId, taskKey } from '../shared/table-layout.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { createTestStore, type TestStore } from './support/test-store.js';
 
@@ -167,6 +176,74 @@ describe('a legacy delayed task cancelled, then retried (review of the move)', (
       moved: 1,
     });
     expect((await itemOf(t, task.id)).delayPk).toBe(partition);
+  });
+});
+
+describe('a table kept from a version before the delay index (the local stack data directory)', () => {
+  /** A table in the earlier layout (every index but `delays`) holding `items` task items. */
+  async function oldLayoutTable(client: DynamoDBClient, items: number) {
+    const name = `old-layout-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2, 6)}`;
+    const current = createTableInput(name);
+    await client.send(
+      new CreateTableCommand({
+        ...current,
+        AttributeDefinitions: current.AttributeDefinitions!.filter(
+          (a) => a.AttributeName !== INDEX.delay.partition && a.AttributeName !== INDEX.delay.sort,
+        ),
+        GlobalSecondaryIndexes: current.GlobalSecondaryIndexes!.filter(
+          (g) => g.IndexName !== INDEX.delay.name,
+        ),
+      }),
+    );
+    await untilTableActive(client, name);
+    for (let i = 0; i < items; i++)
+      await client.send(
+        new PutItemCommand({ TableName: name, Item: { pk: { S: `TASK#kept-${i}` }, sk: { S: 'TASK' } } }),
+      );
+    return { name, current };
+  }
+
+  const clientOf = () =>
+    new DynamoDBClient({
+      endpoint: server.endpoint,
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
+    });
+
+  it('the local stack own table gets the index (dynalite cannot add one: the table is made anew with its items)', async () => {
+    const client = clientOf();
+    const { name, current } = await oldLayoutTable(client, 30);
+    await ensureTable(client, name, 30_000, { rebuild: true });
+    const { Table } = await client.send(new DescribeTableCommand({ TableName: name }));
+    expect(Table!.GlobalSecondaryIndexes!.map((g) => [g.IndexName, g.IndexStatus]).sort()).toEqual(
+      current.GlobalSecondaryIndexes!.map((g) => [g.IndexName, 'ACTIVE']).sort(),
+    );
+    const query = await client.send(
+      new QueryCommand({
+        TableName: name,
+        IndexName: INDEX.delay.name,
+        KeyConditionExpression: '#p = :p',
+        ExpressionAttributeNames: { '#p': INDEX.delay.partition },
+        ExpressionAttributeValues: { ':p': { S: 'DELAY#0' } },
+      }),
+    );
+    expect(query.Items).toEqual([]);
+    expect((await client.send(new ScanCommand({ TableName: name }))).Count).toBe(30);
+    // Again: nothing to add, nothing changes.
+    await ensureTable(client, name, 30_000, { rebuild: true });
+    expect((await client.send(new ScanCommand({ TableName: name }))).Count).toBe(30);
+    client.destroy();
+  });
+
+  it('any other table is never rebuilt: a clear error names the index and what to do, and nothing is written', async () => {
+    const client = clientOf();
+    const { name } = await oldLayoutTable(client, 3);
+    const error = await ensureTable(client, name).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TableLayoutOutdatedError);
+    expect((error as TableLayoutOutdatedError).code).toBe('TABLE_LAYOUT_OUTDATED');
+    expect((error as Error).message).toMatch(/has no index "delays".*Recreate the table/);
+    expect((await client.send(new ScanCommand({ TableName: name }))).Count).toBe(3);
+    client.destroy();
   });
 });
 

@@ -83,7 +83,8 @@ export async function startStack(options: StackOptions): Promise<LocalStack> {
   }
   const config = { ...base, dynamodbEndpoint: base.dynamodbEndpoint ?? dynalite!.endpoint };
   const client = createDynamoClient(config);
-  await ensureTable(client, base.tableName);
+  // Its own dynalite's table is the developer's local data: rebuilt in place when an index is new.
+  await ensureTable(client, base.tableName, undefined, { rebuild: dynalite !== undefined });
   const workerId = options.roles.worker
     ? (base.workerId ?? `${hostname().replace(/[^A-Za-z0-9.-]/g, '-')}-${process.pid}-${randomSuffix()}`)
     : undefined;
