@@ -65,6 +65,16 @@ export interface DelayedBurstFigures {
   };
 }
 
+/** The scenario as the test and `npm run sim:delayed-burst` run it (the tasks and baseline aside). */
+export const DELAYED_BURST_SETTINGS = {
+  leases: 16,
+  throttleScale: 0.1,
+  peakStartsPerSecond: 2_000,
+  lanes: 64,
+  // DynamoDB Local slows as the table grows past tens of thousands of items (measure-delayed-burst.ts).
+  dynamodb: 'dynalite',
+} as const;
+
 const LONG_TASK_MS = 200_000;
 const SAMPLE_MS = 500;
 const THROTTLED = /Throttl|ProvisionedThroughputExceeded|RequestLimitExceeded/;

@@ -11,7 +11,7 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { leasePathThrottles, runDelayedBurst } from './delayed-burst.js';
+import { DELAYED_BURST_SETTINGS, leasePathThrottles, runDelayedBurst } from './delayed-burst.js';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
@@ -26,12 +26,10 @@ const { values } = parseArgs({
 const quick = values.quick === true;
 const figures = await runDelayedBurst({
   tasks: Number(values.tasks ?? (quick ? 10_000 : 100_000)),
-  leases: 16,
+  ...DELAYED_BURST_SETTINGS,
   baselineMs: quick ? 30_000 : 60_000,
-  throttleScale: Number(values['throttle-scale'] ?? 0.1),
-  peakStartsPerSecond: 2_000,
-  lanes: 64,
-  dynamodb: values.dynamodb === 'dynamodb-local' ? 'dynamodb-local' : 'dynalite',
+  ...(values['throttle-scale'] !== undefined ? { throttleScale: Number(values['throttle-scale']) } : {}),
+  ...(values.dynamodb === 'dynamodb-local' ? { dynamodb: 'dynamodb-local' as const } : {}),
   progress: (line) => process.stderr.write(`${line}\n`),
 });
 process.stdout.write(`${JSON.stringify(figures, null, 2)}\n`);

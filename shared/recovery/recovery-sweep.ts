@@ -13,7 +13,7 @@ import { describeError } from '../errors.js';
 import { logOutcomeFlush } from '../stats/outcome-recorder.js';
 
 /** Before the sweep, so a moved task due already is promoted by this very sweep. Never stops the sweep. */
-async function moveLegacyDelays(store: Sweeper, watch: LegacyDelayWatch, clock: Clock, logger: Logger) {
+async function lookForLegacyDelays(store: Sweeper, watch: LegacyDelayWatch, clock: Clock, logger: Logger) {
   try {
     const moves = await store.moveLegacyDelays();
     watch.noteLook(moves.moved, clock.now());
@@ -43,7 +43,7 @@ export async function runRecoverySweep(
 ): Promise<RecoveryReport> {
   const { clock, metrics, logger } = deps;
   try {
-    if (deps.legacy?.shouldLook(clock.now())) await moveLegacyDelays(store, deps.legacy, clock, logger);
+    if (deps.legacy?.shouldLook(clock.now())) await lookForLegacyDelays(store, deps.legacy, clock, logger);
     // With gauges, each sweep partition is read once for both the fixes and the figures.
     const swept =
       types.length > 0

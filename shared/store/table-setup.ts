@@ -35,8 +35,9 @@ export async function ensureTable(
     if (!(error instanceof ResourceInUseException)) throw error;
   }
   await untilTableActive(client, tableName, timeoutMs);
-  const described = await client.send(new DescribeTableCommand({ TableName: tableName }));
-  const have = new Set((described.Table?.GlobalSecondaryIndexes ?? []).map((g) => g.IndexName));
+  const have = new Set(
+    ((await describe(client, tableName))?.GlobalSecondaryIndexes ?? []).map((g) => g.IndexName),
+  );
   for (const index of wanted.GlobalSecondaryIndexes ?? []) {
     if (have.has(index.IndexName)) continue;
     const keys = new Set(index.KeySchema!.map((k) => k.AttributeName));
@@ -54,7 +55,8 @@ export async function ensureTable(
       if (!/provisionedThroughput/i.test(String((error as Error).message))) throw error;
       return addIndex({ ...index, ProvisionedThroughput: { ReadCapacityUnits: 1, WriteCapacityUnits: 1 } });
     });
-    if (!(await hasIndex(client, tableName, index.IndexName!))) {
+    const added = (await describe(client, tableName))?.GlobalSecondaryIndexes ?? [];
+    if (!added.some((g) => g.IndexName === index.IndexName)) {
       if (!options.rebuild) throw new TableLayoutOutdatedError(tableName, index.IndexName!);
       await rebuildTable(client, wanted, timeoutMs);
       return;
@@ -63,10 +65,8 @@ export async function ensureTable(
   }
 }
 
-async function hasIndex(client: DynamoDBClient, tableName: string, indexName: string): Promise<boolean> {
-  const { Table } = await client.send(new DescribeTableCommand({ TableName: tableName }));
-  return (Table?.GlobalSecondaryIndexes ?? []).some((g) => g.IndexName === indexName);
-}
+const describe = async (client: DynamoDBClient, tableName: string) =>
+  (await client.send(new DescribeTableCommand({ TableName: tableName }))).Table;
 
 /** The table made anew in the current layout with every item it held (an emulator's local data only). */
 async function rebuildTable(
@@ -85,9 +85,12 @@ async function rebuildTable(
     ExclusiveStartKey = page.LastEvaluatedKey;
   } while (ExclusiveStartKey);
   await client.send(new DeleteTableCommand({ TableName: tableName }));
-  const describe = async () =>
-    (await client.send(new DescribeTableCommand({ TableName: tableName }))).Table?.TableStatus;
-  await untilTableStatus(describe, 'GONE', tableName, timeoutMs);
+  await untilTableStatus(
+    async () => (await describe(client, tableName))?.TableStatus,
+    'GONE',
+    tableName,
+    timeoutMs,
+  );
   await client.send(new CreateTableCommand(wanted));
   await untilTableActive(client, tableName, timeoutMs);
   for (let i = 0; i < items.length; i += 25) {
@@ -108,7 +111,7 @@ function untilIndexActive(
 ): Promise<void> {
   return untilTableStatus(
     async () => {
-      const { Table } = await client.send(new DescribeTableCommand({ TableName: tableName }));
+      const Table = await describe(client, tableName);
       const index = Table?.GlobalSecondaryIndexes?.find((g) => g.IndexName === indexName);
       return Table?.TableStatus === 'ACTIVE' && index?.IndexStatus === 'ACTIVE'
         ? 'ACTIVE'
@@ -127,7 +130,7 @@ export function untilTableActive(
   timeoutMs = 30_000,
 ): Promise<void> {
   return untilTableStatus(
-    async () => (await client.send(new DescribeTableCommand({ TableName: tableName }))).Table?.TableStatus,
+    async () => (await describe(client, tableName))?.TableStatus,
     'ACTIVE',
     tableName,
     timeoutMs,

@@ -60,9 +60,10 @@ export class Throttle {
   private readonly byResource: Record<string, number> = {};
   private readonly byPartitionKey: Record<string, number> = {};
   private total = 0;
-  /** Capacity units consumed, table and GSIs together (what on-demand bills: sim:cost prices them). */
-  private readonly consumed = { readUnits: 0, writeUnits: 0 };
-  /** The same by resource (the table, `<table>/index/<name>`): which index a load wrote. */
+  /**
+   * Capacity units consumed by resource (the table, `<table>/index/<name>`): which index a load wrote;
+   * stats() sums them into what on-demand bills (sim:cost prices it).
+   */
   private readonly consumedByResource: Record<string, { readUnits: number; writeUnits: number }> = {};
   /** The size that triggers the next pruning: twice what the last one kept, so kept buckets are not rescanned for every new key. */
   private pruneAbove = PRUNE_ABOVE;
@@ -154,7 +155,6 @@ export class Throttle {
   charge(d: Demand, units: number): void {
     if (units > 0) {
       const field = d.kind === 'write' ? 'writeUnits' : 'readUnits';
-      this.consumed[field] += units;
       (this.consumedByResource[label(d)] ??= { readUnits: 0, writeUnits: 0 })[field] += units;
     }
     if (this.scale <= 0 || units <= 0) return;
@@ -171,7 +171,10 @@ export class Throttle {
         Object.entries(ON_DEMAND_LIMITS).map(([k, v]) => [k, v * this.scale]),
       ) as Record<keyof typeof ON_DEMAND_LIMITS, number>,
       total: this.total,
-      consumed: { ...this.consumed },
+      consumed: Object.values(this.consumedByResource).reduce(
+        (sum, c) => ({ readUnits: sum.readUnits + c.readUnits, writeUnits: sum.writeUnits + c.writeUnits }),
+        { readUnits: 0, writeUnits: 0 },
+      ),
       consumedByResource: structuredClone(this.consumedByResource),
       byResource: { ...this.byResource },
       byPartitionKey: { ...this.byPartitionKey },

@@ -7,7 +7,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { leasePathThrottles, runDelayedBurst } from '../../sim/delayed-burst.js';
+import { DELAYED_BURST_SETTINGS, leasePathThrottles, runDelayedBurst } from '../../sim/delayed-burst.js';
 
 const quick = process.env.LEASEHOLD_SIM_QUICK === '1';
 
@@ -17,14 +17,9 @@ describe('a bulk delayed enqueue beside running leases, throttling on', () => {
     { timeout: 20 * 60_000 },
     async () => {
       const figures = await runDelayedBurst({
+        ...DELAYED_BURST_SETTINGS,
         tasks: quick ? 10_000 : 100_000,
-        leases: 16,
         baselineMs: 30_000,
-        throttleScale: 0.1,
-        peakStartsPerSecond: 2_000,
-        lanes: 64,
-        // DynamoDB Local slows as the table grows past tens of thousands of items (sim/measure-delayed-burst.ts).
-        dynamodb: 'dynalite',
         progress: (line) => process.stderr.write(`delayed-burst: ${line}\n`),
       });
       process.stdout.write(`FIGURE delayed burst: ${JSON.stringify(figures)}\n`);
