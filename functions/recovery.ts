@@ -9,6 +9,8 @@ import { lambdaKicker } from '../shared/fleet/lambda-kicker.js';
 import { writeTargetOf } from '../shared/store/context.js';
 import { GaugeRotation } from '../shared/store/gauge-rotation.js';
 import { LegacyDelayWatch } from '../shared/store/legacy-delays.js';
+import type { LeaseEventMap } from '../shared/events.js';
+import { shardForId } from '../shared/table-layout.js';
 
 const app = createTaskRuntime(loadConfig(process.env), taskDefinitions);
 const logger = new Logger({ serviceName: 'leasehold-recovery' });
@@ -23,15 +25,29 @@ const kicker = lambdaKicker(app.config, app.events, app.clock, logger, writeTarg
 });
 
 export const handler = async () => {
+  // What the sweep readies (requeued, promoted), by key where it can be handed over so.
+  const readied: LeaseEventMap['task:readied'][] = [];
+  const stopListening = app.events.on('task:readied', (event) => readied.push(event));
   const report = await runRecoverySweep(
     app.store,
     { clock: app.clock, metrics, logger, rotation, legacy },
     app.registry.names(),
-  );
+  ).finally(stopListening);
   // A requeued task (its holder died) or a promoted one (no timekeeper was up when it fell due) has no
   // kick of its own: without this one it waits for a polling invocation's safety read or the next tick.
+  // It is handed over by key: the index may not show it yet when the invocation reads (a read-all
+  // kick's worker found nothing and returned, and the task waited for the next tick).
+  // (An event without a task is the store's notice that a sweep ran, not a task.)
+  const tasks = readied.filter((event) => event.taskId !== undefined);
   if (kicker && report.requeued + report.promoted > 0) {
-    kicker.taskArrived(app.clock.now());
+    const now = app.clock.now();
+    for (const { taskId, byKey } of tasks)
+      kicker.taskArrived(
+        now,
+        byKey ? { type: byKey.type, shard: shardForId(taskId!), taskId, readySk: byKey.readySk } : undefined,
+      );
+    // Readied without its own event (none today): the worker reads.
+    if (tasks.length < report.requeued + report.promoted) kicker.taskArrived(now);
     await kicker.settled();
   }
   return report;

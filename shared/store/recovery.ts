@@ -31,6 +31,7 @@ import {
   recoveredRequeue,
   type Transition,
 } from './transitions.js';
+import { readiedEvent, type ReadyKey } from './readied-event.js';
 
 export interface RecoveryReport {
   requeued: number;
@@ -249,7 +250,9 @@ async function fixExpired(ctx: StoreContext, item: TaskItem, now: number): Promi
     leaseUntil: item.leaseUntil!,
     action: fix,
   });
-  if (fix === 'requeued') ctx.events.emit('task:readied', { taskId: item.id });
+  // Requeued at its due time: a kick after the sweep hands it over by key (functions/recovery.ts).
+  if (fix === 'requeued')
+    ctx.events.emit('task:readied', readiedEvent(item.id, readyKeyOf({ type: item.type, ...t.assign })));
   // A requeue is the dead holder's attempt failing back into the queue: retried, as a worker's would be.
   ctx.events.emit('task:finished', {
     taskId: item.id,
@@ -269,7 +272,7 @@ async function fixExpired(ctx: StoreContext, item: TaskItem, now: number): Promi
 export async function promoteTask(
   ctx: StoreContext,
   rawInput: { id: string },
-): Promise<{ type: string; readySk: string } | undefined> {
+): Promise<ReadyKey | undefined> {
   const { id } = parseInput(taskRefInput, 'promote', rawInput);
   const written = await promoteWrite(
     ctx,
@@ -278,8 +281,7 @@ export async function promoteTask(
     ctx.clock.now(),
   );
   if (!written.applied) return undefined;
-  const item = written.item as Partial<TaskItem> & Record<string, unknown>;
-  return { type: String(item.type), readySk: String(item[INDEX.ready.sort]) };
+  return readyKeyOf(written.item);
 }
 
 /** What a delayed task has in the indexes, as far as pricing its promotion goes (its entry moves from the sweep to the ready index). */
@@ -292,7 +294,19 @@ const DELAYED_INDEX_KEYS = {
 
 /** Moves a due delayed task into the ready index, copying its precomputed ready keys inside DynamoDB (no read). */
 async function promote(ctx: StoreContext, pk: string, partition: string, now: number): Promise<boolean> {
-  return (await promoteWrite(ctx, pk, partition, now)).applied;
+  const written = await promoteWrite(ctx, pk, partition, now);
+  // A kick after the sweep hands it over by this key (functions/recovery.ts): the index may not show it yet.
+  if (written.applied)
+    ctx.events.emit('task:readied', readiedEvent(taskIdFromPk(pk), readyKeyOf(written.item)));
+  return written.applied;
+}
+
+/** The type and ready key a write left on a task (its ALL_NEW image or its assigned fields). */
+function readyKeyOf(item: Record<string, unknown> | undefined): ReadyKey | undefined {
+  const readySk = item?.[INDEX.ready.sort];
+  return typeof readySk === 'string' && typeof item?.type === 'string'
+    ? { type: item.type, readySk }
+    : undefined;
 }
 
 function promoteWrite(ctx: StoreContext, pk: string, partition: string, now: number) {

@@ -6,7 +6,6 @@
  * stats) is TaskRequests (task-requests.ts), which processes without workers build alone.
  */
 import type { Task } from '../task-model.js';
-import { DEFAULT_PRIORITY, priorityOfReadySortKey } from '../table-layout.js';
 import { claim, type ClaimResult } from './claim.js';
 import { ClaimState } from './claim-state.js';
 import type { ClaimInput, Lease, ProgressReport, RenewInput } from './inputs.js';
@@ -20,6 +19,7 @@ import { promoteTask, recoverExpired, type RecoveryReport } from './recovery.js'
 import { queueDepth, type QueueDepth } from './queue-depth.js';
 import { writeQueueSummary, type QueueSummary } from './queue-summary.js';
 import { TaskRequests } from './task-requests.js';
+import { readiedEvent, type ReadyKey } from './readied-event.js';
 
 export type { TaskStoreOptions } from './task-requests.js';
 
@@ -56,19 +56,13 @@ export class TaskStore
   }
 
   async promote(input: { id: string }): Promise<boolean> {
-    let byKey: { type: string; readySk: string } | undefined;
+    let byKey: ReadyKey | undefined;
     try {
       byKey = await promoteTask(this.ctx, input);
       return byKey !== undefined;
     } finally {
-      // At the default priority a claimer in this process takes it by key, with no read of the index
-      // (which may not show it yet); else claimers look at every partition again, as for any readied task.
-      this.ctx.events.emit(
-        'task:readied',
-        byKey && priorityOfReadySortKey(byKey.readySk) === DEFAULT_PRIORITY
-          ? { taskId: input.id, byKey }
-          : {},
-      );
+      // Claimers in this process take it by key, or look at every partition again (readied-event.ts).
+      this.ctx.events.emit('task:readied', byKey ? readiedEvent(input.id, byKey) : {});
     }
   }
 
