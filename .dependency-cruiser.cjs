@@ -7,7 +7,9 @@
  *   user's task content
  *   (shared/tasks/catalog.ts, shared/tasks/demo.ts): the entry points bring the catalog.
  * - functions/ are the composition roots: they may import the catalog, but no development tooling.
- * - infra/ (the CDK app) does not import the CLI or the local stack.
+ * - cdk/ (the construct, part of the library) imports neither tooling nor the reference app (infra/,
+ *   functions/, tasks/): it bundles the task module a deployment names.
+ * - infra/ (the reference CDK app) does not import the CLI or the local stack.
  *
  * Imports are followed as TypeScript resolves them with tsconfig.json (NodeNext), so a `./x.js`
  * specifier counts as an import of `./x.ts`; type-only imports count too.
@@ -32,7 +34,7 @@ module.exports = {
       comment:
         'This import closes a cycle. Break it by moving the shared piece into its own module or by ' +
         'passing the dependency in (the composition root wires it).',
-      from: { path: '^(shared|functions|infra|bench|sim)/' },
+      from: { path: '^(shared|cdk|functions|infra|bench|sim)/' },
       to: { circular: true },
     },
     {
@@ -66,6 +68,15 @@ module.exports = {
         'local stack, the sim, tests or the bench.',
       from: { path: '^functions/' },
       to: { path: DEV_TOOLING },
+    },
+    {
+      name: 'cdk-not-to-tooling-or-app',
+      severity: 'error',
+      comment:
+        'cdk/ is the construct users install: it must not import development tooling or the reference ' +
+        "app's code (infra/, functions/, tasks/); the task module comes from the deployment's props.",
+      from: { path: '^cdk/' },
+      to: { path: [...DEV_TOOLING, ...TASK_CONTENT, '^infra/', '^functions/'] },
     },
     {
       name: 'infra-not-to-local-or-cli',

@@ -302,7 +302,7 @@ function coldStart(_find: Find, report: BenchReport): string | undefined {
   return [
     '### 7. Cold start',
     '',
-    '- Each function is bundled with esbuild as the CDK bundles it (`infra/lambda-bundling.ts`): minified, CJS, Node 22, the AWS SDK included, so the deployed code is the tested code.',
+    '- Each function is bundled with esbuild as the CDK bundles it (`cdk/lambda-bundling.ts`): minified, CJS, Node 22, the AWS SDK included, so the deployed code is the tested code.',
     '- Sizes in KB of 1,024 bytes; gzip is `node:zlib` at level 9 of the `.js`. The source map is a separate file.',
     '',
     '| function | minified | gzipped | source map |',

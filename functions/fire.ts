@@ -1,57 +1,9 @@
-/** Lambda entry point for the schedules' EventBridge Scheduler target: one tick of one schedule. */
-import { Logger } from '@aws-lambda-powertools/logger';
-import * as z from 'zod';
-import { createRequestLeasehold } from '../shared/request-app.js';
-import { loadConfig } from '../shared/config.js';
-import { lambdaKicker } from '../shared/fleet/lambda-kicker.js';
-import { writeTargetOf } from '../shared/store/context.js';
+/**
+ * The reference app's Lambda entry for the schedules' Scheduler target: the library's handler with this app's task types
+ * (shared/lambda/fire-entry.ts). The Leasehold construct generates this same entry for the task module a
+ * deployment names; the tests and the bench import this one.
+ */
+import { createFireHandler } from '../shared/lambda/fire-entry.js';
 import { taskDefinitions } from '../tasks/catalog.js';
-import type { FireInput } from '../shared/schedules/scheduler-sync.js';
 
-const isObject = (v: unknown): v is object => typeof v === 'object' && v !== null;
-
-// Parsed once per execution environment; the task catalog is the application's content.
-const app = createRequestLeasehold(loadConfig(process.env), taskDefinitions);
-const logger = new Logger({ serviceName: 'leasehold-fire' });
-// A fired schedule's task starts at once (coalesced kick), not at the next worker tick.
-const kicker = lambdaKicker(app.config, app.events, app.clock, logger, writeTargetOf(app.store.ctx));
-
-/** The input each schedule's target carries (FireInput in shared/schedules/scheduler-sync.ts). */
-const fireEvent = z.object({
-  scheduleName: z.string().min(1),
-  owner: z.string().min(1),
-  generation: z.string().min(1),
-  scheduledTime: z.iso.datetime({ offset: true }),
-}) satisfies z.ZodType<FireInput>;
-
-export const handler = async (event: unknown) => {
-  const parsed = fireEvent.safeParse(event);
-  if (!parsed.success) {
-    // Retrying cannot fix a malformed event: log it and let it go (it is not a task to lose).
-    logger.error('malformed fire event', {
-      issues: parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`),
-      // Schedules made before names were per owner send no owner or generation: PUT them again.
-      ...(isObject(event) && !('owner' in event)
-        ? {
-            fix: 'a schedule made before per-owner names: PUT it again (its old EventBridge schedule can be deleted)',
-          }
-        : {}),
-    });
-    return { fired: false, reason: 'malformed-event' };
-  }
-  const { scheduleName: name, owner, generation, scheduledTime } = parsed.data;
-  const outcome = await app.schedules.fire({
-    owner,
-    name,
-    generation,
-    scheduledTime: Date.parse(scheduledTime),
-  });
-  await kicker?.settled();
-  logger.info('schedule fired', {
-    schedule: name,
-    owner,
-    scheduledTime,
-    ...outcome,
-  });
-  return outcome;
-};
+export const handler = createFireHandler(taskDefinitions);

@@ -1,5 +1,5 @@
 /**
- * What the Lambda bundles use in place of `@aws-sdk/credential-provider-node` (infra/lambda-bundling.ts
+ * What the Lambda bundles use in place of `@aws-sdk/credential-provider-node` (cdk/lambda-bundling.ts
  * aliases it). Lambda puts the function role's credentials in the environment, the first place the
  * SDK's default chain looks; the rest of that chain (ini files, SSO, STS web identity, container and
  * instance metadata, login) is about 39 KB of the worker's gzipped bundle that no Lambda ever reaches.

@@ -128,7 +128,7 @@ export const TUNING = {
      * than the cap has seats.
      */
     chainGenerationBound: 16,
-    /** The scheduled tick comes every minute (infra/schedules.ts). */
+    /** The scheduled tick comes every minute (cdk/schedules.ts). */
     scheduledTickIntervalMs: 60_000,
     /** EventBridge Scheduler's start jitter plus a sweep's own duration, with room to spare. */
     tickAndSweepSlackMs: 10_000,

@@ -7,17 +7,33 @@ import { App, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { AttributeType, Table } from 'aws-cdk-lib/aws-dynamodb';
 import { AwsSolutionsChecks } from 'cdk-nag';
-import { warmThroughputFor } from '../infra/task-table.js';
+import { warmThroughputFor } from '../cdk/task-table.js';
 import { API_ROUTES } from '../shared/api/api-handler.js';
 import { defineConfig } from '../shared/config.js';
 import { INDEX, KEY, TTL_ATTRIBUTE } from '../shared/table-layout.js';
-import { FUNCTION_ACCESS, LeaseholdStack, type FunctionName } from '../infra/leasehold-stack.js';
-import { SCHEDULE_MANAGEMENT_ACTIONS } from '../infra/user-schedules.js';
-import { lambdaEnvironment } from '../infra/lambda-env.js';
-import { sizeFunctions } from '../infra/sizing.js';
-import { readDeploymentSettings } from '../infra/deployment-settings.js';
-import { GRANTS_WITHOUT_ROUTINE_USE, grantHasReason } from '../infra/grant-reasons.js';
+import { LeaseholdStack } from '../infra/leasehold-stack.js';
+import { FUNCTION_ACCESS } from '../cdk/function-access.js';
+import type { FunctionName } from '../cdk/function-entries.js';
+import { SCHEDULE_MANAGEMENT_ACTIONS } from '../cdk/user-schedules.js';
+import { lambdaEnvironment } from '../cdk/lambda-env.js';
+import { sizeFunctions } from '../cdk/sizing.js';
+import { readDeploymentSettings } from '../cdk/deployment-settings.js';
+import { GRANTS_WITHOUT_ROUTINE_USE, grantHasReason } from '../cdk/grant-reasons.js';
 import { ConfigError } from '../shared/errors.js';
+import { apiEvent } from './support/api-events.js';
+
+/** What CloudFormation fills in at deploy (the template holds references): plain values to load a bundle with. */
+const CONCRETE_ENV = {
+  LEASEHOLD_TABLE: 'tasks',
+  LEASEHOLD_REGION: 'eu-west-1',
+  AWS_REGION: 'eu-west-1',
+  LEASEHOLD_WORKER_FUNCTION_ARN: 'arn:aws:lambda:eu-west-1:123456789012:function:worker',
+  LEASEHOLD_SCHEDULE_GROUP: 'group',
+  LEASEHOLD_SCHEDULER_ROLE_ARN: 'arn:aws:iam::123456789012:role/scheduler',
+  LEASEHOLD_FIRE_FUNCTION_ARN: 'arn:aws:lambda:eu-west-1:123456789012:function:fire',
+  LEASEHOLD_SCHEDULE_DLQ_ARN: 'arn:aws:sqs:eu-west-1:123456789012:dlq',
+  POWERTOOLS_LOG_LEVEL: 'SILENT',
+};
 
 let template: Template;
 let outDir: string;
@@ -505,15 +521,33 @@ describe('observability', () => {
     ]);
   });
 
-  it("the API's asset carries the generated OpenAPI document it serves (copied by its bundling)", () => {
+  it("the API's bundle serves the OpenAPI document of its routes and task types, generated at synth and copied beside it", () => {
     const api = resources('AWS::Lambda::Function').find(([, f]) =>
       String(f.Properties.Description).startsWith('Leasehold HTTP API'),
     );
     const key = (api![1].Properties.Code as { S3Key: string }).S3Key;
     const dir = join(outDir, `asset.${key.replace(/\.zip$/, '')}`);
-    expect(JSON.parse(readFileSync(join(dir, 'openapi.json'), 'utf8'))).toEqual(
-      JSON.parse(readFileSync('docs/openapi.json', 'utf8')),
+    // The bundle as Lambda loads it (CommonJS), with its environment, in its task root.
+    expect(readdirSync(dir).sort()).toEqual(['index.js', 'openapi.json']);
+    const event = apiEvent({ method: 'GET', path: '/openapi.json', caller: null });
+    const run = spawnSync(
+      process.execPath,
+      [
+        '-e',
+        `require(${JSON.stringify(join(dir, 'index.js'))}).handler(${JSON.stringify(event)}).then((r) => process.stdout.write(r.body))`,
+      ],
+      {
+        encoding: 'utf8',
+        env: {
+          ...api![1].Properties.Environment.Variables,
+          ...CONCRETE_ENV,
+          PATH: process.env.PATH,
+          LAMBDA_TASK_ROOT: dir,
+        },
+      },
     );
+    expect(run.stderr).toBe('');
+    expect(JSON.parse(run.stdout)).toEqual(JSON.parse(readFileSync('docs/openapi.json', 'utf8')));
   });
 });
 

@@ -9,7 +9,7 @@ import {
   workerInvocationTimeoutMs,
   workerTimeoutProblem,
 } from '../shared/invocation-budget.js';
-import { sizeFunctions } from '../infra/sizing.js';
+import { sizeFunctions } from '../cdk/sizing.js';
 import * as z from 'zod';
 import { defineTask } from '../shared/tasks/define.js';
 import { TaskRegistry } from '../shared/tasks/registry.js';

@@ -9,7 +9,7 @@
 import { build } from 'esbuild';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { LAMBDA_ALIASES } from '../infra/lambda-bundling.js';
+import { LAMBDA_ALIASES } from '../cdk/lambda-bundling.js';
 import { LambdaAsyncInvoke, LambdaInvokeError } from '../shared/fleet/lambda-invoke.js';
 import { AccessLog } from '../sim/iam/access-log.js';
 import type { InvokeServer } from '../sim/lambda/invoke-server.js';

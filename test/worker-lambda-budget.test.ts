@@ -4,7 +4,7 @@ import * as z from 'zod';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { ValidationError } from '../shared/errors.js';
 import { defineTask } from '../shared/tasks/define.js';
-import { sizeFunctions } from '../infra/sizing.js';
+import { sizeFunctions } from '../cdk/sizing.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { createWorkerWorld, silentLogger } from './support/worker-world.js';
 import { RecordingMetrics } from '../shared/metrics.js';

@@ -1,6 +1,6 @@
 /**
  * Measure 7: cold start. Bundles the four Lambda functions the way the stack's NodejsFunction does
- * (infra/leasehold-function.ts), reports each bundle's size minified and gzipped, and times the
+ * (cdk/leasehold-function.ts), reports each bundle's size minified and gzipped, and times the
  * import of the worker bundle in fresh Node processes against the import of an empty file.
  */
 import { execFile } from 'node:child_process';
@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { gzipSync } from 'node:zlib';
 import { build, type BuildOptions } from 'esbuild';
-import { LAMBDA_ALIASES, LAMBDA_BUNDLING } from '../../infra/lambda-bundling.js';
+import { LAMBDA_ALIASES, LAMBDA_BUNDLING } from '../../cdk/lambda-bundling.js';
 import { measure, median, round, type BenchContext, type Measure } from '../measure.js';
 
 const run = promisify(execFile);
@@ -20,7 +20,7 @@ const KB = 1024;
 // 600 KB / 200 KB until issue 29, which took out of every bundle @aws-sdk/client-lambda (its
 // operation schemas, endpoint rules and event-stream codec, about 18 KB gzipped: starting a worker is
 // one signed POST, shared/fleet/lambda-invoke.ts) and the SDK's credential chain past the environment
-// (ini files, SSO, STS web identity, instance metadata, about 33 KB gzipped: infra/lambda-bundling.ts
+// (ini files, SSO, STS web identity, instance metadata, about 33 KB gzipped: cdk/lambda-bundling.ts
 // aliases it to shared/lambda-credentials.ts). Before that: 180 KB gzipped until the lost-answer
 // primitive, the priority lanes and the per-owner schedule list. The API and fire bundles leave out
 // the lease path: they build the request runtime (shared/request-runtime.ts), whose store is
@@ -29,7 +29,7 @@ const TARGET_MINIFIED_KB = 500;
 const TARGET_GZIP_KB = 160;
 
 /**
- * What the CDK passes to esbuild for the stack's bundling props (infra/lambda-bundling.ts), with the
+ * What the CDK passes to esbuild for the stack's bundling props (cdk/lambda-bundling.ts), with the
  * source map a deployment ships when asked (`-c leasehold:sourceMaps=true`): the CDK's bare
  * `--sourcemap` (linked), whose sourceMappingURL comment makes --enable-source-maps read and parse
  * the map at import. The import time is measured with and without; the sizes are of the .js alone.

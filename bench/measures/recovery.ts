@@ -5,7 +5,7 @@
  * skew margin, which recovery waits on purpose) and a sweep must come round; then the next poll claims it.
  */
 import { performance } from 'node:perf_hooks';
-import { lambdaEnvironment } from '../../infra/lambda-env.js';
+import { lambdaEnvironment } from '../../cdk/lambda-env.js';
 import { startStackProcess, waitFor, type StackProcess } from '../../test/support/stack-process.js';
 import { benchTable } from '../bench-runtime.js';
 import { measure, percentile, round, type BenchContext, type Measure } from '../measure.js';

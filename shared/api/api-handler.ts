@@ -42,8 +42,8 @@ export interface ApiDeps {
   config: Pick<LeaseholdConfig, 'maxExecutionMs'>;
   logger: Logger;
   /**
-   * The OpenAPI document GET /openapi.json answers: the Lambda reads the generated file (openapi-file.ts),
-   * the local stack generates it (openapi.ts). Without it the route answers 404.
+   * The OpenAPI document GET /openapi.json answers: the Lambda reads the file the construct generated
+   * (openapi-file.ts), the local stack generates it (openapi.ts). Without it the route answers 404.
    */
   openApi?: () => unknown;
 }

@@ -8,7 +8,7 @@ import { LambdaAsyncInvoke } from './lambda-invoke.js';
 import type { SeatReservation } from './fleet-seats.js';
 import { TUNING } from '../tuning.js';
 
-/** The scheduled tick's event source (infra/schedules.ts): the floor, started every minute whether or not there is work. */
+/** The scheduled tick's event source (cdk/schedules.ts): the floor, started every minute whether or not there is work. */
 export const SCHEDULED_TICK_SOURCE = 'leasehold.worker';
 /** Why an invocation was started (its event's `source`; the scheduled tick's is SCHEDULED_TICK_SOURCE). */
 export type InvocationSource = 'leasehold.kick' | 'leasehold.scale' | 'leasehold.due';

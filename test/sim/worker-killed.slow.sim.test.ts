@@ -4,7 +4,7 @@
  * the next tick's invocation finishes it, once. Then the IAM audit over everything the suite did.
  */
 import { describe, expect, it } from 'vitest';
-import { grantHasReason } from '../../infra/grant-reasons.js';
+import { grantHasReason } from '../../cdk/grant-reasons.js';
 import { readFileSync } from 'node:fs';
 import { accessRecords, api, fn, functionDenials, sim, simState, waitFor } from './support/sim-client.js';
 

@@ -9,13 +9,10 @@ import { Architecture, RecursiveLoop, Runtime } from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat, type ICommandHooks } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import { fileURLToPath } from 'node:url';
 import { LAMBDA_ALIASES, LAMBDA_BUNDLING } from './lambda-bundling.js';
-import { dirname, join } from 'node:path';
 import type { TaskTable } from './task-table.js';
-import { OPENAPI_ASSET } from '../shared/api/openapi-file.js';
-
-const projectRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
+import type { FunctionName } from './function-entries.js';
+import { join } from 'node:path';
 
 export interface TableAccess {
   /** Actions on the table's items. */
@@ -30,8 +27,17 @@ export interface TableAccess {
 }
 
 export interface LeaseholdFunctionProps {
-  /** The entry point under functions/. */
-  entry: 'api' | 'worker' | 'recovery' | 'fire';
+  name: FunctionName;
+  /** The entry file (function-entries.ts writes it) and where esbuild runs (NodejsFunction's). */
+  entry: string;
+  projectRoot: string;
+  depsLockFilePath: string;
+  /**
+   * Files the function reads at run time, copied next to its bundle (absolute path → name in the task
+   * root): the API's OpenAPI document (openapi-document.ts), generated at synth so that no cold start
+   * loads the generator.
+   */
+  files?: Record<string, string>;
   description: string;
   timeout: Duration;
   memorySize: number;
@@ -57,22 +63,13 @@ export interface LeaseholdFunctionProps {
  */
 export const TABLE_KEY_ACTIONS = ['kms:Decrypt'];
 
-/**
- * Files a function reads at run time, copied next to its bundle (project path → name in the task
- * root). The API serves the generated OpenAPI document from its file (shared/api/openapi-file.ts)
- * rather than bundling the generator.
- */
-const ASSET_FILES: Partial<Record<LeaseholdFunctionProps['entry'], Record<string, string>>> = {
-  api: { 'docs/openapi.json': OPENAPI_ASSET },
-};
-
 /** Bundling hooks that copy `files` into the asset after esbuild (local bundling: the host's shell). */
 function copyingFiles(files: Record<string, string>): ICommandHooks {
   return {
     beforeBundling: () => [],
     beforeInstall: () => [],
-    afterBundling: (inputDir, outputDir) =>
-      Object.entries(files).map(([from, to]) => `cp "${join(inputDir, from)}" "${join(outputDir, to)}"`),
+    afterBundling: (_inputDir, outputDir) =>
+      Object.entries(files).map(([from, to]) => `cp "${from}" "${join(outputDir, to)}"`),
   };
 }
 
@@ -125,11 +122,11 @@ export class LeaseholdFunction extends Construct {
     ];
     const role = new Role(this, 'Role', {
       assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
-      description: `Leasehold ${props.entry}: least privilege`,
+      description: `Leasehold ${props.name}: least privilege`,
       inlinePolicies: { leasehold: new PolicyDocument({ statements }) },
     });
     this.fn = new NodejsFunction(this, 'Function', {
-      entry: join(projectRoot, 'functions', `${props.entry}.ts`),
+      entry: props.entry,
       handler: 'handler',
       description: props.description,
       runtime: Runtime.NODEJS_22_X,
@@ -151,15 +148,15 @@ export class LeaseholdFunction extends Construct {
       ...(props.reservedConcurrentExecutions === undefined
         ? {}
         : { reservedConcurrentExecutions: props.reservedConcurrentExecutions }),
-      projectRoot,
-      depsLockFilePath: join(projectRoot, 'package-lock.json'),
+      projectRoot: props.projectRoot,
+      depsLockFilePath: props.depsLockFilePath,
       bundling: {
         ...LAMBDA_BUNDLING,
         sourceMap: props.sourceMaps ?? false,
         format: OutputFormat.CJS,
         mainFields: [...LAMBDA_BUNDLING.mainFields],
         esbuildArgs: { '--alias': Object.entries(LAMBDA_ALIASES).map(([from, to]) => `${from}=${to}`) },
-        ...(ASSET_FILES[props.entry] ? { commandHooks: copyingFiles(ASSET_FILES[props.entry]!) } : {}),
+        ...(props.files ? { commandHooks: copyingFiles(props.files) } : {}),
       },
     });
   }

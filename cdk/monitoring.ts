@@ -97,6 +97,9 @@ function schedulerMetric(metricName: string, group: string): Metric {
   });
 }
 
+/** The alarm-topic condition of each stack (the first Leasehold's Monitoring made it). */
+const NOTIFY_CONDITIONS = new WeakMap<Stack, CfnCondition>();
+
 export class Monitoring extends Construct {
   readonly alarms: Alarm[] = [];
   readonly dashboard: Dashboard;
@@ -107,16 +110,24 @@ export class Monitoring extends Construct {
 
   constructor(scope: Construct, id: string, props: MonitoringProps) {
     super(scope, id);
-    // At stack level, so its name is plain: `cdk deploy --parameters AlarmTopicArn=arn:aws:sns:...`.
-    const topicArn = new CfnParameter(Stack.of(this), 'AlarmTopicArn', {
-      type: 'String',
-      default: '',
-      description:
-        "An existing SNS topic ARN the alarms notify; empty: the stack's own topic (output AlarmTopic: subscribe to it)",
-    });
-    const useExisting = new CfnCondition(this, 'NotifyTopic', {
-      expression: Fn.conditionNot(Fn.conditionEquals(topicArn.valueAsString, '')),
-    });
+    // At stack level, so its name is plain: `cdk deploy --parameters AlarmTopicArn=arn:aws:sns:...`;
+    // one for the stack, shared by every Leasehold in it.
+    const stack = Stack.of(this);
+    const topicArn =
+      (stack.node.tryFindChild('AlarmTopicArn') as CfnParameter | undefined) ??
+      new CfnParameter(stack, 'AlarmTopicArn', {
+        type: 'String',
+        default: '',
+        description:
+          "An existing SNS topic ARN the alarms notify; empty: the stack's own topic (output AlarmTopic: subscribe to it)",
+      });
+    // One condition per stack too: equal conditions are a CloudFormation lint warning (W9053).
+    const useExisting =
+      NOTIFY_CONDITIONS.get(stack) ??
+      new CfnCondition(this, 'NotifyTopic', {
+        expression: Fn.conditionNot(Fn.conditionEquals(topicArn.valueAsString, '')),
+      });
+    NOTIFY_CONDITIONS.set(stack, useExisting);
     // A default deploy notifies a topic, not nobody: subscribe an address or a chat integration to it.
     this.topic = new Topic(this, 'AlarmTopic', { enforceSSL: true, displayName: 'Leasehold alarms' });
     this.topicArn = Fn.conditionIf(

@@ -3,7 +3,7 @@
  * benchmark (bench/measures/cold-start.ts) hands the same values to esbuild to measure what ships.
  * Plain values, no CDK import, so the benchmark does not load aws-cdk-lib.
  */
-import { fileURLToPath } from 'node:url';
+import { libraryModule } from './library-files.js';
 
 export const LAMBDA_BUNDLING = {
   minify: true,
@@ -21,7 +21,5 @@ export const LAMBDA_BUNDLING = {
  * credentials alone: see shared/lambda-credentials.ts.
  */
 export const LAMBDA_ALIASES: Record<string, string> = {
-  '@aws-sdk/credential-provider-node': fileURLToPath(
-    new URL('../shared/lambda-credentials.ts', import.meta.url),
-  ),
+  '@aws-sdk/credential-provider-node': libraryModule('shared/lambda-credentials'),
 };

@@ -1,9 +1,22 @@
 /** The validation findings Leasehold accepts, each naming the rule and giving the reason. */
 import { Stack, Validations } from 'aws-cdk-lib';
 import type { CfnFunction } from 'aws-cdk-lib/aws-lambda';
-import type { LeaseholdStack } from './leasehold-stack.js';
+import type { IConstruct } from 'constructs';
+import type { LeaseholdFunction } from './leasehold-function.js';
+import type { Monitoring } from './monitoring.js';
+import type { LeaseholdSchedules } from './schedules.js';
+import type { UserSchedules } from './user-schedules.js';
+import type { FunctionName } from './function-entries.js';
 
-export function acknowledgeFindings(stack: LeaseholdStack): void {
+/** What of a Leasehold construct the acknowledgements name. */
+interface Acknowledged extends IConstruct {
+  functions: Record<FunctionName, LeaseholdFunction>;
+  schedules: LeaseholdSchedules;
+  userSchedules: UserSchedules;
+  monitoring: Monitoring;
+}
+
+export function acknowledgeFindings(stack: Acknowledged): void {
   for (const f of Object.values(stack.functions)) {
     Validations.of(f.fn).acknowledge({
       id: 'AwsSolutions::AwsSolutions-L1',
@@ -19,7 +32,7 @@ export function acknowledgeFindings(stack: LeaseholdStack): void {
   // The Scheduler role the LambdaInvoke target creates may invoke one function and its versions.
   for (const f of [stack.functions.worker, stack.functions.recovery]) {
     const logicalId = Stack.of(stack).getLogicalId(f.fn.node.defaultChild as CfnFunction);
-    Validations.of(stack).acknowledge({
+    Validations.of(Stack.of(stack)).acknowledge({
       id: `AwsSolutions::AwsSolutions-IAM5[Resource::<${logicalId}.Arn>:*]`,
       reason:
         'The Scheduler role may invoke exactly this function and its versions (ARN:*); it is scoped to one function.',
