@@ -1,8 +1,8 @@
 /**
  * Import rules for Leasehold, checked by `npm run lint:deps` (dependency-cruiser).
  *
- * - No circular imports in the shipped code, the infrastructure, the bench or the sim.
- * - The production core (shared/ outside shared/cli, shared/local and shared/dashboard) never imports
+ * - No circular imports in the library (shared/, cdk/), the tooling (tools/), the reference app or the bench.
+ * - The production core (shared/, the library the Lambdas bundle) never imports
  *   development tooling (the CLI, the local stack, the web dashboard, the sim, tests, the bench) or the
  *   user's task content
  *   (shared/tasks/catalog.ts, shared/tasks/demo.ts): the entry points bring the catalog.
@@ -15,10 +15,8 @@
  * specifier counts as an import of `./x.ts`; type-only imports count too.
  */
 
-/** Development tooling and test code: nothing that ships may import these. */
-const DEV_TOOLING = ['^shared/cli/', '^shared/local/', '^shared/dashboard/', '^sim/', '^test/', '^bench/'];
-/** Development tooling inside shared/: it may import the core, not the other way round. */
-const SHARED_TOOLING = ['^shared/cli/', '^shared/local/', '^shared/dashboard/'];
+/** Development tooling (the CLI ships it; no Lambda bundles it) and test code: the library never imports these. */
+const DEV_TOOLING = ['^tools/cli/', '^tools/local/', '^tools/dashboard/', '^tools/sim/', '^test/', '^bench/'];
 /**
  * The user's task content; only the composition roots (functions/, infra/, the CLI, the local stack)
  * bring it. It lives in tasks/ (formerly shared/tasks/catalog.ts and shared/tasks/demo.ts).
@@ -34,16 +32,16 @@ module.exports = {
       comment:
         'This import closes a cycle. Break it by moving the shared piece into its own module or by ' +
         'passing the dependency in (the composition root wires it).',
-      from: { path: '^(shared|cdk|functions|infra|bench|sim)/' },
+      from: { path: '^(shared|cdk|functions|infra|bench|tools)/' },
       to: { circular: true },
     },
     {
       name: 'core-not-to-dev-tooling',
       severity: 'error',
       comment:
-        'The production core (shared/ outside shared/cli, shared/local and shared/dashboard) must not import ' +
+        'The production core (shared/) must not import ' +
         'the CLI, the local stack, the web dashboard, the sim, tests or the bench: the Lambdas bundle the core.',
-      from: { path: '^shared/', pathNot: SHARED_TOOLING },
+      from: { path: '^shared/' },
       to: { path: DEV_TOOLING },
     },
     {
@@ -56,7 +54,7 @@ module.exports = {
       // describes the catalog's payload schemas.
       from: {
         path: '^shared/',
-        pathNot: ['^shared/cli/', '^shared/local/', '^shared/api/write-openapi[.]ts$', ...TASK_CONTENT],
+        pathNot: ['^shared/api/write-openapi[.]ts$', ...TASK_CONTENT],
       },
       to: { path: TASK_CONTENT },
     },
@@ -83,7 +81,7 @@ module.exports = {
       severity: 'error',
       comment: 'The CDK app must not import the local stack or the CLI.',
       from: { path: '^infra/' },
-      to: { path: ['^shared/local/', '^shared/cli/'] },
+      to: { path: ['^tools/local/', '^tools/cli/'] },
     },
     {
       name: 'not-to-unresolvable',

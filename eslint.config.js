@@ -56,14 +56,14 @@ export default defineConfig(
   },
   {
     // Command-line tools, the bench, the sim and the tests talk to a terminal.
-    files: ['shared/cli/**', 'bench/**', 'sim/**', 'test/**'],
+    files: ['tools/cli/**', 'bench/**', 'tools/sim/**', 'test/**'],
     rules: {
       'no-console': 'off',
     },
   },
   {
     // The dashboard's page: ES modules the browser loads as they are (no build step), so browser globals.
-    files: ['shared/dashboard/public/**/*.mjs'],
+    files: ['tools/dashboard/public/**/*.mjs'],
     languageOptions: {
       globals: { ...globals.browser },
     },

@@ -10,7 +10,7 @@ const LISTENING = /dynalite listening on (http:\/\/\S+)/;
 
 export async function startDynaliteProcess(): Promise<DynaliteProcess> {
   const server = await startNodeProcess(
-    ['--import', 'tsx', 'shared/cli/leasehold.ts', 'dynamodb', '--port', '0'],
+    ['--import', 'tsx', 'tools/cli/leasehold.ts', 'dynamodb', '--port', '0'],
     { env: process.env, ready: LISTENING, what: 'dynalite' },
   );
   return {

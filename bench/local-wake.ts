@@ -2,7 +2,7 @@
  * `npm run bench:local-wake [-- --samples N]`: enqueue-to-start across local processes sharing a table.
  * Process A serves the API on an embedded dynalite (`leasehold serve --api --recovery`); process B is
  * a worker only (`leasehold serve --worker`) on A's dynalite and the same data directory, so A's
- * enqueues ring B through the wake channel (shared/local/wake-channel.ts). Samples are spaced by a
+ * enqueues ring B through the wake channel (tools/local/wake-channel.ts). Samples are spaced by a
  * random 0-1.5 s, so without the ring a task would wait half a poll interval (500 ms) on average.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -21,7 +21,7 @@ const children: ChildProcess[] = [];
 function serve(flags: string[], env: Record<string, string>, ready: RegExp): Promise<string> {
   // Node itself (not npx): a signal to the child then reaches the server, whose exit closes the pipes
   // this process reads (through npx it did not, and the benchmark never exited).
-  const child = spawn(process.execPath, ['--import', 'tsx', 'shared/cli/leasehold.ts', 'serve', ...flags], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'tools/cli/leasehold.ts', 'serve', ...flags], {
     env: { ...process.env, LEASEHOLD_DATA_DIR: dataDir, POWERTOOLS_LOG_LEVEL: 'ERROR', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

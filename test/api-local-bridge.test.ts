@@ -7,7 +7,7 @@
 import { request } from 'node:http';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { serveApi, type LocalApiServer } from '../shared/local/http-bridge.js';
+import { serveApi, type LocalApiServer } from '../tools/local/http-bridge.js';
 import { demoTasks } from '../tasks/demo.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { createWorkerWorld, silentLogger } from './support/worker-world.js';

@@ -20,7 +20,7 @@ import {
   type ClientTask,
   type LeaseholdClient,
 } from 'leasehold/client';
-import { startStack, type LocalStack } from '../shared/local/stack.js';
+import { startStack, type LocalStack } from '../tools/local/stack.js';
 import { demoEcho, demoSleep, demoTasks } from '../tasks/demo.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { FAST_STACK_ENV } from './support/stack-process.js';

@@ -10,11 +10,11 @@ import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiDeps } from '../shared/api/api-handler.js';
-import { assetPaths, isDashboardPath, serveDashboardAsset } from '../shared/dashboard/dashboard-assets.js';
-import { ASSET_PREFIX, dashboardPage, VENDOR_MODULES } from '../shared/dashboard/dashboard-page.js';
-import { serveApi, type LocalApiServer } from '../shared/local/http-bridge.js';
+import { assetPaths, isDashboardPath, serveDashboardAsset } from '../tools/dashboard/dashboard-assets.js';
+import { ASSET_PREFIX, dashboardPage, VENDOR_MODULES } from '../tools/dashboard/dashboard-page.js';
+import { serveApi, type LocalApiServer } from '../tools/local/http-bridge.js';
 
-const PUBLIC_DIR = fileURLToPath(new URL('../shared/dashboard/public/', import.meta.url));
+const PUBLIC_DIR = fileURLToPath(new URL('../tools/dashboard/public/', import.meta.url));
 let server: Server;
 let base: string;
 let bridge: LocalApiServer;

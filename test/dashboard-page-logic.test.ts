@@ -9,7 +9,7 @@ import { openApiDocument, TASK_TYPES_EXTENSION } from '../shared/api/openapi.js'
 import { demoTasks } from '../tasks/demo.js';
 
 // Browser modules without type declarations: loaded as any.
-const page = (name: string) => import(new URL(`../shared/dashboard/public/${name}`, import.meta.url).href);
+const page = (name: string) => import(new URL(`../tools/dashboard/public/${name}`, import.meta.url).href);
 const minutes = await page('minutes.mjs');
 const form = await page('schema-form.mjs');
 

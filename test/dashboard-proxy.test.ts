@@ -14,14 +14,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { API_ROUTES } from '../shared/api/api-handler.js';
-import { apiAccess } from '../shared/cli/cli-client.js';
-import { listenRefusal, runDashboard } from '../shared/cli/dashboard-command.js';
-import { UsageError } from '../shared/cli/usage-error.js';
+import { apiAccess } from '../tools/cli/cli-client.js';
+import { listenRefusal, runDashboard } from '../tools/cli/dashboard-command.js';
+import { UsageError } from '../tools/cli/usage-error.js';
 import { sigv4Signer } from '../shared/client/sigv4.js';
-import { isApiRoute } from '../shared/dashboard/api-routes.js';
-import { startDashboardProxy } from '../shared/dashboard/dashboard-proxy.js';
-import { allowedHostsFor } from '../shared/local/browser-guard.js';
-import { verifySigV4 } from '../sim/iam/sigv4-verifier.js';
+import { isApiRoute } from '../tools/dashboard/api-routes.js';
+import { startDashboardProxy } from '../tools/dashboard/dashboard-proxy.js';
+import { allowedHostsFor } from '../tools/local/browser-guard.js';
+import { verifySigV4 } from '../tools/sim/iam/sigv4-verifier.js';
 
 const CALLER = { accessKeyId: 'AKIDSIMADMIN', secretAccessKey: 'sim-admin-secret' };
 const PROBLEM = {

@@ -10,12 +10,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDirectClient } from '../shared/client/direct-client.js';
 import { directClientPolicy } from '../shared/client/direct-policy.js';
 import { taskOf } from '../shared/client/batch-task.js';
-import { startDynalite, type DynaliteServer } from '../shared/local/dynalite.js';
+import { startDynalite, type DynaliteServer } from '../tools/local/dynalite.js';
 import { ensureTable } from '../shared/store/table-setup.js';
-import { startIamGate, type IamGate } from '../sim/dynamodb/iam-gate.js';
-import { AccessLog } from '../sim/iam/access-log.js';
-import { IdentityStore, type SimPrincipal } from '../sim/iam/identity-store.js';
-import { TemplateResolver } from '../sim/template/resolver.js';
+import { startIamGate, type IamGate } from '../tools/sim/dynamodb/iam-gate.js';
+import { AccessLog } from '../tools/sim/iam/access-log.js';
+import { IdentityStore, type SimPrincipal } from '../tools/sim/iam/identity-store.js';
+import { TemplateResolver } from '../tools/sim/template/resolver.js';
 import { demoEcho, demoTasks } from '../tasks/demo.js';
 
 const REGION = 'eu-west-1';

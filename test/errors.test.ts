@@ -327,7 +327,7 @@ describe('the source', () => {
   const shared = join(root, 'shared');
   /** User-facing tools and demo content may throw plain errors. */
   const excluded = (path: string) =>
-    path.startsWith('shared/cli/') || path.startsWith('shared/local/') || path === 'shared/tasks/demo.ts';
+    path.startsWith('tools/cli/') || path.startsWith('tools/local/') || path === 'shared/tasks/demo.ts';
   const files = (readdirSync(shared, { recursive: true, encoding: 'utf8' }) as string[])
     .filter((f) => f.endsWith('.ts'))
     .map((f) => relative(root, join(shared, f)).split('\\').join('/'))

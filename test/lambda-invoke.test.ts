@@ -11,10 +11,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { LAMBDA_ALIASES } from '../cdk/lambda-bundling.js';
 import { LambdaAsyncInvoke, LambdaInvokeError } from '../shared/fleet/lambda-invoke.js';
-import { AccessLog } from '../sim/iam/access-log.js';
-import type { InvokeServer } from '../sim/lambda/invoke-server.js';
-import type { LambdaService } from '../sim/lambda/lambda-service.js';
-import { lineageOf } from '../sim/lambda/trace-lineage.js';
+import { AccessLog } from '../tools/sim/iam/access-log.js';
+import type { InvokeServer } from '../tools/sim/lambda/invoke-server.js';
+import type { LambdaService } from '../tools/sim/lambda/lambda-service.js';
+import { lineageOf } from '../tools/sim/lambda/trace-lineage.js';
 import {
   ACCOUNT,
   addUser,

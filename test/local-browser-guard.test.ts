@@ -8,8 +8,8 @@
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { idempotentTaskId } from '../shared/ids.js';
-import { allowedHostsFor, browserRefusal } from '../shared/local/browser-guard.js';
-import { serveApi, type LocalApiServer } from '../shared/local/http-bridge.js';
+import { allowedHostsFor, browserRefusal } from '../tools/local/browser-guard.js';
+import { serveApi, type LocalApiServer } from '../tools/local/http-bridge.js';
 import { demoTasks } from '../tasks/demo.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { createWorkerWorld, silentLogger, type WorkerWorld } from './support/worker-world.js';

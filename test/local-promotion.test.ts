@@ -7,7 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startStack, type LocalStack } from '../shared/local/stack.js';
+import { startStack, type LocalStack } from '../tools/local/stack.js';
 import type { Task } from '../shared/task-model.js';
 import { TUNING } from '../shared/tuning.js';
 import { demoTasks } from '../tasks/demo.js';

@@ -1,5 +1,5 @@
 /**
- * The local wake channel (shared/local/wake-channel.ts). Channels opened in this one process register
+ * The local wake channel (tools/local/wake-channel.ts). Channels opened in this one process register
  * under separate ports and behave like separate processes; one test uses a real second process.
  */
 import { spawnSync } from 'node:child_process';
@@ -9,7 +9,7 @@ import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openWakeChannel, type WakeChannel, type WakeChannelOptions } from '../shared/local/wake-channel.js';
+import { openWakeChannel, type WakeChannel, type WakeChannelOptions } from '../tools/local/wake-channel.js';
 import { startNodeProcess } from './support/node-process.js';
 
 let root: string;

@@ -4,7 +4,7 @@
  */
 import { GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { Backend } from '../sim/dynamodb/backend.js';
+import { Backend } from '../tools/sim/dynamodb/backend.js';
 import { signal, sleep, startHarness, TABLE } from './sim-dynamodb-harness.js';
 
 afterEach(() => void vi.restoreAllMocks());

@@ -1,6 +1,6 @@
 /** The `leasehold sim` flags of the DynamoDB gate's strictness. */
 import { describe, expect, it } from 'vitest';
-import { indexLagFlag, throttleScaleFlag, ttlDelayFlag } from '../sim/dynamodb/strict-flags.js';
+import { indexLagFlag, throttleScaleFlag, ttlDelayFlag } from '../tools/sim/dynamodb/strict-flags.js';
 
 describe('sim DynamoDB flags', () => {
   it('--index-lag MIN-MAX, N, or 0 for none', () => {

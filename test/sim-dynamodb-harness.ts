@@ -4,15 +4,15 @@
  * as a caller allowed everything.
  */
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { startDynalite, type DynaliteServer } from '../shared/local/dynalite.js';
+import { startDynalite, type DynaliteServer } from '../tools/local/dynalite.js';
 import { untilTableActive } from '../shared/store/table-setup.js';
-import type { Backend } from '../sim/dynamodb/backend.js';
-import { startIamGate, type IamGate, type IamGateOptions } from '../sim/dynamodb/iam-gate.js';
-import { describeTable } from '../sim/dynamodb/table-schemas.js';
-import { TtlSweeper } from '../sim/dynamodb/ttl-sweeper.js';
-import { AccessLog } from '../sim/iam/access-log.js';
-import { IdentityStore } from '../sim/iam/identity-store.js';
-import { TemplateResolver } from '../sim/template/resolver.js';
+import type { Backend } from '../tools/sim/dynamodb/backend.js';
+import { startIamGate, type IamGate, type IamGateOptions } from '../tools/sim/dynamodb/iam-gate.js';
+import { describeTable } from '../tools/sim/dynamodb/table-schemas.js';
+import { TtlSweeper } from '../tools/sim/dynamodb/ttl-sweeper.js';
+import { AccessLog } from '../tools/sim/iam/access-log.js';
+import { IdentityStore } from '../tools/sim/iam/identity-store.js';
+import { TemplateResolver } from '../tools/sim/template/resolver.js';
 
 export const REGION = 'us-east-1';
 export const ACCOUNT = '123456789012';

@@ -4,8 +4,8 @@
  * order, one at a time, all of them, with a failed copy tried again.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { Backend } from '../sim/dynamodb/backend.js';
-import { IndexLag } from '../sim/dynamodb/index-lag.js';
+import type { Backend } from '../tools/sim/dynamodb/backend.js';
+import { IndexLag } from '../tools/sim/dynamodb/index-lag.js';
 
 const ITEMS = 3_000;
 const WRITES = 3;

@@ -11,11 +11,11 @@ import {
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startDynalite } from '../shared/local/dynalite.js';
+import { startDynalite } from '../tools/local/dynalite.js';
 import { untilTableStatus } from '../shared/store/table-setup.js';
-import { Backend } from '../sim/dynamodb/backend.js';
-import { IndexLag } from '../sim/dynamodb/index-lag.js';
-import { describeTable, type TableDescription } from '../sim/dynamodb/table-schemas.js';
+import { Backend } from '../tools/sim/dynamodb/backend.js';
+import { IndexLag } from '../tools/sim/dynamodb/index-lag.js';
+import { describeTable, type TableDescription } from '../tools/sim/dynamodb/table-schemas.js';
 import { draws, GSI, sleep, startHarness, TABLE, TABLE_ARN, type Harness } from './sim-dynamodb-harness.js';
 
 const MIN = 300;

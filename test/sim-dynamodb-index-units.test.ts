@@ -3,8 +3,8 @@
  * index's entry, at the entry's size (projection plus 100 bytes), not the whole item on every write.
  */
 import { describe, expect, it } from 'vitest';
-import { indexEntry, indexWriteUnits } from '../sim/dynamodb/index-entries.js';
-import type { IndexSchema, TableSchema } from '../sim/dynamodb/table-schemas.js';
+import { indexEntry, indexWriteUnits } from '../tools/sim/dynamodb/index-entries.js';
+import type { IndexSchema, TableSchema } from '../tools/sim/dynamodb/table-schemas.js';
 
 const keysOnly: IndexSchema = { name: 'ready', arn: 'a', hashKey: 'rpk', rangeKey: 'rsk', projected: [] };
 const include: IndexSchema = { name: 'sweep', arn: 'b', hashKey: 'spk', projected: ['owner'] };

@@ -14,8 +14,8 @@ import {
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { Throttle, type Demand } from '../sim/dynamodb/throttle.js';
-import { warmThroughputOf } from '../sim/dynamodb/table-from-template.js';
+import { Throttle, type Demand } from '../tools/sim/dynamodb/throttle.js';
+import { warmThroughputOf } from '../tools/sim/dynamodb/table-from-template.js';
 import { GSI, GSI_ARN, startHarness, TABLE, TABLE_ARN, type Harness } from './sim-dynamodb-harness.js';
 
 let clock = 1_000_000;

@@ -12,7 +12,7 @@ import {
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { describe, expect, it } from 'vitest';
-import { Backend } from '../sim/dynamodb/backend.js';
+import { Backend } from '../tools/sim/dynamodb/backend.js';
 import { draws, GSI, signal, sleep, startHarness, sweeperThrough, TABLE } from './sim-dynamodb-harness.js';
 
 const epoch = (ms: number) => ({ N: String(Math.floor(ms / 1000)) });

@@ -1,5 +1,5 @@
 /**
- * The sim runs each function from a root of its own (sim/lambda/function-root.ts): a CommonJS bundle
+ * The sim runs each function from a root of its own (tools/sim/lambda/function-root.ts): a CommonJS bundle
  * synthesized inside an ESM project loads as it does on Lambda, and resolves nothing from the
  * project's node_modules.
  */
@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ancestorsHolding, layOutFunctionRoots } from '../sim/lambda/function-root.js';
+import { ancestorsHolding, layOutFunctionRoots } from '../tools/sim/lambda/function-root.js';
 
 const project = mkdtempSync(join(tmpdir(), 'leasehold-esm-project-'));
 afterAll(() => rmSync(project, { recursive: true, force: true }));

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { buildProxyEvent, mapProxyResult } from '../sim/http-api/proxy-event.js';
-import { selectRoute, type Route } from '../sim/http-api/route-table.js';
+import { buildProxyEvent, mapProxyResult } from '../tools/sim/http-api/proxy-event.js';
+import { selectRoute, type Route } from '../tools/sim/http-api/route-table.js';
 
 const integration = {
   functionArn: 'arn:aws:lambda:us-east-1:1:function:f',

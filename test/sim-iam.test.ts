@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { evaluate, trusts, wildcardMatch, type PolicyDocument } from '../sim/iam/policy-evaluator.js';
-import { verifySigV4, type Credentials } from '../sim/iam/sigv4-verifier.js';
+import { evaluate, trusts, wildcardMatch, type PolicyDocument } from '../tools/sim/iam/policy-evaluator.js';
+import { verifySigV4, type Credentials } from '../tools/sim/iam/sigv4-verifier.js';
 import { sigv4Signer } from '../shared/client/sigv4.js';
 
 const table = 'arn:aws:dynamodb:us-east-1:123456789012:table/T';

@@ -9,10 +9,10 @@ import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { startGateway } from '../sim/http-api/gateway.js';
-import { AccessLog } from '../sim/iam/access-log.js';
-import type { IdentityStore } from '../sim/iam/identity-store.js';
-import { LambdaService, type FunctionDefinition } from '../sim/lambda/lambda-service.js';
+import { startGateway } from '../tools/sim/http-api/gateway.js';
+import { AccessLog } from '../tools/sim/iam/access-log.js';
+import type { IdentityStore } from '../tools/sim/iam/identity-store.js';
+import { LambdaService, type FunctionDefinition } from '../tools/sim/lambda/lambda-service.js';
 
 const root = mkdtempSync(join(tmpdir(), 'sim-lambda-concurrency-'));
 writeFileSync(

@@ -8,9 +8,9 @@ import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
-import { cpuLimitMethod, dutyCycleLimit } from '../sim/lambda/cpu-limiter.js';
-import { cfsQuotaUs, dutyCycle, vcpuShare } from '../sim/lambda/cpu-share.js';
-import type { ExecutionEnvironment } from '../sim/lambda/execution-environment.js';
+import { cpuLimitMethod, dutyCycleLimit } from '../tools/sim/lambda/cpu-limiter.js';
+import { cfsQuotaUs, dutyCycle, vcpuShare } from '../tools/sim/lambda/cpu-share.js';
+import type { ExecutionEnvironment } from '../tools/sim/lambda/execution-environment.js';
 import { environmentStarter, invokeSettled, writeBundle } from './support/sim-lambda-fixtures.js';
 
 // The same CPU-bound work at any memory size: its wall time is what the share changes.

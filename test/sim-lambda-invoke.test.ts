@@ -14,11 +14,11 @@ import {
 } from '@aws-sdk/client-lambda';
 import { existsSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AccessLog } from '../sim/iam/access-log.js';
-import type { SimPrincipal } from '../sim/iam/identity-store.js';
-import type { Credentials } from '../sim/iam/sigv4-verifier.js';
-import type { InvokeServer } from '../sim/lambda/invoke-server.js';
-import type { FunctionDefinition, LambdaService } from '../sim/lambda/lambda-service.js';
+import { AccessLog } from '../tools/sim/iam/access-log.js';
+import type { SimPrincipal } from '../tools/sim/iam/identity-store.js';
+import type { Credentials } from '../tools/sim/iam/sigv4-verifier.js';
+import type { InvokeServer } from '../tools/sim/lambda/invoke-server.js';
+import type { FunctionDefinition, LambdaService } from '../tools/sim/lambda/lambda-service.js';
 import {
   ACCOUNT,
   addUser,

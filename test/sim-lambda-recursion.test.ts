@@ -8,11 +8,11 @@
  */
 import { InvokeCommand, type LambdaClient, RecursiveInvocationException } from '@aws-sdk/client-lambda';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { AccessLog } from '../sim/iam/access-log.js';
-import type { SimPrincipal } from '../sim/iam/identity-store.js';
-import type { InvokeServer } from '../sim/lambda/invoke-server.js';
-import type { FunctionDefinition, LambdaService } from '../sim/lambda/lambda-service.js';
-import { isStopped, lineageOf, nextHop } from '../sim/lambda/trace-lineage.js';
+import { AccessLog } from '../tools/sim/iam/access-log.js';
+import type { SimPrincipal } from '../tools/sim/iam/identity-store.js';
+import type { InvokeServer } from '../tools/sim/lambda/invoke-server.js';
+import type { FunctionDefinition, LambdaService } from '../tools/sim/lambda/lambda-service.js';
+import { isStopped, lineageOf, nextHop } from '../tools/sim/lambda/trace-lineage.js';
 import {
   ACCOUNT,
   addUser,

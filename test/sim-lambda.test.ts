@@ -1,10 +1,10 @@
 /** The sim's Lambda: execution environments frozen between invocations, killed at their timeout, concurrency and async retries. */
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { AccessLog } from '../sim/iam/access-log.js';
-import type { IdentityStore } from '../sim/iam/identity-store.js';
-import { LambdaService, type FunctionDefinition } from '../sim/lambda/lambda-service.js';
-import type { ExecutionEnvironment } from '../sim/lambda/execution-environment.js';
-import { startGateway } from '../sim/http-api/gateway.js';
+import { AccessLog } from '../tools/sim/iam/access-log.js';
+import type { IdentityStore } from '../tools/sim/iam/identity-store.js';
+import { LambdaService, type FunctionDefinition } from '../tools/sim/lambda/lambda-service.js';
+import type { ExecutionEnvironment } from '../tools/sim/lambda/execution-environment.js';
+import { startGateway } from '../tools/sim/http-api/gateway.js';
 import { environmentStarter, invokeSettled, writeBundle } from './support/sim-lambda-fixtures.js';
 
 const root = writeBundle(

@@ -1,12 +1,12 @@
 /**
- * dynamodb:LeadingKeys in the sim's IAM gate (sim/dynamodb/leading-keys.ts) and the set operators the
+ * dynamodb:LeadingKeys in the sim's IAM gate (tools/sim/dynamodb/leading-keys.ts) and the set operators the
  * evaluator applies to it: the partition values each kind of request touches, and how
  * ForAllValues/ForAnyValue decide on them (IAM's rule: ForAllValues holds for an absent key).
  */
 import { describe, expect, it } from 'vitest';
-import { leadingKeys } from '../sim/dynamodb/leading-keys.js';
-import type { TableSchema } from '../sim/dynamodb/table-schemas.js';
-import { evaluate, type PolicyDocument } from '../sim/iam/policy-evaluator.js';
+import { leadingKeys } from '../tools/sim/dynamodb/leading-keys.js';
+import type { TableSchema } from '../tools/sim/dynamodb/table-schemas.js';
+import { evaluate, type PolicyDocument } from '../tools/sim/iam/policy-evaluator.js';
 
 const schema = {
   name: 'T',

@@ -11,8 +11,8 @@ import {
   type CreateScheduleCommandInput,
 } from '@aws-sdk/client-scheduler';
 import { afterEach, describe, expect, it } from 'vitest';
-import { LocalScheduler, type SchedulerTimers } from '../sim/scheduler/local-scheduler.js';
-import type { SchedulerAuth, SchedulerTargets } from '../sim/scheduler/ports.js';
+import { LocalScheduler, type SchedulerTimers } from '../tools/sim/scheduler/local-scheduler.js';
+import type { SchedulerAuth, SchedulerTargets } from '../tools/sim/scheduler/ports.js';
 
 const ACCOUNT = '123456789012';
 const ROLE = `arn:aws:iam::${ACCOUNT}:role/scheduler-invoke`;

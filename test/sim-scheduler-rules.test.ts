@@ -4,7 +4,7 @@ import {
   nextTick,
   validateScheduleRequest,
   type ValidSchedule,
-} from '../sim/scheduler/schedule-rules.js';
+} from '../tools/sim/scheduler/schedule-rules.js';
 
 const NOW = Date.parse('2026-12-01T08:59:43.512Z');
 const now = () => NOW;

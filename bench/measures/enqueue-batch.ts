@@ -235,7 +235,7 @@ async function openLane(endpoint: string, mode: Mode, dataDir: string, profileDi
       ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${resolve(profileDir)}`] : []),
       '--import',
       'tsx',
-      'shared/cli/leasehold.ts',
+      'tools/cli/leasehold.ts',
       'serve',
       '--api',
     ],

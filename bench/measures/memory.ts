@@ -3,7 +3,7 @@
  * same again; reports its peak RSS and whether its heap grew from the first drain to the second.
  * The child (bench/memory-worker.ts) is bundled first and run by plain node, so tsx is not in the RSS.
  */
-import { lambdaNodeFlags } from '../../sim/lambda/node-runtime.js';
+import { lambdaNodeFlags } from '../../tools/sim/lambda/node-runtime.js';
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

@@ -8,7 +8,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startStack } from '../../shared/local/stack.js';
+import { startStack } from '../../tools/local/stack.js';
 import { quietLogger } from '../bench-runtime.js';
 import { measure, percentile, round, sleep, type BenchContext, type Measure } from '../measure.js';
 

@@ -2,7 +2,7 @@
  * What a worker is given: its settings, its collaborators, and per run its limits and its work
  * source, the port through which a deployment shape tells it about work. The Lambda fleet supplies
  * one (shared/fleet/fleet-invocation.ts: kicks, seats, the timekeeper), the local stack another
- * (shared/local/stack.ts: in-process wakes), tests a fake. The worker knows nothing of where its work
+ * (tools/local/stack.ts: in-process wakes), tests a fake. The worker knows nothing of where its work
  * comes from beyond this port.
  */
 import type { Logger } from '@aws-lambda-powertools/logger';

@@ -9,7 +9,7 @@
 import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { sigv4Signer } from '../../shared/client/sigv4.js';
-import { startDashboardProxy } from '../../shared/dashboard/dashboard-proxy.js';
+import { startDashboardProxy } from '../../tools/dashboard/dashboard-proxy.js';
 import { http } from '../support/stack-process.js';
 import {
   confirmDialog,

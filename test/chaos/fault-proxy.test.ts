@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { startDynalite, type DynaliteServer } from '../../shared/local/dynalite.js';
+import { startDynalite, type DynaliteServer } from '../../tools/local/dynalite.js';
 import { createDynamoClient, documentClientFor } from '../../shared/store/dynamo.js';
 import { ensureTable } from '../../shared/store/table-setup.js';
 import { startFaultProxy, statusSet, type FaultProxy } from './fault-proxy.js';

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { loadConfig } from '../../shared/config.js';
-import { startDynalite } from '../../shared/local/dynalite.js';
+import { startDynalite } from '../../tools/local/dynalite.js';
 import { createDynamoClient, documentClientFor } from '../../shared/store/dynamo.js';
 import { ensureTable } from '../../shared/store/table-setup.js';
 import { TaskStore } from '../../shared/store/task-store.js';

@@ -12,7 +12,7 @@ import {
   UpdateCommand,
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
-import { startDynalite, type DynaliteServer } from '../../shared/local/dynalite.js';
+import { startDynalite, type DynaliteServer } from '../../tools/local/dynalite.js';
 import { createDynamoClient, documentClientFor } from '../../shared/store/dynamo.js';
 import { ensureTable } from '../../shared/store/table-setup.js';
 import { INDEX } from '../../shared/table-layout.js';

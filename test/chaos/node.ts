@@ -5,7 +5,7 @@
  * them as CHAOS_* variables; the stack's own settings come from LEASEHOLD_* as in `leasehold serve`.
  */
 import { systemClock } from '../../shared/clock.js';
-import { banner, startStack, type Roles } from '../../shared/local/stack.js';
+import { banner, startStack, type Roles } from '../../tools/local/stack.js';
 import { fileHistory, recordHistory } from './history.js';
 import { completingWithoutToken } from './seeded-bug.js';
 

@@ -7,7 +7,11 @@
  */
 import { writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { DELAYED_BURST_SETTINGS, leasePathThrottles, runDelayedBurst } from '../../sim/delayed-burst.js';
+import {
+  DELAYED_BURST_SETTINGS,
+  leasePathThrottles,
+  runDelayedBurst,
+} from '../../tools/sim/delayed-burst.js';
 
 const quick = process.env.LEASEHOLD_SIM_QUICK === '1';
 
@@ -24,7 +28,7 @@ describe('a bulk delayed enqueue beside running leases, throttling on', () => {
       });
       process.stdout.write(`FIGURE delayed burst: ${JSON.stringify(figures)}\n`);
       writeFileSync(
-        `sim/results/delayed-burst${quick ? '-quick' : ''}.json`,
+        `tools/sim/results/delayed-burst${quick ? '-quick' : ''}.json`,
         `${JSON.stringify(figures, null, 2)}\n`,
       );
       // The load met DynamoDB's limits (it was held back), and only where it writes.

@@ -7,7 +7,7 @@ import { createDocumentClient } from '../../shared/store/dynamo.js';
 import { defineConfig } from '../../shared/config.js';
 import { createTaskRuntime } from '../../shared/task-runtime.js';
 import { taskDefinitions } from '../../tasks/catalog.js';
-import { startSim, type RunningSim, type SimOptions } from '../../sim/sim.js';
+import { startSim, type RunningSim, type SimOptions } from '../../tools/sim/sim.js';
 import { apiOf, simState, type Answer } from '../sim/support/sim-client.js';
 
 export interface OwnSim {

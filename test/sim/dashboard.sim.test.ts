@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { sigv4Signer } from '../../shared/client/sigv4.js';
-import { startDashboardProxy, type DashboardProxy } from '../../shared/dashboard/dashboard-proxy.js';
+import { startDashboardProxy, type DashboardProxy } from '../../tools/dashboard/dashboard-proxy.js';
 import { api, sim } from './support/sim-client.js';
 
 /**

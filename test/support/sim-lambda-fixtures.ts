@@ -9,17 +9,17 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll } from 'vitest';
-import { AccessLog } from '../../sim/iam/access-log.js';
-import { IdentityStore, type SimPrincipal } from '../../sim/iam/identity-store.js';
-import type { Credentials } from '../../sim/iam/sigv4-verifier.js';
-import { ExecutionEnvironment, type InvocationResult } from '../../sim/lambda/execution-environment.js';
-import { startInvokeServer, type InvokeServer } from '../../sim/lambda/invoke-server.js';
+import { AccessLog } from '../../tools/sim/iam/access-log.js';
+import { IdentityStore, type SimPrincipal } from '../../tools/sim/iam/identity-store.js';
+import type { Credentials } from '../../tools/sim/iam/sigv4-verifier.js';
+import { ExecutionEnvironment, type InvocationResult } from '../../tools/sim/lambda/execution-environment.js';
+import { startInvokeServer, type InvokeServer } from '../../tools/sim/lambda/invoke-server.js';
 import {
   LambdaService,
   type FunctionDefinition,
   type LambdaServiceOptions,
-} from '../../sim/lambda/lambda-service.js';
-import { TemplateResolver } from '../../sim/template/resolver.js';
+} from '../../tools/sim/lambda/lambda-service.js';
+import { TemplateResolver } from '../../tools/sim/template/resolver.js';
 
 export const REGION = 'us-east-1';
 export const ACCOUNT = '123456789012';

@@ -24,7 +24,7 @@ export async function startStackProcess(
   args: string[],
   env: Record<string, string>,
   timeoutMs = 20_000,
-  entry = ['shared/cli/leasehold.ts', 'serve'],
+  entry = ['tools/cli/leasehold.ts', 'serve'],
 ): Promise<StackProcess> {
   const stack = await startNodeProcess(['--import', 'tsx', ...entry, ...args], {
     env: { ...process.env, ...FAST_STACK_ENV, ...env },

@@ -3,8 +3,8 @@
  * this process, starts in milliseconds) or `dynamodb-local` (Amazon's DynamoDB Local, one JVM per test
  * file; `npm run test:dynamodb-local`), so behaviour only dynalite has cannot make a test pass.
  */
-import { startDynalite } from '../../shared/local/dynalite.js';
-import { startDynamoDbLocal } from '../../sim/dynamodb/dynamodb-local.js';
+import { startDynalite } from '../../tools/local/dynalite.js';
+import { startDynamoDbLocal } from '../../tools/sim/dynamodb/dynamodb-local.js';
 
 export type TestBackend = 'dynalite' | 'dynamodb-local';
 

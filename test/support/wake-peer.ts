@@ -7,7 +7,7 @@
  * - `... <dir> ring-once` rings once and leaves its channel open without doing anything else: the
  *   process must still exit by itself (the channel keeps nothing alive) and the ring must still go out.
  */
-import { openWakeChannel } from '../../shared/local/wake-channel.js';
+import { openWakeChannel } from '../../tools/local/wake-channel.js';
 
 const [dir, mode] = process.argv.slice(2);
 if (!dir) throw new Error('usage: wake-peer.ts <dir> [ring-once]');

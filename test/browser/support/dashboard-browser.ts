@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type ConsoleMessage, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
-import { startStack, type LocalStack } from '../../../shared/local/stack.js';
+import { startStack, type LocalStack } from '../../../tools/local/stack.js';
 import { demoTasks } from '../../../tasks/demo.js';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { startTestDynamo, type TestDynamo } from '../../support/test-dynamo.js';

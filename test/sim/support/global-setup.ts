@@ -3,7 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
-import { startSim, type RunningSim, type SimInfo } from '../../../sim/sim.js';
+import { startSim, type RunningSim, type SimInfo } from '../../../tools/sim/sim.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {

@@ -1,7 +1,7 @@
 /** What the sim scenarios share: signed calls to the sim's API as one of its callers, and its inspection endpoint. */
 import { inject } from 'vitest';
 import { sigv4Signer } from '../../../shared/client/sigv4.js';
-import type { SimInfo } from '../../../sim/sim.js';
+import type { SimInfo } from '../../../tools/sim/sim.js';
 
 export const sim = (): SimInfo => inject('sim');
 

@@ -2,7 +2,7 @@
  * `npm run sim:delayed-burst [-- --tasks N] [-- --quick]`: 100,000 delayed tasks (10,000 with --quick)
  * enqueued in bulk beside 16 running leases, in the sim with DynamoDB's throttling on (scale 0.1, warm
  * throughput for 2,000 starts a second): what throttled, and whether the renewals slowed
- * (sim/delayed-burst.ts). Prints the figures and writes them to sim/results/delayed-burst(-quick).json;
+ * (tools/sim/delayed-burst.ts). Prints the figures and writes them to tools/sim/results/delayed-burst(-quick).json;
  * exits 1 when a lease-path request was throttled or a lease was lost.
  *
  * Behind the gate runs dynalite (`--dynamodb dynamodb-local` for Amazon's emulator): DynamoDB Local
@@ -33,9 +33,9 @@ const figures = await runDelayedBurst({
   progress: (line) => process.stderr.write(`${line}\n`),
 });
 process.stdout.write(`${JSON.stringify(figures, null, 2)}\n`);
-mkdirSync('sim/results', { recursive: true });
+mkdirSync('tools/sim/results', { recursive: true });
 writeFileSync(
-  `sim/results/delayed-burst${quick ? '-quick' : ''}.json`,
+  `tools/sim/results/delayed-burst${quick ? '-quick' : ''}.json`,
   `${JSON.stringify(figures, null, 2)}\n`,
 );
 const lease = leasePathThrottles(figures);

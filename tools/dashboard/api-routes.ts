@@ -2,7 +2,7 @@
  * Which requests are the API's: the routes the API handler declares (API_ROUTES), as method + path
  * pattern. `leasehold dashboard` forwards these and nothing else, so the list is never written twice.
  */
-import { API_ROUTES } from '../api/api-handler.js';
+import { API_ROUTES } from '../../shared/api/api-handler.js';
 
 interface RouteMatcher {
   method: string;

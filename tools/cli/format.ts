@@ -1,6 +1,6 @@
 /** Human-readable output for the CLI: task details, task tables, stats and the watch screen. */
-import type { TaskJson } from '../api/response-schemas.js';
-import { addCost, type TaskCost } from '../store/task-cost.js';
+import type { TaskJson } from '../../shared/api/response-schemas.js';
+import { addCost, type TaskCost } from '../../shared/store/task-cost.js';
 
 /**
  * us-east-1 list prices: DynamoDB on-demand read and write request units, Lambda on ARM per GB-second

@@ -10,14 +10,14 @@
  * shown apart, and each way waits for the fleet to fall idle before it starts.
  * Prints tasks per second, HTTP requests per task (every attempt the client sent, retries included),
  * Lambda invocations per task (the API function's, the workers') and DynamoDB requests per task (the
- * API function's role, and all), and writes them to sim/results/batch.json.
+ * API function's role, and all), and writes them to tools/sim/results/batch.json.
  */
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import { createClient } from '../shared/client/http-client.js';
+import { createClient } from '../../shared/client/http-client.js';
 import { startSim } from './sim.js';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
@@ -192,7 +192,7 @@ try {
 } finally {
   await sim.close();
 }
-mkdirSync('sim/results', { recursive: true });
-const file = join('sim/results', quick ? 'batch-quick.json' : 'batch.json');
+mkdirSync('tools/sim/results', { recursive: true });
+const file = join('tools/sim/results', quick ? 'batch-quick.json' : 'batch.json');
 writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
 process.stdout.write(`written to ${file}\n`);

@@ -3,9 +3,9 @@
  * sim's API signed as one of its callers (--as), or the local stack unsigned with --owner as its caller.
  * The API commands get a client for it; `leasehold dashboard` signs what it forwards the same way.
  */
-import { createClient, type ClientOptions } from '../client/http-client.js';
-import type { LeaseholdClient } from '../client/client-types.js';
-import { regionOfApiUrl, type Credentials } from '../client/sigv4.js';
+import { createClient, type ClientOptions } from '../../shared/client/http-client.js';
+import type { LeaseholdClient } from '../../shared/client/client-types.js';
+import { regionOfApiUrl, type Credentials } from '../../shared/client/sigv4.js';
 import { simCredentials } from './sim-callers.js';
 
 export interface CliClient {

@@ -7,7 +7,7 @@
  * item the copies are applied in write order (their due times never decrease), so the last write wins
  * and nothing is lost; copies of one item due together are coalesced into one.
  */
-import { untilTableStatus } from '../../shared/store/table-setup.js';
+import { untilTableStatus } from '../../../shared/store/table-setup.js';
 import { BackendError, type Backend } from './backend.js';
 import type { Item } from './capacity-units.js';
 import type { TableSchema } from './table-schemas.js';

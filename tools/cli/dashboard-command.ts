@@ -6,7 +6,7 @@
  * nothing for the local stack (which serves the dashboard itself at its own `/`).
  */
 import * as z from 'zod';
-import { sigv4Signer } from '../client/sigv4.js';
+import { sigv4Signer } from '../../shared/client/sigv4.js';
 import { startDashboardProxy } from '../dashboard/dashboard-proxy.js';
 import { apiAccess } from './cli-client.js';
 import { UsageError } from './usage-error.js';

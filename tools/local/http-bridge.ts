@@ -11,11 +11,11 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
-import { handleApiEvent, type ApiDeps, type ApiEvent } from '../api/api-handler.js';
-import { problem } from '../api/http.js';
+import { handleApiEvent, type ApiDeps, type ApiEvent } from '../../shared/api/api-handler.js';
+import { problem } from '../../shared/api/http.js';
 import { allowedHostsFor, browserRefusal } from './browser-guard.js';
-import { MAX_BODY_BYTES } from '../api/request-schemas.js';
-import { OWNER_HEADER } from '../api/caller.js';
+import { MAX_BODY_BYTES } from '../../shared/api/request-schemas.js';
+import { OWNER_HEADER } from '../../shared/api/caller.js';
 import { isDashboardPath, serveDashboardAsset } from '../dashboard/dashboard-assets.js';
 import type { DashboardPageOptions } from '../dashboard/dashboard-page.js';
 

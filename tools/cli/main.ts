@@ -8,20 +8,20 @@
 import { parseArgs } from 'node:util';
 import { resolve } from 'node:path';
 import { access, mkdir } from 'node:fs/promises';
-import { ConfigError } from '../errors.js';
+import { ConfigError } from '../../shared/errors.js';
 // The local stack and dynalite load only for `serve` and `dynamodb`: the commands that call a
 // deployed API do not load the embedded database.
 import type { Roles } from '../local/stack.js';
-import type { ClientOptions } from '../client/http-client.js';
-import type { LeaseholdClient } from '../client/client-types.js';
+import type { ClientOptions } from '../../shared/client/http-client.js';
+import type { LeaseholdClient } from '../../shared/client/client-types.js';
 import {
   ApiProblemError,
   ClientOptionsError,
   UnexpectedAnswerError,
   UnreachableError,
   WaitTimeoutError,
-} from '../client/errors.js';
-import type { TaskStatus } from '../task-model.js';
+} from '../../shared/client/errors.js';
+import type { TaskStatus } from '../../shared/task-model.js';
 import { cliClient } from './cli-client.js';
 import { enqueueFile, fileSummaryText } from './enqueue-file.js';
 import { fileProgressReporter } from './file-progress.js';
@@ -104,7 +104,7 @@ export async function main(
 ): Promise<number> {
   const print = (text: string) => out.write(`${text}\n`);
   // The sim is development tooling with options of its own: loaded only when asked for.
-  if (argv[0] === 'sim') return (await import('../../sim/cli.js')).simMain(argv.slice(1));
+  if (argv[0] === 'sim') return (await import('../sim/cli.js')).simMain(argv.slice(1));
   let parsed;
   try {
     parsed = parseArgs({ args: argv, options, allowPositionals: true, strict: true });

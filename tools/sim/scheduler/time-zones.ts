@@ -15,7 +15,7 @@
  * whatever Scheduler does with aliases.
  */
 
-import { CANONICAL_TIME_ZONES } from '../../shared/schedules/time-zone-names.js';
+import { CANONICAL_TIME_ZONES } from '../../../shared/schedules/time-zone-names.js';
 
 // The names themselves are the tz database's (the app's list): data, not a rule, so one copy serves both.
 // Plus Etc/UTC: CDK writes it for every schedule that names no zone, and Scheduler takes it.

@@ -10,8 +10,8 @@ import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import * as z from 'zod';
-import type { BatchTask, BatchTotals, LeaseholdClient } from '../client/client-types.js';
-import { ApiProblemError } from '../client/errors.js';
+import type { BatchTask, BatchTotals, LeaseholdClient } from '../../shared/client/client-types.js';
+import { ApiProblemError } from '../../shared/client/errors.js';
 
 /** A line's shape; the API checks the values (the same names as its enqueue body). */
 export const taskLineSchema = z

@@ -82,7 +82,7 @@ export class Backend {
         'x-amz-date': '20250101T000000Z',
         // DynamoDB Local wants a well-formed Authorization header; neither emulator checks the signature.
         authorization:
-          'AWS4-HMAC-SHA256 Credential=sim/20250101/us-east-1/dynamodb/aws4_request, SignedHeaders=host;x-amz-date, Signature=0',
+          'AWS4-HMAC-SHA256 Credential=tools/sim/20250101/us-east-1/dynamodb/aws4_request, SignedHeaders=host;x-amz-date, Signature=0',
       },
       Buffer.from(JSON.stringify(input)),
     );

@@ -15,12 +15,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BatchGetCommand } from '@aws-sdk/lib-dynamodb';
-import { createClient } from '../shared/client/http-client.js';
-import { defineConfig } from '../shared/config.js';
-import { createDocumentClient } from '../shared/store/dynamo.js';
-import { taskKey } from '../shared/table-layout.js';
-import { createTaskRuntime } from '../shared/task-runtime.js';
-import { taskDefinitions } from '../tasks/catalog.js';
+import { createClient } from '../../shared/client/http-client.js';
+import { defineConfig } from '../../shared/config.js';
+import { createDocumentClient } from '../../shared/store/dynamo.js';
+import { taskKey } from '../../shared/table-layout.js';
+import { createTaskRuntime } from '../../shared/task-runtime.js';
+import { taskDefinitions } from '../../tasks/catalog.js';
 import { startSim } from './sim.js';
 
 export interface DelayedBurstOptions {

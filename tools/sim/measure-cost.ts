@@ -7,7 +7,7 @@
  * (polling, kicks, seats and timekeeping included), the read and write units they consumed (table and
  * GSIs, as on-demand bills them), and each function's billed Lambda duration (init included) and
  * invocations. It prices them at us-east-1 on-demand rates (ARM Lambda) per task, per hour and per
- * month at that rate, and per million tasks, and writes sim/results/cost.json. API Gateway's $1 per
+ * month at that rate, and per million tasks, and writes tools/sim/results/cost.json. API Gateway's $1 per
  * million HTTP API requests is listed beside, not in, the Lambda + DynamoDB figure.
  */
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
@@ -185,4 +185,4 @@ writeFileSync(
   join(outDir, 'cost.json'),
   `${JSON.stringify({ at: new Date().toISOString(), quick, prices: PRICES, results }, null, 2)}\n`,
 );
-process.stdout.write(`\nwritten to sim/results/cost.json\n`);
+process.stdout.write(`\nwritten to tools/sim/results/cost.json\n`);

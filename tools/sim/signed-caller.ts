@@ -1,5 +1,5 @@
 /** Calls to the sim's HTTP API signed as one of its callers (sim.json), for the measurement scripts. */
-import { sigv4Signer } from '../shared/client/sigv4.js';
+import { sigv4Signer } from '../../shared/client/sigv4.js';
 import type { SimInfo } from './sim-info.js';
 
 export type SignedCall = (

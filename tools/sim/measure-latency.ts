@@ -7,7 +7,7 @@
  * - burst: 5,000 short tasks (demo.sleep 100 ms) enqueued at once through the API: running worker
  *   invocations and tasks started per second until the backlog is gone, and Lambda invokes per 1,000 tasks;
  * - due: 1,000 tasks enqueued with the same runAt: how long after that instant each starts.
- * Prints the figures and writes them to sim/results/latency.json.
+ * Prints the figures and writes them to tools/sim/results/latency.json.
  */
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,13 +15,13 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { BatchGetCommand, DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
-import { defineConfig } from '../shared/config.js';
-import { createTaskRuntime } from '../shared/task-runtime.js';
-import { createDocumentClient } from '../shared/store/dynamo.js';
-import { writeTargetOf } from '../shared/store/context.js';
-import { directKick } from '../shared/client/direct-kick.js';
-import { taskDefinitions } from '../tasks/catalog.js';
-import { taskKey } from '../shared/table-layout.js';
+import { defineConfig } from '../../shared/config.js';
+import { createTaskRuntime } from '../../shared/task-runtime.js';
+import { createDocumentClient } from '../../shared/store/dynamo.js';
+import { writeTargetOf } from '../../shared/store/context.js';
+import { directKick } from '../../shared/client/direct-kick.js';
+import { taskDefinitions } from '../../tasks/catalog.js';
+import { taskKey } from '../../shared/table-layout.js';
 import { signedCaller } from './signed-caller.js';
 import { startSim } from './sim.js';
 
@@ -146,8 +146,8 @@ try {
 } finally {
   await sim.close();
 }
-mkdirSync('sim/results', { recursive: true });
-const file = join('sim/results', quick ? 'latency-quick.json' : 'latency.json');
+mkdirSync('tools/sim/results', { recursive: true });
+const file = join('tools/sim/results', quick ? 'latency-quick.json' : 'latency.json');
 writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
 process.stdout.write(`written to ${file}\n`);
 

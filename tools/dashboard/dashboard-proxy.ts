@@ -18,10 +18,10 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { problem, type ApiResponse } from '../api/http.js';
-import { OWNER_HEADER } from '../api/caller.js';
-import type { RequestSigner } from '../client/sigv4.js';
-import { describeNetworkError } from '../client/http-transport.js';
+import { problem, type ApiResponse } from '../../shared/api/http.js';
+import { OWNER_HEADER } from '../../shared/api/caller.js';
+import type { RequestSigner } from '../../shared/client/sigv4.js';
+import { describeNetworkError } from '../../shared/client/http-transport.js';
 import { isApiRoute } from './api-routes.js';
 import { allowedHostsFor, browserRefusal } from '../local/browser-guard.js';
 import { isDashboardPath, serveDashboardAsset } from './dashboard-assets.js';

@@ -7,7 +7,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as z from 'zod';
-import type { Credentials } from '../client/sigv4.js';
+import type { Credentials } from '../../shared/client/sigv4.js';
 import { UsageError } from './usage-error.js';
 
 const simFile = z.object({
