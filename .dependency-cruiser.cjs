@@ -97,7 +97,7 @@ module.exports = {
     doNotFollow: { path: ['node_modules'] },
     // Scratch reproductions (tsconfig.json leaves them out too), build output and dot folders such as
     // .leasehold/ and .tmp/. ('^[.][^./]' leaves unresolved './x.js' imports in, for not-to-unresolvable.)
-    exclude: { path: ['^test/repro/', '^cdk[.]out/', '^coverage/', '^[.][^./]'] },
+    exclude: { path: ['^test/repro/', '^cdk[.]out/', '^dist/', '^examples/', '^coverage/', '^[.][^./]'] },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
     enhancedResolveOptions: {

@@ -9,6 +9,9 @@ import tseslint from 'typescript-eslint';
 export default defineConfig(
   globalIgnores([
     'cdk.out/',
+    'dist/',
+    'examples/*/node_modules/',
+    'examples/*/cdk.out/',
     'coverage/',
     'docs/',
     '.leasehold/',

@@ -4,8 +4,10 @@
  * One file at a time: each starts a local stack and a browser, and two cores run one pair well.
  */
 import { defineConfig } from 'vitest/config';
+import { SOURCE_RESOLUTION } from './vitest.config.js';
 
 export default defineConfig({
+  ssr: SOURCE_RESOLUTION,
   test: {
     include: ['test/browser/**/*.browser.test.ts'],
     pool: 'forks',

@@ -27,7 +27,14 @@ class LongestFirst extends BaseSequencer {
   }
 }
 
+/**
+ * The package's own entries by name (`leasehold/client`) resolve to their TypeScript sources (the
+ * `leasehold-source` condition of package.json's exports; the built package resolves to dist/).
+ */
+export const SOURCE_RESOLUTION = { resolve: { conditions: ['leasehold-source'] } };
+
 export default defineConfig({
+  ssr: SOURCE_RESOLUTION,
   test: {
     include: ['test/**/*.test.ts'],
     // The sim suite has its own config and npm script (it runs for minutes against one sim); the three

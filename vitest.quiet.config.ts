@@ -3,8 +3,10 @@
  * `npm run test:quiet`, one file at a time, run by `npm run test:slow` in CI after `npm test`.
  */
 import { defineConfig } from 'vitest/config';
+import { SOURCE_RESOLUTION } from './vitest.config.js';
 
 export default defineConfig({
+  ssr: SOURCE_RESOLUTION,
   test: {
     include: ['test/**/*.quiet.test.ts'],
     fileParallelism: false,

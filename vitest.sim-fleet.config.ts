@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import { SOURCE_RESOLUTION } from './vitest.config.js';
 
 /**
  * The fleet's scenarios in the sim (`npm run test:sim:fleet`): each file starts a sim of its own,
@@ -6,6 +7,7 @@ import { defineConfig } from 'vitest/config';
  * recursion limit), so they run one after another, never beside the main sim suite.
  */
 export default defineConfig({
+  ssr: SOURCE_RESOLUTION,
   test: {
     include: ['test/sim-fleet/**/*.sim.test.ts'],
     pool: 'forks',

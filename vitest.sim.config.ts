@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import { SOURCE_RESOLUTION } from './vitest.config.js';
 
 /**
  * The sim suite (`npm run test:sim`): one sim of the synthesized stack, started once (global setup),
@@ -9,6 +10,7 @@ import { defineConfig } from 'vitest/config';
 const quick = process.env.LEASEHOLD_SIM_QUICK === '1';
 
 export default defineConfig({
+  ssr: SOURCE_RESOLUTION,
   test: {
     include: ['test/sim/**/*.sim.test.ts'],
     exclude: quick ? ['test/sim/**/*.slow.sim.test.ts'] : [],

@@ -7,8 +7,10 @@
  */
 import { defineConfig } from 'vitest/config';
 import base from './vitest.config.js';
+import { SOURCE_RESOLUTION } from './vitest.config.js';
 
 export default defineConfig({
+  ssr: SOURCE_RESOLUTION,
   ...base,
   test: {
     ...base.test,

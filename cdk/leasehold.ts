@@ -5,7 +5,7 @@
  * 'src/tasks.ts' })`. Two in one stack or app share nothing (no resource has a fixed name, and each
  * has its own generated entries).
  */
-import { Aws, Duration, Stack, Validations } from 'aws-cdk-lib';
+import { Aws, Duration, Stack, Token, Validations } from 'aws-cdk-lib';
 import type { HttpApi } from 'aws-cdk-lib/aws-apigatewayv2';
 import type { TableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import { Grant, Policy, PolicyStatement, type IGrantable } from 'aws-cdk-lib/aws-iam';
@@ -95,7 +95,6 @@ export class Leasehold extends Construct {
 
   constructor(scope: Construct, id: string, props: LeaseholdProps) {
     super(scope, id);
-    // Checked here: a bad setting fails the synth with every problem listed (ConfigError).
     // Only the settings a deployment carries (the protocol's and the worker's); a whole LeaseholdConfig
     // (as readDeploymentSettings gives) is taken too, its local-stack settings left out.
     const config = (this.config = defineConfig(deployableOf(props.config ?? {})));
@@ -105,6 +104,15 @@ export class Leasehold extends Construct {
       if (warnings.length > 0)
         throw new ConfigError(warnings.map((message) => ({ path: props.tasks, message })));
     }
+    // The table's customer-managed key is set per replica, and CloudFormation needs its region.
+    if (Token.isUnresolved(Stack.of(this).region))
+      throw new ConfigError([
+        {
+          path: 'stack env',
+          message: `Leasehold needs a stack with a region (its table's key is per region): new Stack(app, '${Stack.of(this).stackName}', { env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION } })`,
+        },
+      ]);
+    // Checked here: a bad setting fails the synth with every problem listed (ConfigError).
     const cwd = process.cwd();
     const tasksPath = taskModulePath(props.tasks, cwd);
     const place =

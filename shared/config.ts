@@ -1,12 +1,9 @@
 import * as z from 'zod';
 import { ConfigError, type InputProblem } from './errors.js';
 
-/**
- * The longest duration any setting, task timeout or backoff may ask for: 7 days. Each one ends up as
- * a timer, and Node fires a timer longer than 2^31-1 ms (about 24.8 days) after 1 ms instead: a
- * 34-day backoff made the worker re-promote its retry in a loop of writes.
- */
-export const MAX_DURATION_MS = 7 * 86_400_000;
+import { MAX_DURATION_MS } from './durations.js';
+
+export { MAX_DURATION_MS };
 const maxDuration = [MAX_DURATION_MS, `must be at most ${MAX_DURATION_MS} ms (7 days)`] as const;
 
 const positiveMs = z.coerce

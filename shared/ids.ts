@@ -36,7 +36,7 @@ export function requestFingerprint(parts: unknown): string {
 /**
  * JSON with object keys sorted, so two equal payloads give equal text whatever their key order.
  * JSON.stringify with a replacer recurses once per level and overflows the stack a couple of thousand
- * levels down; enqueue's input check (store/inputs.ts) bounds payloads to MAX_PAYLOAD_DEPTH levels
+ * levels down; enqueue's input check (task-inputs.ts) bounds payloads to MAX_PAYLOAD_DEPTH levels
  * before this runs. The text must stay exactly what it was: stored fingerprints are compared with it.
  */
 export function stableJson(value: unknown): string {

@@ -14,7 +14,7 @@ import { batchAnswerSchema } from '../shared/api/response-schemas.js';
 import { createLeasehold } from '../shared/app.js';
 import { loadConfig } from '../shared/config.js';
 import type { EnqueueResult } from '../shared/store/enqueue.js';
-import type { EnqueueInput } from '../shared/store/inputs.js';
+import type { EnqueueInput } from '../shared/task-inputs.js';
 import { ensureTable } from '../shared/store/table-setup.js';
 import { TaskSubmitter } from '../shared/tasks/task-submitter.js';
 import { taskDefinitions } from '../tasks/catalog.js';

@@ -8,7 +8,7 @@ import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { handleApiEvent } from '../shared/api/api-handler.js';
 import { ValidationError } from '../shared/errors.js';
 import { WriteOutcomeUnknownError } from '../shared/store/conditional-write.js';
-import { MAX_PAYLOAD_DEPTH } from '../shared/store/inputs.js';
+import { MAX_PAYLOAD_DEPTH } from '../shared/task-inputs.js';
 import { fromCursor } from '../shared/store/list-cursor.js';
 import { ScheduleService } from '../shared/schedules/schedule-service.js';
 import { ScheduleStore } from '../shared/schedules/schedule-store.js';

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { ensureTable } from '../shared/store/table-setup.js';
-import { MAX_PAYLOAD_BYTES } from '../shared/store/inputs.js';
+import { MAX_PAYLOAD_BYTES } from '../shared/task-inputs.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { apiEvent, type EventSpec } from './support/api-events.js';
 

@@ -4,6 +4,8 @@
  * does not recognize errors by their name.
  */
 import { readdirSync, readFileSync } from 'node:fs';
+import * as toolPackages from '../tools/tool-packages.js';
+import { toolPackageMissing } from '../tools/tool-packages.js';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -88,6 +90,7 @@ const samples: LeaseholdError[] = [
   new MissingRenewalError('task-1'),
   new TaskAbortedError('cancel-requested'),
   new WorkerBusyError('w1'),
+  toolPackageMissing('dynalite', 'leasehold serve'),
 ];
 
 /** Every LeaseholdError class a module exports. */
@@ -137,6 +140,7 @@ describe('the error classes', () => {
       renewalRound,
       outcome,
       worker,
+      toolPackages,
     };
     for (const [name, module] of Object.entries(modules)) {
       for (const cls of errorClasses(module))

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { idempotentTaskId } from '../shared/ids.js';
-import { idempotencyKeySchema } from '../shared/store/inputs.js';
+import { idempotencyKeySchema } from '../shared/task-inputs.js';
 
 describe('idempotency keys', () => {
   it('refuses half a surrogate pair, wherever it is, saying what to fix', () => {

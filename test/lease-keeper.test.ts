@@ -2,7 +2,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { systemClock } from '../shared/clock.js';
 import { LeaseEvents } from '../shared/events.js';
-import type { Lease, RenewInput } from '../shared/store/inputs.js';
+import type { Lease, RenewInput } from '../shared/task-inputs.js';
 import type { RenewOutcome } from '../shared/store/lease-writes.js';
 import { LeaseKeeper } from '../shared/worker/lease-keeper.js';
 import { TimerSet } from '../shared/worker/timers.js';

@@ -96,11 +96,15 @@ describe('the Leasehold construct in a stack of its own', () => {
     expect(nag.conclusion).toBe('success');
   });
 
-  it('a task module that is missing, or exports no taskDefinitions, fails the synth saying what to give', () => {
+  it('a task module that is missing or exports no taskDefinitions, or a stack without a region, fails the synth saying what to give', () => {
     const other = new Stack(new App(), 'Other', synthOptions);
     expect(() => new Leasehold(other, 'Missing', { tasks: 'src/tasks.ts' })).toThrow(ConfigError);
     expect(() => new Leasehold(other, 'Missing2', { tasks: 'src/tasks.ts' })).toThrow(
       /the task module .*src\/tasks\.ts does not exist \(tasks: 'src\/tasks\.ts', relative to .*\): give the file that exports taskDefinitions/,
+    );
+    const agnostic = new Stack(new App(), 'Agnostic');
+    expect(() => new Leasehold(agnostic, 'Tasks', { tasks: 'test/fixtures/report-tasks.ts' })).toThrow(
+      /Leasehold needs a stack with a region .*env: \{ account: process\.env\.CDK_DEFAULT_ACCOUNT, region: process\.env\.CDK_DEFAULT_REGION \}/,
     );
     expect(() => new Leasehold(other, 'NoExport', { tasks: 'test/fixtures/no-definitions.ts' })).toThrow(
       /could not be loaded to describe its types \(it must export taskDefinitions\): No matching export .* for import "taskDefinitions"/,

@@ -5,7 +5,7 @@
  * five minutes on two cores; the exact counts and the estimation rules are in queue-depth.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { EnqueueInput } from '../shared/store/inputs.js';
+import type { EnqueueInput } from '../shared/task-inputs.js';
 import { DEPTH_LIMITS, queueDepth } from '../shared/store/queue-depth.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { createTestStore, type TestStore } from './support/test-store.js';

@@ -44,7 +44,23 @@ describe('schedule time zones: what is stored and sent to EventBridge Scheduler 
     },
   );
 
-  it.each(['Mars/Olympus', 'PDT', '+01:00', 'UTC+1', 'Etc/GMT+13', 'SystemV/EST5', ''])(
+  it.each(['+01:00', '-0500', '+1'])(
+    'refuses the UTC offset %j, naming the Etc zone to use (Node 22 Intl takes offsets)',
+    (given) => {
+      expect(() => canonicalTimeZone(given)).toThrow(/is a UTC offset, not an IANA time zone: .*Etc\/GMT-1/);
+    },
+  );
+
+  it.each([
+    ['EST5EDT', 'America/New_York'],
+    ['CST6CDT', 'America/Chicago'],
+    ['mst7mdt', 'America/Denver'],
+    ['PST8PDT', 'America/Los_Angeles'],
+  ])('%s -> %s on every Node (ICU follows the 2024b link on Node 20, not on Node 22)', (given, canonical) => {
+    expect(canonicalTimeZone(given)).toBe(canonical);
+  });
+
+  it.each(['Mars/Olympus', 'PDT', 'UTC+1', 'Etc/GMT+13', 'SystemV/EST5', ''])(
     'refuses %j as no IANA time zone',
     (given) => {
       expect(() => canonicalTimeZone(given)).toThrow('is not an IANA time zone');

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ValidationError } from '../shared/errors.js';
-import type { Lease } from '../shared/store/inputs.js';
+import type { Lease } from '../shared/task-inputs.js';
 import type { TaskStore } from '../shared/store/task-store.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { createTestStore, type TestStore } from './support/test-store.js';

@@ -5,7 +5,7 @@ import { sampledLifecycle } from '../bench/measures/requests-per-task.js';
 import { transitionCost, writeCost } from '../shared/store/write-units.js';
 import { decideFailure, decideRecovery, leaseExpiry, sweepKeyAfterRenewal } from '../shared/lease-rules.js';
 import { ClaimState } from '../shared/store/claim-state.js';
-import type { Lease } from '../shared/store/inputs.js';
+import type { Lease } from '../shared/task-inputs.js';
 import type { TaskItem } from '../shared/store/task-item.js';
 import { COST_ATTRIBUTES } from '../shared/store/task-cost.js';
 import * as edge from '../shared/store/transitions.js';

@@ -37,7 +37,7 @@ import { leaseIsFree } from '../shared/lease-rules.js';
 import { LockClient, LockLostError, LockNotAcquiredError, type Lock } from '../shared/locks/lock-client.js';
 import type { ClaimResult } from '../shared/store/claim.js';
 import { isTransient, documentClientFor } from '../shared/store/dynamo.js';
-import type { Lease } from '../shared/store/inputs.js';
+import type { Lease } from '../shared/task-inputs.js';
 import type { RenewOutcome } from '../shared/store/lease-writes.js';
 import { ensureTable } from '../shared/store/table-setup.js';
 import type { TaskItem } from '../shared/store/task-item.js';

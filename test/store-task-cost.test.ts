@@ -4,7 +4,7 @@ import { defineTask } from '../shared/tasks/define.js';
 import { addCost } from '../shared/store/task-cost.js';
 import { createWorkerWorld } from './support/worker-world.js';
 import { ClaimState } from '../shared/store/claim-state.js';
-import type { Lease } from '../shared/store/inputs.js';
+import type { Lease } from '../shared/task-inputs.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { createTestStore, type TestStore } from './support/test-store.js';
 import { QUERY_OPERATIONS, READ_OPERATIONS, WRITE_OPERATIONS } from './support/request-meter.js';

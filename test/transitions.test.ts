@@ -20,7 +20,7 @@ import {
   sweepSlackMs,
 } from '../shared/lease-rules.js';
 import type { Candidate } from '../shared/store/claim-state.js';
-import type { Lease, ProgressReport } from '../shared/store/inputs.js';
+import type { Lease, ProgressReport } from '../shared/task-inputs.js';
 import {
   applyTransition,
   cancelledQueued,

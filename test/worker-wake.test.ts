@@ -8,7 +8,7 @@ import * as z from 'zod';
 import { systemClock } from '../shared/clock.js';
 import { loadConfig, type LeaseholdConfig } from '../shared/config.js';
 import type { ClaimState } from '../shared/store/claim-state.js';
-import type { ClaimInput } from '../shared/store/inputs.js';
+import type { ClaimInput } from '../shared/task-inputs.js';
 import { defineTask } from '../shared/tasks/define.js';
 import { TaskRegistry } from '../shared/tasks/registry.js';
 import type { RunSummary } from '../shared/worker/worker.js';

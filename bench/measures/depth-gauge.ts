@@ -6,7 +6,7 @@
  * Tasks are written as their enqueues would have, created four per millisecond (timekeeper-seed.ts).
  */
 import { performance } from 'node:perf_hooks';
-import type { EnqueueInput } from '../../shared/store/inputs.js';
+import type { EnqueueInput } from '../../shared/task-inputs.js';
 import { createTestStore, type TestStore } from '../../test/support/test-store.js';
 import { seedEnqueued } from '../../test/support/timekeeper-seed.js';
 import { measure, round, type BenchContext, type Measure } from '../measure.js';

@@ -5,7 +5,7 @@
  */
 import { ValidationError } from '../errors.js';
 import type { LeaseholdConfig } from '../config.js';
-import type { EnqueueInput } from '../store/inputs.js';
+import type { EnqueueInput } from '../task-inputs.js';
 import { enqueueBody } from './request-schemas.js';
 import { parseRequest } from './parse-request.js';
 

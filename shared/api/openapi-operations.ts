@@ -6,7 +6,7 @@
  */
 import * as z from 'zod';
 import { RUNNING_READ_LIMIT } from '../stats/running-tasks.js';
-import { taskIdSchema } from '../store/inputs.js';
+import { taskIdSchema } from '../task-inputs.js';
 import { scheduleBody, scheduleNameSchema } from '../schedules/schedule-model.js';
 import {
   batchBody,

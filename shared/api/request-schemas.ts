@@ -2,7 +2,7 @@
 import * as z from 'zod';
 import { PRIORITY_LIMIT } from '../table-layout.js';
 import { TaskStatus } from '../task-model.js';
-import { idempotencyKeySchema, payloadShape } from '../store/inputs.js';
+import { idempotencyKeySchema, payloadShape } from '../task-inputs.js';
 
 export const MAX_BODY_BYTES = 256 * 1024;
 /** The most tasks one POST /tasks/batch takes (the whole body still at most MAX_BODY_BYTES). */

@@ -9,7 +9,7 @@
  */
 import type { LeaseholdConfig } from '../config.js';
 import { enqueueRequest } from '../api/enqueue-request.js';
-import type { EnqueueInput } from '../store/inputs.js';
+import type { EnqueueInput } from '../task-inputs.js';
 import type { EnqueueOptions } from './client-types.js';
 import { enqueueBodyOf } from './enqueue-body.js';
 

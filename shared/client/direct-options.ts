@@ -9,7 +9,7 @@ import type { DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import * as z from 'zod';
 import type { Clock } from '../clock.js';
 import { loadConfig, settings, type ConfigInput, type LeaseholdConfig } from '../config.js';
-import { ownerSchema } from '../store/inputs.js';
+import { ownerSchema } from '../task-inputs.js';
 import type { TaskDefinition } from '../tasks/define.js';
 import type { CallerArnLookup } from './direct-owner.js';
 import { ClientOptionsError } from './errors.js';

@@ -7,7 +7,7 @@ import { GetCallerIdentityCommand, STSClient, type STSClientConfig } from '@aws-
 import { ownerOfArn } from '../api/caller.js';
 import { ValidationError } from '../errors.js';
 import { CallerIdentityError } from './errors.js';
-import { ownerSchema } from '../store/inputs.js';
+import { ownerSchema } from '../task-inputs.js';
 
 /** The caller's principal ARN, as STS GetCallerIdentity answers it (needs no IAM permission). */
 export type CallerArnLookup = () => Promise<string>;

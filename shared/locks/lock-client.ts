@@ -13,7 +13,7 @@ import { mathRandom, randomId, type IdGenerator } from '../ids.js';
 import { recoveryCutoff } from '../lease-rules.js';
 import { lockFreeToTake } from '../store/conditions.js';
 import type { WriteTarget } from '../store/conditional-write.js';
-import { parseInput } from '../store/inputs.js';
+import { parseInput } from '../task-inputs.js';
 import {
   acquireOrUndo,
   releaseIfHolder,

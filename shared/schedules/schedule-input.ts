@@ -5,7 +5,7 @@
  * the field, so the caller is told what to fix.
  */
 import { ValidationError } from '../errors.js';
-import { parseInput } from '../store/inputs.js';
+import { parseInput } from '../task-inputs.js';
 import type { TaskRegistry } from '../tasks/registry.js';
 import { ExpressionError, parseExpression } from './schedule-expression.js';
 import { scheduleBody, scheduleNameSchema, type ScheduleBody } from './schedule-model.js';

@@ -13,7 +13,7 @@ import {
 } from '../store/list-cursor.js';
 import { readOwnerIndexPage } from '../store/list-page.js';
 import type { ScheduleDefinition } from './schedule-model.js';
-import { SCHEDULE_OWNER_PREFIX } from '../store/inputs.js';
+import { SCHEDULE_OWNER_PREFIX } from '../task-inputs.js';
 import { definitionKey, fromItem, isDefinitionPartition, ownerPartition } from './schedule-store.js';
 
 const OPERATION = 'listSchedules';

@@ -1,7 +1,7 @@
 /** Schedule definitions as stored and shown, and the request body that creates or replaces one. */
 import * as z from 'zod';
 import { PRIORITY_LIMIT } from '../table-layout.js';
-import { taskPayload } from '../store/inputs.js';
+import { taskPayload } from '../task-inputs.js';
 
 /** EventBridge Scheduler's schedule-name rule. */
 export const scheduleNameSchema = z

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { describeError, IdempotencyConflictError } from '../errors.js';
 import type { Clock } from '../clock.js';
 import type { TaskSubmitter } from '../tasks/task-submitter.js';
-import { ownerSchema, parseInput } from '../store/inputs.js';
+import { ownerSchema, parseInput } from '../task-inputs.js';
 import * as z from 'zod';
 import { fireTimes, isOneTime, parseExpression } from './schedule-expression.js';
 import { missedTicks, nextTick } from './fire-history.js';

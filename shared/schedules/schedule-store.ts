@@ -14,7 +14,7 @@ import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } fr
 import type { StoreContext } from '../store/context.js';
 import { isConditionalCheckFailed } from '../store/dynamo.js';
 import { Expression } from '../store/update-expression.js';
-import { SCHEDULE_OWNER_PREFIX } from '../store/inputs.js';
+import { SCHEDULE_OWNER_PREFIX } from '../task-inputs.js';
 import { retentionExpiry } from '../lease-rules.js';
 import { INDEX, KEY, TTL_ATTRIBUTE } from '../table-layout.js';
 import { fnv1a } from '../ids.js';
@@ -48,7 +48,7 @@ export const definitionKey = (owner: string, name: string) => ({
   [KEY.partition]: definitionPartition(owner, name),
   [KEY.sort]: ownedName(owner, name),
 });
-/** A definition's owner-index partition: no task owner may start with the prefix (store/inputs.ts). */
+/** A definition's owner-index partition: no task owner may start with the prefix (task-inputs.ts). */
 export const ownerPartition = (owner: string) => `${SCHEDULE_OWNER_PREFIX}${owner}`;
 /** Definitions from before generations keep their fires in the old partition, `FIRES#<name>`. */
 const firesPartition = (def: Pick<ScheduleDefinition, 'name' | 'generation'>) =>

@@ -42,6 +42,21 @@ const AMBIGUOUS_ABBREVIATIONS: Record<string, string> = {
   hst: 'Pacific/Honolulu (UTC-10:00 all year)',
 };
 
+/**
+ * Names whose meaning Node's ICU versions answer differently: tzdata 2024b made the POSIX-style
+ * US zones links to a city, which Node 20's ICU follows and Node 22's (Lambda's runtime) names by
+ * themselves, so without this table the same name was taken on one and refused on the other.
+ */
+const LINKED_NAMES: Record<string, string> = {
+  est5edt: 'America/New_York',
+  cst6cdt: 'America/Chicago',
+  mst7mdt: 'America/Denver',
+  pst8pdt: 'America/Los_Angeles',
+};
+
+/** A UTC offset ('+01:00', '-0500'): Node 22's Intl takes these (ECMA-402 offset zones); Scheduler wants a name. */
+const UTC_OFFSET = /^[+-]\d/;
+
 /** Intl's own name for a zone (ICU's canonical, which for some zones is an old alias), or undefined if it knows none. */
 function intlName(zone: string): string | undefined {
   try {
@@ -64,8 +79,12 @@ function canonicalOfIntlName(name: string): string | undefined {
  */
 export function canonicalTimeZone(zone: string): string {
   const trimmed = zone.trim();
-  const exact = byLowerCase.get(trimmed.toLowerCase());
+  const exact = byLowerCase.get(trimmed.toLowerCase()) ?? LINKED_NAMES[trimmed.toLowerCase()];
   if (exact) return exact;
+  if (UTC_OFFSET.test(trimmed))
+    throw new TimeZoneError(
+      `"${zone}" is a UTC offset, not an IANA time zone: give a place (e.g. Europe/Berlin), or Etc/GMT-1 for UTC+01:00 all year (the sign is reversed in Etc names)`,
+    );
   const ambiguous = AMBIGUOUS_ABBREVIATIONS[trimmed.toLowerCase()];
   if (ambiguous)
     throw new TimeZoneError(

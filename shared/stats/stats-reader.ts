@@ -7,7 +7,7 @@
 import * as z from 'zod';
 import type { Task } from '../task-model.js';
 import { requestPathDeadlineMs, type StoreContext } from '../store/context.js';
-import { epochMs, ownerSchema, parseInput } from '../store/inputs.js';
+import { epochMs, ownerSchema, parseInput } from '../task-inputs.js';
 import { readQueueSummary, type QueueSummary } from '../store/queue-summary.js';
 import { MINUTE_MS, minuteOf, type OutcomeCounts } from './outcome-counter.js';
 import { OUTCOME_RETENTION_MS, readOutcomeMinutes } from './outcome-store.js';

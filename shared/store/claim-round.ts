@@ -9,7 +9,7 @@ import { leaseExpiry } from '../lease-rules.js';
 import { shardPartition } from '../table-layout.js';
 import { TUNING } from '../tuning.js';
 import type { StoreContext } from './context.js';
-import type { ClaimInput } from './inputs.js';
+import type { ClaimInput } from '../task-inputs.js';
 import type { Candidate, ClaimState, UnknownClaim } from './claim-state.js';
 import { LaneRound } from './claim-lanes.js';
 import {

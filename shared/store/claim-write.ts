@@ -13,7 +13,7 @@ import {
   type WriteOptions,
   type WriteResult,
 } from './conditional-write.js';
-import type { Lease, SlotLease } from './inputs.js';
+import type { Lease, SlotLease } from '../task-inputs.js';
 import type { Candidate, UnknownClaim } from './claim-state.js';
 import { fail, release } from './lease-writes.js';
 import { releaseSlots, type SlotGate } from './slots.js';

@@ -5,7 +5,7 @@
  * in claim-write.ts.
  */
 import type { StoreContext } from './context.js';
-import { claimInput, parseInput, type ClaimInput } from './inputs.js';
+import { claimInput, parseInput, type ClaimInput } from '../task-inputs.js';
 import type { ClaimState } from './claim-state.js';
 import { ClaimRound, type ClaimResult } from './claim-round.js';
 

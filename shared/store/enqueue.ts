@@ -9,7 +9,7 @@ import { shardForId, taskKey } from '../table-layout.js';
 import type { Task } from '../task-model.js';
 import { writeTargetOf, type StoreContext } from './context.js';
 import { conditionalPut } from './conditional-write.js';
-import { enqueueInput, parseInput, type EnqueueInput } from './inputs.js';
+import { enqueueInput, parseInput, type EnqueueInput } from '../task-inputs.js';
 import { bodyExpiry, fitsInline, payloadSortKey } from './body-layout.js';
 import { expireBody, putBody } from './task-body.js';
 import { readTaskItem } from './task-reads.js';

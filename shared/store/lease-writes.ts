@@ -21,8 +21,8 @@ import {
   type Lease,
   type ProgressReport,
   type RenewInput,
-} from './inputs.js';
-import type { FailInput } from './inputs.js';
+} from '../task-inputs.js';
+import type { FailInput } from '../task-inputs.js';
 import { releaseSlots, renewSlots } from './slots.js';
 import { bodyExpiry, outcomeSortKey, storeError, storeResult } from './body-layout.js';
 import { expireBody, putBody } from './task-body.js';

@@ -18,7 +18,7 @@ import type {
   ListInput,
   ProgressReport,
   RenewInput,
-} from './inputs.js';
+} from '../task-inputs.js';
 
 export type { FailInput };
 import type { RenewOutcome } from './lease-writes.js';

@@ -20,7 +20,7 @@ import { writeTargetOf, type StoreContext } from './context.js';
 import { conditionalUpdate } from './conditional-write.js';
 import { readItems, readTaskItem } from './task-reads.js';
 import { entryAt, sweepPage, type SweepEntry } from './sweep-page.js';
-import { parseInput, taskRefInput } from './inputs.js';
+import { parseInput, taskRefInput } from '../task-inputs.js';
 import type { TaskItem } from './task-item.js';
 import {
   asUpdate,

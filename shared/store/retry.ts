@@ -5,7 +5,7 @@ import { taskKey } from '../table-layout.js';
 import { TaskStatus, type Task } from '../task-model.js';
 import { writeTargetOf, type StoreContext } from './context.js';
 import { conditionalUpdate } from './conditional-write.js';
-import { parseInput, taskRefInput } from './inputs.js';
+import { parseInput, taskRefInput } from '../task-inputs.js';
 import { extendPayload, payloadExtension } from './payload-lifetime.js';
 import { readTaskItem } from './task-reads.js';
 import { toTask, type TaskItem } from './task-item.js';

@@ -14,7 +14,7 @@ import { KEY, limitPartition, slotPartitionCount, slotPartitionOf, slotSortKey }
 import { recoveryCutoff, leaseIsFree } from '../lease-rules.js';
 import { writeTargetOf, type StoreContext } from './context.js';
 import { slotStillFree } from './conditions.js';
-import type { SlotLease } from './inputs.js';
+import type { SlotLease } from '../task-inputs.js';
 import { acquireOrUndo, releaseIfHolder, renewIfHolder, type LeaseItem } from './lease-item.js';
 import { uncounted } from './cost-meter.js';
 import { recoverTask } from './recovery.js';

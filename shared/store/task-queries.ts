@@ -3,7 +3,7 @@ import * as z from 'zod';
 import { TaskNotFoundError } from '../errors.js';
 import type { Task } from '../task-model.js';
 import type { StoreContext } from './context.js';
-import { listInput, parseInput, taskRefInput, type ListInput } from './inputs.js';
+import { listInput, parseInput, taskRefInput, type ListInput } from '../task-inputs.js';
 import { decodeCursor, keyString, MAX_PARTITION_KEY_BYTES, type OwnerIndexKey } from './list-cursor.js';
 import { readOwnerIndexPage } from './list-page.js';
 import { readTaskWithBody } from './task-body.js';

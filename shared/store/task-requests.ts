@@ -14,7 +14,7 @@ import { DEFAULT_PRIORITY, readySortKey } from '../table-layout.js';
 import { requestCancel } from './cancel.js';
 import type { StoreConfig, StoreContext } from './context.js';
 import { enqueue, type EnqueueResult } from './enqueue.js';
-import type { EnqueueInput, ListInput } from './inputs.js';
+import type { EnqueueInput, ListInput } from '../task-inputs.js';
 import type { OutcomeFlusher, TaskCommands, TaskReads } from './ports.js';
 import { retryTask } from './retry.js';
 import { getTask, listTasks, type TaskPage } from './task-queries.js';

@@ -8,7 +8,7 @@
 import type { Task } from '../task-model.js';
 import { claim, type ClaimResult } from './claim.js';
 import { ClaimState } from './claim-state.js';
-import type { ClaimInput, Lease, ProgressReport, RenewInput } from './inputs.js';
+import type { ClaimInput, Lease, ProgressReport, RenewInput } from '../task-inputs.js';
 import { complete, fail, finishCancel, release, renewLeases, type RenewOutcome } from './lease-writes.js';
 import { dueDelayed, type DueTask } from './delayed-reads.js';
 import { moveLegacyDelays, type LegacyDelayMoves } from './legacy-delays.js';

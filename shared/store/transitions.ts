@@ -49,7 +49,7 @@ import {
   typeIsOneOf,
   unchangedSince,
 } from './conditions.js';
-import type { Lease, ProgressReport } from './inputs.js';
+import type { Lease, ProgressReport } from '../task-inputs.js';
 import { finishedFields, type TaskItem } from './task-item.js';
 import { storeError, type StoredError, type StoredResult } from './body-layout.js';
 import { Expression, type ConditionPart } from './update-expression.js';

@@ -2,7 +2,7 @@
 import * as z from 'zod';
 import { MAX_DURATION_MS, type LeaseholdConfig } from '../config.js';
 import { ConfigError, ValidationError, type InputProblem } from '../errors.js';
-import { taskTypeSchema } from '../store/inputs.js';
+import { taskTypeSchema } from '../task-inputs.js';
 import type { TaskDefinition } from './define.js';
 
 const backoffMs = z

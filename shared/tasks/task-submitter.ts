@@ -5,7 +5,7 @@
 import type { LeaseholdConfig } from '../config.js';
 import { ValidationError } from '../errors.js';
 import type { EnqueueResult } from '../store/enqueue.js';
-import type { EnqueueInput } from '../store/inputs.js';
+import type { EnqueueInput } from '../task-inputs.js';
 import type { TaskCommands } from '../store/ports.js';
 import type { TaskRegistry } from './registry.js';
 import { typeTimeoutMs } from '../invocation-budget.js';

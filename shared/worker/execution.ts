@@ -16,7 +16,7 @@ import {
 import type { FinishedStatus, LeaseEvents, OutcomeWriteKind } from '../events.js';
 import type { Claimed } from '../store/claim.js';
 import type { LeaseStore } from '../store/ports.js';
-import type { Lease } from '../store/inputs.js';
+import type { Lease } from '../task-inputs.js';
 import { addCost } from '../store/task-cost.js';
 import { TaskStatus, type Task } from '../task-model.js';
 import type { TaskContext, TaskDefinition, TaskLogger } from '../tasks/define.js';

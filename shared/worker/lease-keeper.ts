@@ -8,7 +8,7 @@ import type { Logger } from '@aws-lambda-powertools/logger';
 import type { Clock } from '../clock.js';
 import { describeError } from '../errors.js';
 import type { LeaseEvents } from '../events.js';
-import type { Lease, ProgressReport } from '../store/inputs.js';
+import type { Lease, ProgressReport } from '../task-inputs.js';
 import type { LeaseStore } from '../store/ports.js';
 import { renewRound } from './renewal-round.js';
 import type { TimerHandle, TimerSet } from './timers.js';

@@ -6,7 +6,7 @@
  * and one that cannot be is refused to the handler that sent it.
  */
 import { ValidationError } from '../errors.js';
-import { MAX_PROGRESS_NOTE_CHARS } from '../store/inputs.js';
+import { MAX_PROGRESS_NOTE_CHARS } from '../task-inputs.js';
 
 export { MAX_PROGRESS_NOTE_CHARS };
 

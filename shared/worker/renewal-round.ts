@@ -8,7 +8,7 @@
  */
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { describeError, LeaseholdError } from '../errors.js';
-import type { Lease, ProgressReport } from '../store/inputs.js';
+import type { Lease, ProgressReport } from '../task-inputs.js';
 import type { RenewOutcome } from '../store/lease-writes.js';
 import type { LeaseStore } from '../store/ports.js';
 

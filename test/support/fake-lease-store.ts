@@ -10,7 +10,7 @@ import { LeaseEvents } from '../../shared/events.js';
 import { decideFailure } from '../../shared/lease-rules.js';
 import type { ClaimResult } from '../../shared/store/claim.js';
 import type { ClaimState } from '../../shared/store/claim-state.js';
-import type { ClaimInput, Lease, ProgressReport, RenewInput } from '../../shared/store/inputs.js';
+import type { ClaimInput, Lease, ProgressReport, RenewInput } from '../../shared/task-inputs.js';
 import type { RenewOutcome } from '../../shared/store/lease-writes.js';
 import type { FailInput, LeaseStore } from '../../shared/store/ports.js';
 import { TaskStatus, type Task } from '../../shared/task-model.js';

@@ -5,7 +5,7 @@
  * 25 to a BatchWriteItem. Only for fresh ids on a test table: a batch put has no condition.
  */
 import { BatchWriteCommand, PutCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { EnqueueInput } from '../../shared/store/inputs.js';
+import type { EnqueueInput } from '../../shared/task-inputs.js';
 import { TaskStore } from '../../shared/store/task-store.js';
 import { sequentialIds } from './manual-clock.js';
 import type { TestStore } from './test-store.js';

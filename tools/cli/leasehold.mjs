@@ -1,6 +1,13 @@
 #!/usr/bin/env node
-// The `leasehold` command for `npx leasehold`: runs the TypeScript CLI through tsx, with no build step.
-import { register } from 'tsx/esm/api';
+// The `leasehold` command. From the installed package: the compiled CLI (dist/), on plain Node. In this
+// repository, where the TypeScript sources sit beside this file: those, through tsx, with no build step.
+import { existsSync } from 'node:fs';
 
-register();
-await import('./leasehold.ts');
+const source = new URL('./leasehold.ts', import.meta.url);
+if (existsSync(source)) {
+  const { register } = await import('tsx/esm/api');
+  register();
+  await import(source.href);
+} else {
+  await import('../../dist/tools/cli/leasehold.js');
+}

@@ -10,6 +10,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ASSET_PREFIX, dashboardPage, VENDOR_MODULES, type DashboardPageOptions } from './dashboard-page.js';
+import { isMissingPackage, toolPackageMissing } from '../tool-packages.js';
 
 const PUBLIC_DIR = fileURLToPath(new URL('./public/', import.meta.url));
 
@@ -22,7 +23,14 @@ const CONTENT_TYPES: Record<string, string> = {
  * The import map's targets are the packages' ES module builds, found through their `exports` (preact 11:
  * dist/preact.mjs and hooks/dist/hooks.mjs; htm: dist/htm.mjs).
  */
-const resolvePackageFile = (specifier: string) => fileURLToPath(import.meta.resolve(specifier));
+function resolvePackageFile(specifier: string): string {
+  try {
+    return fileURLToPath(import.meta.resolve(specifier));
+  } catch (error) {
+    const name = specifier.startsWith('htm') ? 'htm' : 'preact';
+    throw isMissingPackage(error, name) ? toolPackageMissing(name, 'The web dashboard') : error;
+  }
+}
 
 /** URL path -> file on disk: the whole of what this module serves besides the page itself. */
 function buildAssetMap(): Map<string, string> {

@@ -1,6 +1,6 @@
 /** dynalite (an embedded DynamoDB) in this process: in memory, or on disk under a data directory. */
 import type { AddressInfo } from 'node:net';
-import dynalite from 'dynalite';
+import { isMissingPackage, toolPackageMissing } from '../tool-packages.js';
 
 export interface DynaliteServer {
   endpoint: string;
@@ -20,6 +20,11 @@ export async function startDynalite(
   // answers, not at once, so callers still wait for it (ensureTable, untilTableStatus); dynalite's
   // default 500 ms, polled by SDK waiters, costs ~20 s per table.
   const statusMs = options.tableStatusMs ?? 0;
+  const { default: dynalite } = await import('dynalite').catch((error: unknown) => {
+    throw isMissingPackage(error, 'dynalite')
+      ? toolPackageMissing('dynalite', 'Running DynamoDB locally (leasehold serve, dynamodb, sim)')
+      : error;
+  });
   const server = dynalite({
     createTableMs: statusMs,
     deleteTableMs: statusMs,

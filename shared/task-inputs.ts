@@ -1,9 +1,9 @@
 /** zod schemas for every store operation's input: bad input is refused here, before any write. */
 import * as z from 'zod';
-import { MAX_DURATION_MS } from '../config.js';
-import { ValidationError } from '../errors.js';
-import { PRIORITY_LIMIT } from '../table-layout.js';
-import { TaskStatus } from '../task-model.js';
+import { MAX_DURATION_MS } from './durations.js';
+import { ValidationError } from './errors.js';
+import { PRIORITY_LIMIT } from './table-layout.js';
+import { TaskStatus } from './task-model.js';
 
 export const MAX_PAYLOAD_BYTES = 256 * 1024;
 export const MAX_RESULT_BYTES = 64 * 1024;
