@@ -139,7 +139,8 @@ describe('examples/minimal, a user app built on the package', () => {
     });
     cpSync(tarball, join(app, 'leasehold.tgz'));
     install(app);
-    // The consumer's own files against the package's declarations (skipLibCheck off).
+    // The consumer's own files against the package's declarations, every entry (leasehold, /client,
+    // /client/direct in src/, /cdk in bin/app.mjs checked as JavaScript), skipLibCheck off.
     run('npx', ['tsc', '--noEmit'], app);
     const synth = run('npx', ['cdk', 'synth', '--quiet', '--no-notices', '-o', 'cdk.out'], app);
     expect(`${synth.stdout}${synth.stderr}`).not.toMatch(/ERROR/);
