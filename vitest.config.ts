@@ -12,6 +12,8 @@ export const LONGER_SUITES = [
   'test/sim-fleet/**',
   // The dashboard in Chromium: `npm run test:browser` (vitest.browser.config.ts).
   'test/browser/**',
+  // The packed package in a user's app (npm's registry or cache): `npm run test:example`.
+  'test/example/**',
 ];
 
 /** Files that wait on wall-clock time (minute ticks, child processes, cdk synth): started first, so the rest runs beside them. */

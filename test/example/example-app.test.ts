@@ -193,4 +193,37 @@ describe('examples/minimal, a user app built on the package', () => {
     expect(refused.stderr).toMatch(/error 400: .*payload\.name/);
     writeFileSync(join(work, 'done'), id);
   });
+
+  it('leasehold serve --tasks src/tasks.ts runs the same task type locally, on plain Node', async () => {
+    const app = join(work, 'app');
+    const port = 3100 + (process.pid % 500);
+    const serve = await startNodeProcess(['leasehold', 'serve', '--tasks', 'src/tasks.ts'], {
+      command: 'npx',
+      cwd: app,
+      env: { ...userEnv, LEASEHOLD_PORT: String(port), LEASEHOLD_DATA_DIR: join(work, 'serve-data') },
+      detached: true,
+      ready: /Ctrl-C stops it/,
+      what: 'npx leasehold serve --tasks src/tasks.ts',
+      timeoutMs: 60_000,
+    });
+    try {
+      const url = `http://127.0.0.1:${port}`;
+      const enqueued = run(
+        'npx',
+        ['leasehold', '--url', url, 'enqueue', 'greetings.hello', '{"name":"Grace"}'],
+        app,
+      );
+      const id = /queued (\S+) \(greetings\.hello, QUEUED\)/.exec(enqueued.stdout)![1]!;
+      let task: { status: string; result?: unknown } = { status: 'QUEUED' };
+      for (const deadline = Date.now() + 30_000; task.status !== 'SUCCESS' && Date.now() < deadline;) {
+        await new Promise((r) => setTimeout(r, 500));
+        const got = run('npx', ['leasehold', '--url', url, 'get', id, '--json'], app);
+        task = (JSON.parse(got.stdout.slice(got.stdout.indexOf('{'))) as { task: typeof task }).task;
+      }
+      expect(task).toMatchObject({ status: 'SUCCESS', result: { greeting: 'Hello, Grace' } });
+    } finally {
+      process.kill(-serve.child.pid!, 'SIGINT');
+      await Promise.race([serve.exited, new Promise((r) => setTimeout(r, 15_000))]);
+    }
+  });
 });

@@ -27,10 +27,13 @@ import { enqueueFile, fileSummaryText } from './enqueue-file.js';
 import { fileProgressReporter } from './file-progress.js';
 import { computeStats, statsText, taskDetails, taskTable, watchScreen } from './format.js';
 import { UsageError } from './usage-error.js';
+import { loadTaskModule } from './task-module.js';
 
 const USAGE = `Usage: leasehold <command> [options]
 
-  serve [--api] [--worker] [--recovery]   run the local stack (all three roles unless some are named)
+  serve [--api] [--worker] [--recovery] [--tasks FILE]
+                                           run the local stack (all three roles unless some are named),
+                                           with the task types FILE exports (default: the demo types)
   dynamodb [--port N] [--data-dir DIR]     run a standalone dynalite that several stacks can share
   sim [--data-dir DIR] [-c leasehold:<setting>=V]  run what \`cdk deploy\` creates, locally (see the README)
   enqueue <type> [payload-json] [--priority N] [--delay SECONDS] [--key KEY] [--max-attempts N]
@@ -90,6 +93,7 @@ const options = {
   limit: { type: 'string' },
   interval: { type: 'string' },
   count: { type: 'string' },
+  tasks: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -166,7 +170,8 @@ async function serve(
     recovery: !any || !!flags.recovery,
   };
   const { banner, startStack } = await import('../local/stack.js');
-  const stack = await startStack({ env, roles });
+  const definitions = flags.tasks ? await loadTaskModule(flags.tasks, process.cwd()) : undefined;
+  const stack = await startStack({ env, roles, ...(definitions ? { definitions } : {}) });
   for (const line of banner(stack, roles, stack.app.config.dataDir)) print(line);
   await new Promise<void>((resolveStop) => {
     const stop = (signal: string) => {
