@@ -32,6 +32,8 @@ export interface LeaseholdFunctionProps {
   entry: string;
   projectRoot: string;
   depsLockFilePath: string;
+  /** Where its metrics go in CloudWatch (one namespace per deployment in an account and region). */
+  metricsNamespace: string;
   /**
    * Files the function reads at run time, copied next to its bundle (absolute path → name in the task
    * root): the API's OpenAPI document (openapi-document.ts), generated at synth so that no cold start
@@ -138,7 +140,7 @@ export class LeaseholdFunction extends Construct {
       environment: {
         ...props.environment,
         LEASEHOLD_TABLE: taskTable.table.tableName,
-        POWERTOOLS_METRICS_NAMESPACE: 'Leasehold',
+        POWERTOOLS_METRICS_NAMESPACE: props.metricsNamespace,
         AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
         // Only when asked: the maps are three quarters of each zip, and mapping costs every cold start
         // (30-40 ms more require, 14 MB more memory) and every Error.stack access.

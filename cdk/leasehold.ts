@@ -13,6 +13,7 @@ import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { SqsDestination } from 'aws-cdk-lib/aws-lambda-destinations';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
+import { dirname } from 'node:path';
 import { defineConfig, type ConfigInput, type LeaseholdConfig } from '../shared/config.js';
 import { ConfigError } from '../shared/errors.js';
 import { explainedInvocationsPerMinute } from '../shared/fleet/fleet-rules.js';
@@ -35,7 +36,7 @@ import { OPENAPI_ASSET } from '../shared/api/openapi-file.js';
 import { LeaseholdHttpApi } from './http-api.js';
 import { lambdaEnvironment } from './lambda-env.js';
 import { LeaseholdFunction } from './leasehold-function.js';
-import { Monitoring } from './monitoring.js';
+import { METRICS_NAMESPACE, Monitoring } from './monitoring.js';
 import { acknowledgeFindings } from './nag-acknowledgements.js';
 import { LeaseholdSchedules } from './schedules.js';
 import { sizeFunctions } from './sizing.js';
@@ -73,6 +74,12 @@ export interface LeaseholdProps {
   projectRoot?: string;
   /** Default: that folder's lock file. */
   depsLockFilePath?: string;
+  /**
+   * The CloudWatch namespace of the functions' own metrics, which the alarms and the dashboard read.
+   * Default `Leasehold`. Give each deployment in one account and region its own (two in one stack must):
+   * under one namespace their metrics would mix, and one's claims could hide the other's stuck queue.
+   */
+  metricsNamespace?: string;
 }
 
 /** The routes `grantEnqueue` allows: adding tasks, one or a batch. */
@@ -115,13 +122,12 @@ export class Leasehold extends Construct {
     // Checked here: a bad setting fails the synth with every problem listed (ConfigError).
     const cwd = process.cwd();
     const tasksPath = taskModulePath(props.tasks, cwd);
-    const place =
-      props.projectRoot !== undefined && props.depsLockFilePath !== undefined
-        ? { projectRoot: props.projectRoot, depsLockFilePath: props.depsLockFilePath }
-        : { ...findProject(props.projectRoot ?? cwd), ...pick(props) };
+    const place = projectPlace(props, cwd);
     const generated = entriesFolder(place.projectRoot, this.node.addr);
     const entries = writeFunctionEntries(generated, tasksPath);
     const openApiDocument = writeOpenApiDocument(generated, tasksPath);
+    const metricsNamespace = props.metricsNamespace ?? METRICS_NAMESPACE;
+    claimNamespace(Stack.of(this), metricsNamespace, this.node.path);
     const sizing = sizeFunctions(config);
     const environment = lambdaEnvironment(config);
     const logRetention = props.logRetention ?? RetentionDays.ONE_MONTH;
@@ -144,6 +150,7 @@ export class Leasehold extends Construct {
         entry: entries[name],
         projectRoot: place.projectRoot,
         depsLockFilePath: place.depsLockFilePath,
+        metricsNamespace,
         description,
         timeout: Duration.millis(timeoutMs),
         memorySize,
@@ -224,6 +231,7 @@ export class Leasehold extends Construct {
     for (const [k, v] of Object.entries(scheduleEnvironment)) this.functions.api.fn.addEnvironment(k, v);
 
     this.monitoring = new Monitoring(this, 'Monitoring', {
+      metricsNamespace,
       fire: this.functions.fire.fn,
       worker: this.functions.worker.fn,
       recovery: this.functions.recovery.fn,
@@ -311,6 +319,31 @@ function deployableOf(config: ConfigInput | LeaseholdConfig): ConfigInput {
   ) as ConfigInput;
 }
 
-function pick(props: LeaseholdProps): Partial<{ depsLockFilePath: string }> {
-  return props.depsLockFilePath === undefined ? {} : { depsLockFilePath: props.depsLockFilePath };
+/** The metrics namespaces the Leaseholds of each stack write to, and which construct took each. */
+const NAMESPACES = new WeakMap<Stack, Map<string, string>>();
+
+function claimNamespace(stack: Stack, namespace: string, path: string): void {
+  const taken = NAMESPACES.get(stack) ?? new Map<string, string>();
+  NAMESPACES.set(stack, taken);
+  const other = taken.get(namespace);
+  if (other)
+    throw new ConfigError([
+      {
+        path: 'metricsNamespace',
+        message: `${other} writes its metrics to the namespace ${namespace} already: give ${path} a metricsNamespace of its own (its alarms would read the other's metrics)`,
+      },
+    ]);
+  taken.set(namespace, path);
+}
+
+/**
+ * Where esbuild runs: as given; a lock file alone gives its folder; a root alone is kept, with the lock
+ * file found at or above it; neither: NodejsFunction's own rule from the working directory.
+ */
+function projectPlace(props: LeaseholdProps, cwd: string): { projectRoot: string; depsLockFilePath: string } {
+  const { projectRoot, depsLockFilePath } = props;
+  if (depsLockFilePath !== undefined)
+    return { projectRoot: projectRoot ?? dirname(depsLockFilePath), depsLockFilePath };
+  const found = findProject(projectRoot ?? cwd);
+  return { projectRoot: projectRoot ?? found.projectRoot, depsLockFilePath: found.depsLockFilePath };
 }

@@ -5,7 +5,7 @@
  * asynchronous events Lambda dropped, recursion drops, Scheduler target errors and dead letters. A
  * failed task is the application's business and pages only as a failure rate. The alarms notify a topic
  * the stack creates, or the one the AlarmTopicArn parameter names. Plus a dashboard. Leasehold's own
- * metrics come from the functions' Embedded Metric Format logs (namespace Leasehold, dimension service).
+ * metrics come from the functions' Embedded Metric Format logs (the deployment's namespace, default Leasehold; dimension service).
  */
 import { CfnCondition, CfnParameter, Duration, Fn, Stack } from 'aws-cdk-lib';
 import {
@@ -27,9 +27,14 @@ import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import type { CounterName, GaugeName, TimingName } from '../shared/metrics.js';
 
+/** The default namespace of the functions' own metrics. */
 export const METRICS_NAMESPACE = 'Leasehold';
 
+type DropFirst<T extends unknown[]> = T extends [unknown, ...infer Rest] ? Rest : never;
+
 export interface MonitoringProps {
+  /** The CloudWatch namespace the functions write their metrics to (POWERTOOLS_METRICS_NAMESPACE). */
+  metricsNamespace: string;
   worker: IFunction;
   recovery: IFunction;
   api: IFunction;
@@ -51,14 +56,15 @@ export const OLDEST_DUE_AGE_ALARM_MS = 300_000;
 /** Failed tasks page only as a rate: at least this many ended in 15 minutes, and half or more FAILED. */
 export const FAILURE_RATE_MIN_TASKS = 10;
 
-function leaseholdMetric(
+function namespacedMetric(
+  namespace: string,
   service: 'leasehold-worker' | 'leasehold-recovery',
   name: CounterName | TimingName | GaugeName,
   statistic = 'Sum',
   period = minute,
 ): Metric {
   return new Metric({
-    namespace: METRICS_NAMESPACE,
+    namespace,
     metricName: name,
     dimensionsMap: { service },
     statistic,
@@ -110,6 +116,9 @@ export class Monitoring extends Construct {
 
   constructor(scope: Construct, id: string, props: MonitoringProps) {
     super(scope, id);
+    // The deployment's own metrics: each Leasehold in an account and region writes under its namespace.
+    const leaseholdMetric = (...args: DropFirst<Parameters<typeof namespacedMetric>>) =>
+      namespacedMetric(props.metricsNamespace, ...args);
     // At stack level, so its name is plain: `cdk deploy --parameters AlarmTopicArn=arn:aws:sns:...`;
     // one for the stack, shared by every Leasehold in it.
     const stack = Stack.of(this);

@@ -56,7 +56,11 @@ export interface LeaseholdMetrics {
   flush(): void;
 }
 
-export function powertoolsMetrics(serviceName: string, namespace = 'Leasehold'): LeaseholdMetrics {
+export function powertoolsMetrics(
+  serviceName: string,
+  // The deployment's namespace (the construct sets it per deployment), else Leasehold's.
+  namespace = process.env.POWERTOOLS_METRICS_NAMESPACE || 'Leasehold',
+): LeaseholdMetrics {
   const metrics = new Metrics({ namespace, serviceName });
   // An EMF document carries one set of dimension values, so each type's gauges go in one of their own,
   // and each type and owner's costs (the owner a property of its document).

@@ -4,7 +4,8 @@
  * collision, the grants, cdk-nag clean, and a clear error for a task module that is missing or exports
  * no taskDefinitions.
  */
-import { readFileSync, readdirSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { App, Stack, Validations } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
@@ -12,6 +13,7 @@ import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Leasehold } from '../cdk/leasehold.js';
+import { writeOpenApiDocument } from '../cdk/openapi-document.js';
 import { ConfigError } from '../shared/errors.js';
 
 const synthOptions = { env: { account: '123456789012', region: 'eu-west-1' } };
@@ -28,6 +30,7 @@ beforeAll(() => {
   second = new Leasehold(stack, 'Billing', {
     tasks: join(process.cwd(), 'test/fixtures/report-tasks.ts'),
     config: { workerMaxConcurrency: 3 },
+    metricsNamespace: 'Billing',
   });
   const reader = new Role(stack, 'Reader', { assumedBy: new ServicePrincipal('lambda.amazonaws.com') });
   first.grantEnqueue(reader);
@@ -44,8 +47,15 @@ describe('the Leasehold construct in a stack of its own', () => {
     expect(first.node.addr).not.toBe(second.node.addr);
     for (const construct of [first, second]) {
       const dir = join('node_modules/.cache/leasehold', construct.node.addr);
-      expect(readdirSync(dir).sort()).toEqual(
-        ['api.mjs', 'fire.mjs', 'openapi.json', 'openapi.mjs', 'recovery.mjs', 'worker.mjs'].sort(),
+      expect(readdirSync(dir)).toEqual(
+        expect.arrayContaining([
+          'api.mjs',
+          'fire.mjs',
+          'openapi.json',
+          'openapi.mjs',
+          'recovery.mjs',
+          'worker.mjs',
+        ]),
       );
       expect(readFileSync(join(dir, 'worker.mjs'), 'utf8')).toMatch(
         /import \{ taskDefinitions \} from "\.\.\/\.\.\/\.\.\/\.\.\/test\/fixtures\/report-tasks\.ts";\nimport \{ createWorkerHandler \} from ".*shared\/lambda\/worker-entry\.ts";/,
@@ -61,6 +71,19 @@ describe('the Leasehold construct in a stack of its own', () => {
     expect(concurrency.filter((v) => v === '10')).toHaveLength(4);
   });
 
+  it('each writes and alarms on its own metrics namespace', () => {
+    const namespaces = Object.values(template.findResources('AWS::Lambda::Function')).map(
+      (f) =>
+        (f as { Properties: { Environment: { Variables: Record<string, string> } } }).Properties.Environment
+          .Variables.POWERTOOLS_METRICS_NAMESPACE,
+    );
+    expect(namespaces.sort()).toEqual([...Array(4).fill('Billing'), ...Array(4).fill('Leasehold')]);
+    const alarmNamespaces = Object.values(template.findResources('AWS::CloudWatch::Alarm'))
+      .flatMap((a) => JSON.stringify(a).match(/"Namespace":"(Leasehold|Billing)"/g) ?? [])
+      .map((m) => m.slice(13, -1));
+    expect(new Set(alarmNamespaces)).toEqual(new Set(['Leasehold', 'Billing']));
+  });
+
   it("the API's document describes the deployment's own task types", () => {
     const dir = join('node_modules/.cache/leasehold', first.node.addr);
     const document = JSON.parse(readFileSync(join(dir, 'openapi.json'), 'utf8'));
@@ -68,6 +91,13 @@ describe('the Leasehold construct in a stack of its own', () => {
       'reports.build',
     ]);
     expect(JSON.stringify(document)).not.toContain('demo.echo');
+  });
+
+  it('a task module that prints as it loads still gives its document (the generator writes a file, not stdout)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'leasehold-openapi-'));
+    const path = writeOpenApiDocument(dir, join(process.cwd(), 'test/fixtures/noisy-tasks.ts'));
+    const document = JSON.parse(readFileSync(path, 'utf8'));
+    expect(document['x-leasehold-task-types'].map((t: { type: string }) => t.type)).toEqual(['noisy.task']);
   });
 
   it('grantEnqueue and grantRead allow execute-api:Invoke on their routes only', () => {
@@ -96,7 +126,7 @@ describe('the Leasehold construct in a stack of its own', () => {
     expect(nag.conclusion).toBe('success');
   });
 
-  it('a task module that is missing or exports no taskDefinitions, or a stack without a region, fails the synth saying what to give', () => {
+  it('a task module that is missing or exports no taskDefinitions, a stack without a region, or a second deployment on one metrics namespace fails the synth saying what to give', () => {
     const other = new Stack(new App(), 'Other', synthOptions);
     expect(() => new Leasehold(other, 'Missing', { tasks: 'src/tasks.ts' })).toThrow(ConfigError);
     expect(() => new Leasehold(other, 'Missing2', { tasks: 'src/tasks.ts' })).toThrow(
@@ -108,6 +138,12 @@ describe('the Leasehold construct in a stack of its own', () => {
     );
     expect(() => new Leasehold(other, 'NoExport', { tasks: 'test/fixtures/no-definitions.ts' })).toThrow(
       /could not be loaded to describe its types \(it must export taskDefinitions\): No matching export .* for import "taskDefinitions"/,
+    );
+    // Two on one metrics namespace in a stack (last: it adds to the tree the tests above synthesized).
+    const third = () =>
+      new Leasehold(stack, 'Third', { tasks: 'test/fixtures/report-tasks.ts', metricsNamespace: 'Billing' });
+    expect(third).toThrow(
+      /UserStack\/Billing writes its metrics to the namespace Billing already: give UserStack\/Third a metricsNamespace of its own/,
     );
   });
 });

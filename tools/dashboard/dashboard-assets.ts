@@ -10,7 +10,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ASSET_PREFIX, dashboardPage, VENDOR_MODULES, type DashboardPageOptions } from './dashboard-page.js';
-import { isMissingPackage, toolPackageMissing } from '../tool-packages.js';
+import { isMissingPackage, toolPackageMissing, ToolPackageMissingError } from '../tool-packages.js';
 
 const PUBLIC_DIR = fileURLToPath(new URL('./public/', import.meta.url));
 
@@ -70,6 +70,16 @@ export function serveDashboardAsset(
     res.end('The dashboard serves its files with GET only.\n');
     return;
   }
+  try {
+    assetMap ??= buildAssetMap();
+  } catch (error) {
+    // preact or htm not installed (optional peers): the page cannot run; say what to install, and keep
+    // the server (the local stack's API shares it) up.
+    if (!(error instanceof ToolPackageMissingError)) throw error;
+    res.writeHead(503, { 'content-type': 'text/plain; charset=utf-8', 'x-content-type-options': 'nosniff' });
+    res.end(`${error.message}\n`);
+    return;
+  }
   if (pathname === '/') {
     const { html, contentSecurityPolicy } = dashboardPage(page);
     send(req, res, 'text/html; charset=utf-8', Buffer.from(html), {
@@ -79,7 +89,6 @@ export function serveDashboardAsset(
     });
     return;
   }
-  assetMap ??= buildAssetMap();
   const file = assetMap.get(pathname);
   if (!file) {
     res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8', 'x-content-type-options': 'nosniff' });
