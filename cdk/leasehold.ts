@@ -12,7 +12,7 @@ import { Grant, Policy, PolicyStatement, type IGrantable } from 'aws-cdk-lib/aws
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { SqsDestination } from 'aws-cdk-lib/aws-lambda-destinations';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
-import { Construct } from 'constructs';
+import { Construct, type IConstruct } from 'constructs';
 import { dirname } from 'node:path';
 import { defineConfig, type ConfigInput, type LeaseholdConfig } from '../shared/config.js';
 import { ConfigError } from '../shared/errors.js';
@@ -76,8 +76,9 @@ export interface LeaseholdProps {
   depsLockFilePath?: string;
   /**
    * The CloudWatch namespace of the functions' own metrics, which the alarms and the dashboard read.
-   * Default `Leasehold`. Give each deployment in one account and region its own (two in one stack must):
-   * under one namespace their metrics would mix, and one's claims could hide the other's stuck queue.
+   * Default: `Leasehold/<construct path>` (`Leasehold` under the id `Default`), one per deployment:
+   * under one namespace two deployments' metrics would mix, and one's claims could hide the other's
+   * stuck queue. Two in one app on one namespace fail the synth.
    */
   metricsNamespace?: string;
 }
@@ -126,8 +127,8 @@ export class Leasehold extends Construct {
     const generated = entriesFolder(place.projectRoot, this.node.addr);
     const entries = writeFunctionEntries(generated, tasksPath);
     const openApiDocument = writeOpenApiDocument(generated, tasksPath);
-    const metricsNamespace = props.metricsNamespace ?? METRICS_NAMESPACE;
-    claimNamespace(Stack.of(this), metricsNamespace, this.node.path);
+    const metricsNamespace = props.metricsNamespace ?? defaultNamespace(this);
+    claimNamespace(this, metricsNamespace);
     const sizing = sizeFunctions(config);
     const environment = lambdaEnvironment(config);
     const logRetention = props.logRetention ?? RetentionDays.ONE_MONTH;
@@ -319,21 +320,32 @@ function deployableOf(config: ConfigInput | LeaseholdConfig): ConfigInput {
   ) as ConfigInput;
 }
 
-/** The metrics namespaces the Leaseholds of each stack write to, and which construct took each. */
-const NAMESPACES = new WeakMap<Stack, Map<string, string>>();
+/** The metrics namespaces the Leaseholds of each app write to, and which construct took each. */
+const NAMESPACES = new WeakMap<IConstruct, Map<string, string>>();
 
-function claimNamespace(stack: Stack, namespace: string, path: string): void {
-  const taken = NAMESPACES.get(stack) ?? new Map<string, string>();
-  NAMESPACES.set(stack, taken);
+/**
+ * `Leasehold` for this repository's stack (the id `Default`: its alarms keep their metrics), else one
+ * per construct path (`Leasehold/Greetings/Tasks`), so two deployments in one account never share one.
+ * CloudWatch takes letters, digits and `.-_/#: ` in a namespace, at most 255 characters.
+ */
+function defaultNamespace(construct: Construct): string {
+  if (construct.node.id === 'Default') return METRICS_NAMESPACE;
+  return `${METRICS_NAMESPACE}/${construct.node.path}`.replace(/[^A-Za-z0-9.\-_/#: ]/g, '_').slice(0, 255);
+}
+
+function claimNamespace(construct: Construct, namespace: string): void {
+  const root = construct.node.root;
+  const taken = NAMESPACES.get(root) ?? new Map<string, string>();
+  NAMESPACES.set(root, taken);
   const other = taken.get(namespace);
   if (other)
     throw new ConfigError([
       {
         path: 'metricsNamespace',
-        message: `${other} writes its metrics to the namespace ${namespace} already: give ${path} a metricsNamespace of its own (its alarms would read the other's metrics)`,
+        message: `${other} writes its metrics to the namespace ${namespace} already: give ${construct.node.path} a metricsNamespace of its own (its alarms would read the other's metrics)`,
       },
     ]);
-  taken.set(namespace, path);
+  taken.set(namespace, construct.node.path);
 }
 
 /**

@@ -32,6 +32,7 @@ beforeAll(() => {
     config: { workerMaxConcurrency: 3 },
     metricsNamespace: 'Billing',
   });
+  // Its metrics namespace is its own by default: Leasehold/UserStack/Reports.
   const reader = new Role(stack, 'Reader', { assumedBy: new ServicePrincipal('lambda.amazonaws.com') });
   first.grantEnqueue(reader);
   first.grantRead(reader);
@@ -77,11 +78,14 @@ describe('the Leasehold construct in a stack of its own', () => {
         (f as { Properties: { Environment: { Variables: Record<string, string> } } }).Properties.Environment
           .Variables.POWERTOOLS_METRICS_NAMESPACE,
     );
-    expect(namespaces.sort()).toEqual([...Array(4).fill('Billing'), ...Array(4).fill('Leasehold')]);
+    expect(namespaces.sort()).toEqual([
+      ...Array(4).fill('Billing'),
+      ...Array(4).fill('Leasehold/UserStack/Reports'),
+    ]);
     const alarmNamespaces = Object.values(template.findResources('AWS::CloudWatch::Alarm'))
-      .flatMap((a) => JSON.stringify(a).match(/"Namespace":"(Leasehold|Billing)"/g) ?? [])
+      .flatMap((a) => JSON.stringify(a).match(/"Namespace":"(Leasehold[^"]*|Billing)"/g) ?? [])
       .map((m) => m.slice(13, -1));
-    expect(new Set(alarmNamespaces)).toEqual(new Set(['Leasehold', 'Billing']));
+    expect(new Set(alarmNamespaces)).toEqual(new Set(['Leasehold/UserStack/Reports', 'Billing']));
   });
 
   it("the API's document describes the deployment's own task types", () => {
