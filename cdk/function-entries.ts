@@ -77,6 +77,11 @@ export function entryText(name: FunctionName, entryDir: string, tasksPath: strin
   ].join('\n');
 }
 
+/** Writes `text` to `path` unless it holds it already (a synth that changed nothing touches nothing). */
+export function writeIfChanged(path: string, text: string): void {
+  if (!existsSync(path) || readFileSync(path, 'utf8') !== text) writeFileSync(path, text);
+}
+
 /** The folder of one construct's generated files (created). */
 export function entriesFolder(projectRoot: string, constructAddress: string): string {
   const dir = join(projectRoot, 'node_modules', '.cache', 'leasehold', constructAddress);
@@ -89,8 +94,7 @@ export function writeFunctionEntries(dir: string, tasksPath: string): Record<Fun
   const entries = {} as Record<FunctionName, string>;
   for (const name of Object.keys(FACTORIES) as FunctionName[]) {
     const path = join(dir, `${name}.mjs`);
-    const text = entryText(name, dir, tasksPath);
-    if (!existsSync(path) || readFileSync(path, 'utf8') !== text) writeFileSync(path, text);
+    writeIfChanged(path, entryText(name, dir, tasksPath));
     entries[name] = path;
   }
   return entries;

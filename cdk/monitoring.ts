@@ -30,8 +30,6 @@ import type { CounterName, GaugeName, TimingName } from '../shared/metrics.js';
 /** The default namespace of the functions' own metrics. */
 export const METRICS_NAMESPACE = 'Leasehold';
 
-type DropFirst<T extends unknown[]> = T extends [unknown, ...infer Rest] ? Rest : never;
-
 export interface MonitoringProps {
   /** The CloudWatch namespace the functions write their metrics to (POWERTOOLS_METRICS_NAMESPACE). */
   metricsNamespace: string;
@@ -56,21 +54,16 @@ export const OLDEST_DUE_AGE_ALARM_MS = 300_000;
 /** Failed tasks page only as a rate: at least this many ended in 15 minutes, and half or more FAILED. */
 export const FAILURE_RATE_MIN_TASKS = 10;
 
-function namespacedMetric(
-  namespace: string,
-  service: 'leasehold-worker' | 'leasehold-recovery',
-  name: CounterName | TimingName | GaugeName,
-  statistic = 'Sum',
-  period = minute,
-): Metric {
-  return new Metric({
-    namespace,
-    metricName: name,
-    dimensionsMap: { service },
-    statistic,
-    period,
-  });
-}
+/** The functions' own metrics in the deployment's namespace. */
+const metricsIn =
+  (namespace: string) =>
+  (
+    service: 'leasehold-worker' | 'leasehold-recovery',
+    name: CounterName | TimingName | GaugeName,
+    statistic = 'Sum',
+    period = minute,
+  ): Metric =>
+    new Metric({ namespace, metricName: name, dimensionsMap: { service }, statistic, period });
 
 /** A Lambda metric of one function (AWS/Lambda, FunctionName). */
 function lambdaMetric(fn: IFunction, metricName: string): Metric {
@@ -117,8 +110,7 @@ export class Monitoring extends Construct {
   constructor(scope: Construct, id: string, props: MonitoringProps) {
     super(scope, id);
     // The deployment's own metrics: each Leasehold in an account and region writes under its namespace.
-    const leaseholdMetric = (...args: DropFirst<Parameters<typeof namespacedMetric>>) =>
-      namespacedMetric(props.metricsNamespace, ...args);
+    const leaseholdMetric = metricsIn(props.metricsNamespace);
     // At stack level, so its name is plain: `cdk deploy --parameters AlarmTopicArn=arn:aws:sns:...`;
     // one for the stack, shared by every Leasehold in it.
     const stack = Stack.of(this);

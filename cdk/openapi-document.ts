@@ -6,12 +6,12 @@
  * bundle (shared/api/openapi-file.ts): bundling the generator would add about 75 KB to every cold start.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createRequire } from 'node:module';
 import { ConfigError } from '../shared/errors.js';
 import { LAMBDA_ALIASES } from './lambda-bundling.js';
-import { importPath } from './function-entries.js';
+import { importPath, writeIfChanged } from './function-entries.js';
 import { libraryModule } from './library-files.js';
 
 /** esbuild, which NodejsFunction bundles with too: a peer dependency of leasehold/cdk, said so when missing. */
@@ -75,8 +75,4 @@ export function writeOpenApiDocument(dir: string, tasksPath: string): string {
     ]);
   }
   return path;
-}
-
-function writeIfChanged(path: string, text: string): void {
-  if (!existsSync(path) || readFileSync(path, 'utf8') !== text) writeFileSync(path, text);
 }

@@ -22,23 +22,15 @@ export class LeaseholdStack extends Stack {
 
   constructor(scope: Construct, id: string, props: LeaseholdStackProps = {}) {
     super(scope, id, props);
-    const { config, logRetention, apiThrottle, workerReservedConcurrency, sourceMaps, peakStartsPerSecond } =
-      props;
     // The id 'Default' leaves the construct out of the logical ids: a stack deployed before the
     // construct existed updates in place (its table is kept, not replaced).
+    // The construct's settings are the stack's props (it reads its own keys; env and the rest are the Stack's).
     this.leasehold = new Leasehold(this, 'Default', {
+      ...props,
       tasks: join(repositoryRoot, 'tasks', 'catalog.ts'),
       taskDefinitions,
       projectRoot: repositoryRoot,
       depsLockFilePath: join(repositoryRoot, 'package-lock.json'),
-      ...defined({
-        config,
-        logRetention,
-        apiThrottle,
-        workerReservedConcurrency,
-        sourceMaps,
-        peakStartsPerSecond,
-      }),
     });
     const l = this.leasehold;
     new CfnOutput(this, 'ApiUrl', {
@@ -68,9 +60,4 @@ export class LeaseholdStack extends Stack {
       value: `https://${Aws.REGION}.console.aws.amazon.com/cloudwatch/home?region=${Aws.REGION}#dashboards:name=${l.monitoring.dashboard.dashboardName}`,
     });
   }
-}
-
-/** The props that were given (exactOptionalPropertyTypes: undefined is not "not given"). */
-function defined<T extends object>(values: T): Partial<T> {
-  return Object.fromEntries(Object.entries(values).filter(([, v]) => v !== undefined)) as Partial<T>;
 }

@@ -8,12 +8,11 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import type { TaskStore } from '../shared/store/task-store.js';
+import { systemClock } from '../shared/clock.js';
+import { createTestStore } from './support/test-store.js';
 import { DEFAULT_PRIORITY, INDEX, readyPartition, taskKey } from '../shared/table-layout.js';
-import { ensureTable } from '../shared/store/table-setup.js';
-import { TaskStore } from '../shared/store/task-store.js';
-import { loadConfig } from '../shared/config.js';
 import type { WorkerStartEvent } from '../shared/fleet/worker-invoker.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { sleep } from './support/worker-world.js';
@@ -23,7 +22,6 @@ let lambda: Server;
 let store: TaskStore;
 let recovery: typeof import('../functions/recovery.js');
 const started: WorkerStartEvent[] = [];
-const table = `recovery-kick-${process.pid}`;
 
 beforeAll(async () => {
   dynamo = await startTestDynamo();
@@ -36,13 +34,21 @@ beforeAll(async () => {
     });
   });
   await new Promise<void>((resolve) => lambda.listen(0, '127.0.0.1', resolve));
-  const env = {
+  // The store writes leases with the same protocol settings the recovery function reads from its environment.
+  const protocol = {
+    leaseTimeoutMs: 1500,
+    heartbeatIntervalMs: 300,
+    clockSkewMs: 100,
+    requestDeadlineMs: 250,
+  };
+  ({ store } = await createTestStore(dynamo.endpoint, protocol, { clock: systemClock() }));
+  Object.assign(process.env, {
     LEASEHOLD_DYNAMODB_ENDPOINT: dynamo.endpoint,
-    LEASEHOLD_TABLE: table,
-    LEASEHOLD_LEASE_TIMEOUT_MS: '1500',
-    LEASEHOLD_HEARTBEAT_INTERVAL_MS: '300',
-    LEASEHOLD_REQUEST_DEADLINE_MS: '250',
-    LEASEHOLD_CLOCK_SKEW_MS: '100',
+    LEASEHOLD_TABLE: store.ctx.tableName,
+    LEASEHOLD_LEASE_TIMEOUT_MS: String(protocol.leaseTimeoutMs),
+    LEASEHOLD_HEARTBEAT_INTERVAL_MS: String(protocol.heartbeatIntervalMs),
+    LEASEHOLD_CLOCK_SKEW_MS: String(protocol.clockSkewMs),
+    LEASEHOLD_REQUEST_DEADLINE_MS: String(protocol.requestDeadlineMs),
     LEASEHOLD_KICK_INTERVAL_MS: '1',
     LEASEHOLD_WORKER_FUNCTION_ARN: 'arn:aws:lambda:eu-west-1:123456789012:function:worker',
     AWS_ENDPOINT_URL_LAMBDA: `http://127.0.0.1:${(lambda.address() as AddressInfo).port}`,
@@ -50,15 +56,7 @@ beforeAll(async () => {
     AWS_ACCESS_KEY_ID: 'x',
     AWS_SECRET_ACCESS_KEY: 'x',
     POWERTOOLS_LOG_LEVEL: 'SILENT',
-  };
-  Object.assign(process.env, env);
-  const client = new DynamoDBClient({
-    endpoint: dynamo.endpoint,
-    region: 'us-east-1',
-    credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
   });
-  await ensureTable(client, table);
-  store = new TaskStore({ doc: DynamoDBDocumentClient.from(client), config: loadConfig(env) });
   recovery = await import('../functions/recovery.js');
 });
 afterAll(async () => {
@@ -96,7 +94,7 @@ describe("recovery's kick", () => {
     // The keys handed over are the ones the tasks now wait under in the ready index.
     for (const offer of started.flatMap((e) => e.offers ?? [])) {
       const { Item } = await store.ctx.doc.send(
-        new GetCommand({ TableName: table, Key: taskKey(offer.taskId) }),
+        new GetCommand({ TableName: store.ctx.tableName, Key: taskKey(offer.taskId) }),
       );
       expect(Item).toMatchObject({
         status: 'QUEUED',

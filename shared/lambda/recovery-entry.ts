@@ -41,19 +41,18 @@ export function createRecoveryHandler(taskDefinitions: TaskDefinition[]) {
     // kick of its own: without this one it waits for a polling invocation's safety read or the next tick.
     // It is handed over by key: the index may not show it yet when the invocation reads (a read-all
     // kick's worker found nothing and returned, and the task waited for the next tick).
-    // (An event without a task is the store's notice that a sweep ran, not a task.)
-    const tasks = readied.filter((event) => event.taskId !== undefined);
+    // Every requeue and promotion emits its own event (an event without a task is the store's notice
+    // that a sweep ran); one at another priority asks the worker to read, keeping priority order.
     if (kicker && report.requeued + report.promoted > 0) {
       const now = app.clock.now();
-      for (const { taskId, byKey } of tasks)
-        kicker.taskArrived(
-          now,
-          byKey
-            ? { type: byKey.type, shard: shardForId(taskId!), taskId, readySk: byKey.readySk }
-            : undefined,
-        );
-      // Readied without its own event (none today): the worker reads.
-      if (tasks.length < report.requeued + report.promoted) kicker.taskArrived(now);
+      for (const { taskId, byKey } of readied)
+        if (taskId !== undefined)
+          kicker.taskArrived(
+            now,
+            byKey
+              ? { type: byKey.type, shard: shardForId(taskId), taskId, readySk: byKey.readySk }
+              : undefined,
+          );
       await kicker.settled();
     }
     return report;
