@@ -17,6 +17,8 @@ export default defineConfig({
       'test/locks.test.ts',
       'test/schedules.test.ts',
       'test/api.test.ts',
+      'test/api-types.test.ts',
+      'test/worker-pause.test.ts',
       'test/functions.test.ts',
       'test/cli.test.ts',
       'test/local-stack.slow.test.ts',

@@ -27,6 +27,13 @@ export const BENCH_TASKS = [
     schema: z.object({ ms: z.number().int().min(0) }),
     handler: ({ ms }, ctx) => new Promise((r) => setTimeout(r, ms)).then(() => ctx.signal.aborted),
   }),
+  // Measure 14's type: 50 starts in any second, across every worker.
+  defineTask({
+    name: 'bench.limited',
+    schema: z.unknown(),
+    rateLimit: { limit: 50, intervalMs: 1_000 },
+    handler: () => null,
+  }),
 ];
 
 /**
@@ -77,7 +84,8 @@ export async function benchTable(
       const meter = new RequestMeter();
       meter.attach(client);
       const doc = documentClientFor(client);
-      return { config, client, doc, store: new TaskStore({ doc, config }), registry, meter };
+      const store = new TaskStore({ doc, config, definitionRateLimits: registry.rateLimits() });
+      return { config, client, doc, store, registry, meter };
     },
   };
 }

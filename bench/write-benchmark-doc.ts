@@ -69,6 +69,7 @@ export function renderBenchmarkDoc(report: BenchReport): string {
     depthGauge,
     idleMinute,
     batchEnqueue,
+    rateLimits,
   ]
     .map((section) => section(find, report))
     .filter((text): text is string => text !== undefined);
@@ -373,6 +374,14 @@ function idleMinute(_find: Find, report: BenchReport): string | undefined {
   return figureList(report, (m) => m.group.startsWith('10.'), '### 10. Idle minute', [
     "- Nothing queued; the worker's scheduled tick and the recovery sweep run once each, as every minute on AWS.",
     '- The tick reads the queue summary the sweep wrote and returns; before the summary it took a seat and polled every ready partition of every type for its 2 s idle window (measured in the same run).',
+  ]);
+}
+
+function rateLimits(_find: Find, report: BenchReport): string | undefined {
+  return figureList(report, (m) => m.group.startsWith('14.'), '### 14. Rate limits', [
+    '- 8 workers, each with its own SDK client, drain tasks of a type limited to 50 starts in any second (`shared/store/rate-tokens.ts`: one token item per allowed start, each taken at most once a second).',
+    "- The achieved rate is the starts a second between the first start and the last, against the limit; the window figure counts each start's `startedAt` and must never pass the limit.",
+    '- Writes per task are the claim, the token take and the completion, plus a give-back for each claim that lost its race after taking a token.',
   ]);
 }
 

@@ -5,16 +5,28 @@ import type { TableAccess } from './leasehold-function.js';
 
 /**
  * What the worker's item actions touch: tasks and their bodies (`TASK#<id>`), the fleet's seats
- * (`FLEET`), concurrency slots (`LIMIT#...`), the queue summary (`QUEUE`), the owners' outcome counters
- * (`STATS#<owner>`), and locks (`LOCK#<key>`, the library a handler may use).
+ * (`FLEET`), concurrency slots (`LIMIT#...`), rate-limit tokens (`RATE#<type>`), the operators' type
+ * controls (`TYPES`, read), the queue summary (`QUEUE`), the owners' outcome counters (`STATS#<owner>`),
+ * and locks (`LOCK#<key>`, the library a handler may use).
  */
-export const WORKER_PARTITIONS = ['TASK#*', 'FLEET', 'LIMIT#*', 'QUEUE', 'STATS#*', 'LOCK#*'];
+export const WORKER_PARTITIONS = [
+  'TASK#*',
+  'FLEET',
+  'LIMIT#*',
+  'RATE#*',
+  'TYPES',
+  'QUEUE',
+  'STATS#*',
+  'LOCK#*',
+];
 
 export const FUNCTION_ACCESS: Record<FunctionName, TableAccess> = {
   // enqueue (put, read-back), get, cancel, retry, list (owner index + batch read); schedule
   // definitions and fires (query their partitions, put, update the sync state, delete a definition);
   // GET /stats (the queue summary, the lease index + batch read, the caller's
-  // outcome counters) and the counters' flush after a cancel (UpdateItem)
+  // outcome counters) and the counters' flush after a cancel (UpdateItem); GET /types (the type
+  // controls, the queue summary, the lease and delay indexes + batch read) and pause and resume
+  // (UpdateItem on a type's controls)
   api: {
     table: [
       'dynamodb:BatchGetItem',
@@ -24,7 +36,11 @@ export const FUNCTION_ACCESS: Record<FunctionName, TableAccess> = {
       'dynamodb:Query',
       'dynamodb:UpdateItem',
     ],
-    indexes: { [INDEX.owner.name]: ['dynamodb:Query'], [INDEX.lease.name]: ['dynamodb:Query'] },
+    indexes: {
+      [INDEX.owner.name]: ['dynamodb:Query'],
+      [INDEX.lease.name]: ['dynamodb:Query'],
+      [INDEX.delay.name]: ['dynamodb:Query'],
+    },
   },
   // claim (ready heads, slot and fleet-seat partitions on the table), lease writes, read-backs, a
   // payload kept apart (read at claim) and a result or error kept apart (an UpdateItem that creates

@@ -85,8 +85,10 @@ export interface LeaseholdProps {
 
 /** The routes `grantEnqueue` allows: adding tasks, one or a batch. */
 const ENQUEUE_ROUTES = API_ROUTES.filter((r) => r.method === 'POST' && /^\/tasks(\/batch)?$/.test(r.path));
-/** The routes `grantRead` allows: every GET (tasks, stats, schedules, the OpenAPI document). */
+/** The routes `grantRead` allows: every GET (tasks, types, stats, schedules, the OpenAPI document). */
 const READ_ROUTES = API_ROUTES.filter((r) => r.method === 'GET');
+/** The routes `grantOperate` allows: pause and resume a task type (every caller's tasks of it). */
+const OPERATOR_ROUTES = API_ROUTES.filter((r) => r.operator);
 
 export class Leasehold extends Construct {
   readonly config: LeaseholdConfig;
@@ -273,6 +275,14 @@ export class Leasehold extends Construct {
     return this.grantRoutes(grantee, READ_ROUTES);
   }
 
+  /**
+   * Lets `grantee` pause and resume task types (POST /types/{type}/pause and /resume): an operator's
+   * grant, apart from grantEnqueue and grantRead, since a pause stops every caller's tasks of the type.
+   */
+  grantOperate(grantee: IGrantable): Grant {
+    return this.grantRoutes(grantee, OPERATOR_ROUTES);
+  }
+
   private grantRoutes(grantee: IGrantable, routes: readonly { method: string; path: string }[]): Grant {
     // A route with a path parameter (`/tasks/{id}`) is every id: `*` in the ARN, which cdk-nag's
     // IAM5 reports; each such route is acknowledged by its exact resource, nothing broader.
@@ -283,7 +293,7 @@ export class Leasehold extends Construct {
       Validations.of(Stack.of(this)).acknowledge({
         id: `AwsSolutions::AwsSolutions-IAM5[Resource::${nagResourceText(this, arn)}]`,
         reason:
-          'A route with a path parameter (a task id, a schedule name): the grant is that route for any value, the API checks the caller owns it.',
+          'A route with a path parameter (a task id, a schedule name, a task type): the grant is that route for any value; the API checks the caller owns the task or schedule, and a type route is an operator’s.',
       });
     return Grant.addToPrincipal({ grantee, actions: ['execute-api:Invoke'], resourceArns: arns });
   }

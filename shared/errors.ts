@@ -84,6 +84,19 @@ export class TaskNotFoundError extends LeaseholdError {
   }
 }
 
+/** A type route names a task type this deployment does not define (nothing was written). */
+export class TaskTypeNotFoundError extends LeaseholdError {
+  override name = 'TaskTypeNotFoundError';
+  override readonly code = 'TYPE_NOT_FOUND';
+  override readonly status = 404;
+  constructor(
+    readonly taskType: string,
+    known: readonly string[],
+  ) {
+    super(`No task type "${taskType}" here; known types: ${known.join(', ') || '(none)'}.`);
+  }
+}
+
 /** The idempotency key was used before for a different request; `existing` is the first task. */
 export class IdempotencyConflictError extends LeaseholdError {
   override name = 'IdempotencyConflictError';

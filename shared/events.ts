@@ -14,7 +14,15 @@ export type FinishedStatus = 'SUCCESS' | 'FAILED' | 'CANCELLED' | 'RETRYING' | '
 export interface LeaseEventMap {
   /** Before a claim write is sent: a writer killed in flight leaves its outcome unknown. */
   'claim:intent': { taskId: string };
-  'claim:won': { taskId: string; type: string; token: number; leaseUntil: number; attempt: number };
+  'claim:won': {
+    taskId: string;
+    type: string;
+    token: number;
+    leaseUntil: number;
+    attempt: number;
+    /** The start's time as the claim wrote it (`startedAt`): what a rate limit counts. */
+    startedAt: number;
+  };
   /** One claim round's result (lost races are billed writes that did no work). */
   'claim:round': { claimed: number; lostRaces: number };
   renew: {
@@ -53,6 +61,8 @@ export interface LeaseEventMap {
      */
     byKey?: { type: string; readySk: string };
   };
+  /** An operator resumed a paused type: its waiting tasks may be claimed again (the kick starts a worker). */
+  'type:resumed': { type: string };
   /** A new task was written (not an idempotent repeat): the kick on enqueue starts a worker for it. */
   'task:enqueued': {
     taskId: string;

@@ -52,7 +52,14 @@ export function buildRuntime<Store extends TaskRequests>(
   const clock = deps.clock ?? systemClock();
   const events = deps.events ?? new LeaseEvents();
   // Limits declared on task types apply unless the environment sets that type's limit itself.
-  const store = newStore({ doc, config, clock, events, definitionLimits: registry.limits() });
+  const store = newStore({
+    doc,
+    config,
+    clock,
+    events,
+    definitionLimits: registry.limits(),
+    definitionRateLimits: registry.rateLimits(),
+  });
   const submitter = new TaskSubmitter(store, registry, config);
   return { config, doc, clock, events, store, registry, submitter };
 }

@@ -130,11 +130,15 @@ export const slotPartitionOf = (index: number) => Math.floor(index / SLOTS_PER_P
 export const slotPartitionCount = (limit: number) => Math.ceil(limit / SLOTS_PER_PARTITION);
 export const slotSortKey = (index: number) => `SLOT#${pad(index, 5)}`;
 
+/** A task type's rate-limit tokens (rate-rules.ts): partition `RATE#<type>`, one item per token. */
+export const ratePartition = (type: string) => `RATE#${type}`;
+export const rateTokenSortKey = (index: number) => `TOKEN#${pad(index, 4)}`;
+
 /**
  * One owner's per-minute outcome counters (stats/outcome-store.ts): partition `STATS#<owner>`, one
  * item per minute, its sort key the minute's start in epoch ms, zero-padded so text order is time
  * order and one Query `between` reads an hour. No other partition starts with `STATS#` (tasks are
- * `TASK#`, locks `LOCK#`, limits `LIMIT#`, schedules `SCHEDULES#` and `FIRES#`, and `QUEUE`, `FLEET`),
+ * `TASK#`, locks `LOCK#`, limits `LIMIT#`, rate tokens `RATE#`, schedules `SCHEDULES#` and `FIRES#`, and `QUEUE`, `FLEET`),
  * and the items carry no index key, so no index sees them.
  */
 export const statsPartition = (owner: string) => `STATS#${owner}`;

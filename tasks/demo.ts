@@ -93,4 +93,15 @@ export const demoBlock = defineTask({
   },
 });
 
-export const demoTasks = [demoEcho, demoSleep, demoFail, demoReport, demoBlock];
+/**
+ * A rate-limited type: returns its payload, at most 5 starts in any second across every worker
+ * (defineTask's `rateLimit`). Enqueue 50 and they run over about ten seconds, none failed.
+ */
+export const demoLimited = defineTask({
+  name: 'demo.limited',
+  schema: z.unknown(),
+  rateLimit: { limit: 5, intervalMs: 1_000 },
+  handler: (payload) => payload,
+});
+
+export const demoTasks = [demoEcho, demoSleep, demoFail, demoReport, demoBlock, demoLimited];

@@ -33,6 +33,7 @@ describe('building the app from a parsed configuration and the task definitions'
       'demo.fail',
       'demo.report',
       'demo.block',
+      'demo.limited',
     ]);
   });
 

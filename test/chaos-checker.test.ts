@@ -123,6 +123,29 @@ describe('the chaos checker (pure)', () => {
     });
   });
 
+  it('finds more starts of a rate-limited type in a window than its limit, from the claims’ startedAt', () => {
+    const claimAt = (t: number, task: string, startedAt: number) => [
+      ev(t, 'a', { ev: 'claim', task, token: 1, leaseUntil: startedAt + 1_000, startedAt }),
+      ev(t + 1, 'a', { ev: 'start', task, token: 1 }),
+      ev(t + 2, 'a', { ev: 'end', task, token: 1 }),
+      ev(t + 3, 'a', { ev: 'write', task, token: 1, write: 'complete', outcome: 'ok', status: 'SUCCESS' }),
+    ];
+    const rated = { ...config, rateLimits: { rated: { limit: 2, intervalMs: 1_000 } } };
+    const ids = ['r1', 'r2', 'r3'];
+    const tasks = ids.map((id) => done(id, 1, 'rated'));
+    // Starts at 0, 999 and 1999: every window of a second holds two.
+    const within = [...claimAt(0, 'r1', 0), ...claimAt(999, 'r2', 999), ...claimAt(1_999, 'r3', 1_999)];
+    const ok = checkHistory({ history: within, tasks, enqueued: ids, kills: [], config: rated });
+    expect(ok.violations).toEqual([]);
+    expect(ok.figures.mostStartsPerWindow).toEqual({ rated: 2 });
+    // A third start at 998 (in its writer's clock, whenever it was recorded) makes three in [0, 1000).
+    const over = [...claimAt(0, 'r1', 0), ...claimAt(999, 'r2', 999), ...claimAt(2_500, 'r3', 998)];
+    const bad = checkHistory({ history: over, tasks, enqueued: ids, kills: [], config: rated });
+    expect(bad.violations).toEqual([
+      { invariant: 'rate limit never exceeded', detail: 'rated: 3 starts in a window of 1000 ms, limit 2' },
+    ]);
+  });
+
   it('counts a recovery fix whose outcome went unrecorded as unknown, and nothing else', () => {
     // t4's holder died; its lease ran out on the last attempt. Recovery sent a fix (intent) whose answer
     // never came back (nor its read-back): the task ends FAILED with no accepted terminal write.

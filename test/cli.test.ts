@@ -125,6 +125,33 @@ describe('the leasehold CLI against the HTTP API', () => {
     expect([down.code, down.err]).toEqual([1, expect.stringContaining('cannot reach the Leasehold API')]);
   });
 
+  it('types, pause and resume: a table for people, JSON for scripts, a 404 for an unknown type', async () => {
+    const paused = await cli('pause', 'demo.fail');
+    expect(paused).toMatchObject({ code: 0 });
+    expect(paused.out.trim()).toMatch(
+      /^demo\.fail paused: its tasks wait; running ones finish \(claims stop within \d+ ms\)$/,
+    );
+    const table = (await cli('types')).out.split('\n');
+    expect(table[0]).toMatch(/^TYPE +STATE +WAITING +RUNNING +DELAYED +CHANGED$/);
+    expect(table.find((l) => l.startsWith('demo.fail '))).toMatch(
+      /^demo\.fail +paused +0 +0 +0 +\S+ by local$/,
+    );
+    expect(table.find((l) => l.startsWith('demo.echo '))).toMatch(/^demo\.echo +active /);
+    const json = JSON.parse((await cli('types', '--json')).out) as {
+      types: { type: string; paused: boolean }[];
+    };
+    expect(json.types.find((t) => t.type === 'demo.fail')?.paused).toBe(true);
+    expect((await cli('resume', 'demo.fail')).out.trim()).toBe(
+      'demo.fail resumed: its waiting tasks are claimed again',
+    );
+    const unknown = await cli('pause', 'demo.nope');
+    expect([unknown.code, unknown.err]).toEqual([
+      1,
+      expect.stringContaining('error 404: No task type "demo.nope"'),
+    ]);
+    expect((await cli('pause')).code).toBe(2);
+  });
+
   it('enqueue --file streams a JSONL file: a summary with each failed line, exit 1 if any failed', async () => {
     const file = join(dir, 'tasks.jsonl');
     await writeFile(

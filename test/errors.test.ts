@@ -21,6 +21,7 @@ import {
   LeaseLostError,
   NonRetryableError,
   TaskNotFoundError,
+  TaskTypeNotFoundError,
   TaskStateConflictError,
   ValidationError,
 } from '../shared/errors.js';
@@ -66,6 +67,7 @@ const samples: LeaseholdError[] = [
   new ValidationError('enqueue', [{ path: 'payload', message: 'is too big' }]),
   new ConfigError([{ path: 'LEASEHOLD_TABLE', message: 'is required' }]),
   new TaskNotFoundError('task-9'),
+  new TaskTypeNotFoundError('demo.nope', ['demo.echo']),
   new IdempotencyConflictError('key-1', task),
   new TaskStateConflictError(
     'Task task-1 is SUCCEEDED; only a queued or running task can be cancelled.',

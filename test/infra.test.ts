@@ -215,7 +215,16 @@ describe('the functions', () => {
         name === 'Worker'
           ? {
               'ForAllValues:StringLike': {
-                'dynamodb:LeadingKeys': ['TASK#*', 'FLEET', 'LIMIT#*', 'QUEUE', 'STATS#*', 'LOCK#*'],
+                'dynamodb:LeadingKeys': [
+                  'TASK#*',
+                  'FLEET',
+                  'LIMIT#*',
+                  'RATE#*',
+                  'TYPES',
+                  'QUEUE',
+                  'STATS#*',
+                  'LOCK#*',
+                ],
               },
               Null: { 'dynamodb:LeadingKeys': 'false' },
             }
@@ -743,9 +752,10 @@ describe('capacity (review 2, MEDIUM-4)', () => {
     // The lease index keeps its deployed name and keys (a table updates in place: one index added).
     expect(gsis.sweep).toEqual({ keys: ['sweepPk', 'sweepAt'], projection: 'KEYS_ONLY' });
     expect(gsis.delays).toEqual({ keys: ['delayPk', 'delayAt'], projection: 'KEYS_ONLY' });
-    // Each function queries only the one it reads: the worker's timekeeper the delays, the API's running list the leases.
+    // Each function queries only what it reads: the worker's timekeeper the delays; the API's running list
+    // the leases, and GET /types both (its running and delayed counts).
     expect(Object.keys(FUNCTION_ACCESS.worker.indexes).sort()).toEqual(['delays', 'ready']);
-    expect(Object.keys(FUNCTION_ACCESS.api.indexes).sort()).toEqual(['owner', 'sweep']);
+    expect(Object.keys(FUNCTION_ACCESS.api.indexes).sort()).toEqual(['delays', 'owner', 'sweep']);
     expect(Object.keys(FUNCTION_ACCESS.recovery.indexes).sort()).toEqual(['delays', 'ready', 'sweep']);
   });
 });

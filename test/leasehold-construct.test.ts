@@ -36,6 +36,8 @@ beforeAll(() => {
   const reader = new Role(stack, 'Reader', { assumedBy: new ServicePrincipal('lambda.amazonaws.com') });
   first.grantEnqueue(reader);
   first.grantRead(reader);
+  const operator = new Role(stack, 'Operator', { assumedBy: new ServicePrincipal('lambda.amazonaws.com') });
+  first.grantOperate(operator);
   Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
   template = Template.fromStack(stack);
 }, 180_000);
@@ -104,12 +106,22 @@ describe('the Leasehold construct in a stack of its own', () => {
     expect(document['x-leasehold-task-types'].map((t: { type: string }) => t.type)).toEqual(['noisy.task']);
   });
 
-  it('grantEnqueue and grantRead allow execute-api:Invoke on their routes only', () => {
-    const policies = Object.values(template.findResources('AWS::IAM::Policy')).filter((p) =>
+  it('grantEnqueue, grantRead and grantOperate allow execute-api:Invoke on their routes only', () => {
+    const policies = Object.entries(template.findResources('AWS::IAM::Policy')).filter(([, p]) =>
       JSON.stringify(p).includes('execute-api:Invoke'),
     );
-    expect(policies).toHaveLength(1);
-    const text = JSON.stringify(policies[0]);
+    expect(policies.map(([id]) => id.replace(/[0-9A-F]{8}$/, '')).sort()).toEqual([
+      'OperatorDefaultPolicy',
+      'ReaderDefaultPolicy',
+    ]);
+    const operator = JSON.stringify(policies.find(([id]) => id.startsWith('Operator'))![1]);
+    expect(operator).toContain('/$default/POST/types/*/pause"');
+    expect(operator).toContain('/$default/POST/types/*/resume"');
+    expect(operator).not.toContain('/tasks');
+    const text = JSON.stringify(policies.find(([id]) => id.startsWith('Reader'))![1]);
+    expect(text).toContain('/$default/GET/types"');
+    expect(text).not.toContain('/pause');
+    expect(text).not.toContain('/resume');
     expect(text).toContain('/$default/POST/tasks"');
     expect(text).toContain('/$default/POST/tasks/batch"');
     expect(text).toContain('/$default/GET/tasks/*"');

@@ -1,4 +1,4 @@
-/** The benchmark's measures, in the order docs/benchmark.md numbers them (1-12). */
+/** The benchmark's measures, in the order docs/benchmark.md numbers them (1-14). */
 import type { BenchContext, Measure } from '../measure.js';
 import { claimContention } from './contention.js';
 import { coldStart } from './cold-start.js';
@@ -13,6 +13,7 @@ import { requestsPerTask } from './requests-per-task.js';
 import { serveLatency } from './serve-latency.js';
 import { throughputRatio } from './throughput.js';
 import { burstRatio } from './burst.js';
+import { rateLimited } from './rate-limit.js';
 
 export const MEASURES: { name: string; run: (ctx: BenchContext) => Promise<Measure[]> }[] = [
   { name: 'requests', run: requestsPerTask },
@@ -28,4 +29,5 @@ export const MEASURES: { name: string; run: (ctx: BenchContext) => Promise<Measu
   { name: 'enqueue-batch', run: batchEnqueue },
   { name: 'serve-latency', run: serveLatency },
   { name: 'burst', run: burstRatio },
+  { name: 'rate-limit', run: rateLimited },
 ];

@@ -5,7 +5,7 @@
  */
 import type { APIGatewayProxyEventV2WithIAMAuthorizer } from 'aws-lambda';
 import type { Logger } from '@aws-lambda-powertools/logger';
-import type { OutcomeFlusher, TaskCommands, TaskReads } from '../store/ports.js';
+import type { OutcomeFlusher, TaskCommands, TaskReads, TypeControls } from '../store/ports.js';
 import type { TaskSubmitter } from '../tasks/task-submitter.js';
 import type { LeaseholdConfig } from '../config.js';
 import { callerOwner } from './caller.js';
@@ -28,6 +28,7 @@ import { errorResponse } from './error-response.js';
 import { enqueueRequest } from './enqueue-request.js';
 import { enqueueBatch } from './batch-enqueue.js';
 import { parseRequest } from './parse-request.js';
+import { listTypes, setPaused } from './type-routes.js';
 
 /**
  * What the API uses: reads and commands on tasks (and the outcome counters' flush: a cancel ends a
@@ -36,10 +37,11 @@ import { parseRequest } from './parse-request.js';
 export interface ApiDeps {
   store: Pick<TaskReads, 'get' | 'list' | 'stats'> &
     Pick<TaskCommands, 'requestCancel' | 'retry'> &
-    OutcomeFlusher;
+    OutcomeFlusher &
+    TypeControls;
   submitter: TaskSubmitter;
   schedules: ScheduleService;
-  config: Pick<LeaseholdConfig, 'maxExecutionMs'>;
+  config: Pick<LeaseholdConfig, 'maxExecutionMs' | 'pollIntervalMs'>;
   logger: Logger;
   /**
    * The OpenAPI document GET /openapi.json answers: the Lambda reads the file the construct generated
@@ -57,6 +59,8 @@ interface Route {
   method: string;
   /** The route as API Gateway names it (the CDK stack creates one route per entry). */
   path: string;
+  /** An operator's route (it changes every caller's tasks): granted apart from enqueue and read. */
+  operator?: true;
   pattern: RegExp;
   handle: (ctx: RequestContext, params: string[]) => Promise<ApiResponse>;
 }
@@ -107,6 +111,21 @@ const routes: Route[] = [
       json(200, { task: taskJson(await ctx.deps.store.retry({ id: id!, owner: ctx.owner })) }),
   },
   { method: 'GET', path: '/stats', pattern: /^\/stats$/, handle: (ctx) => readStats(ctx) },
+  { method: 'GET', path: '/types', pattern: /^\/types$/, handle: (ctx) => listTypes(typeDeps(ctx)) },
+  {
+    method: 'POST',
+    path: '/types/{type}/pause',
+    pattern: /^\/types\/([^/]+)\/pause$/,
+    operator: true,
+    handle: (ctx, [type]) => setPaused(typeDeps(ctx), type!, true, ctx.owner),
+  },
+  {
+    method: 'POST',
+    path: '/types/{type}/resume',
+    pattern: /^\/types\/([^/]+)\/resume$/,
+    operator: true,
+    handle: (ctx, [type]) => setPaused(typeDeps(ctx), type!, false, ctx.owner),
+  },
   { method: 'GET', path: '/schedules', pattern: /^\/schedules$/, handle: (ctx) => listSchedules(ctx) },
   {
     method: 'PUT',
@@ -134,11 +153,10 @@ const routes: Route[] = [
   },
 ];
 
-/** Every route of the API, for the infrastructure. */
-export const API_ROUTES: readonly { method: string; path: string }[] = routes.map(({ method, path }) => ({
-  method,
-  path,
-}));
+/** Every route of the API, for the infrastructure; `operator` marks the routes granted apart (grantOperate). */
+export const API_ROUTES: readonly { method: string; path: string; operator?: true }[] = routes.map(
+  ({ method, path, operator }) => ({ method, path, ...(operator ? { operator } : {}) }),
+);
 
 export async function handleApiEvent(event: ApiEvent, deps: ApiDeps): Promise<ApiResponse> {
   try {
@@ -194,6 +212,12 @@ function safeDecode(segment: string): string {
     return segment;
   }
 }
+
+const typeDeps = (ctx: RequestContext) => ({
+  store: ctx.deps.store,
+  typeNames: () => ctx.deps.submitter.registry.names(),
+  pollIntervalMs: ctx.deps.config.pollIntervalMs,
+});
 
 async function createTask(ctx: RequestContext): Promise<ApiResponse> {
   const body = readJsonBody(ctx.event);

@@ -6,7 +6,7 @@
  */
 import * as z from 'zod';
 import { RUNNING_READ_LIMIT } from '../stats/running-tasks.js';
-import { taskIdSchema } from '../task-inputs.js';
+import { taskIdSchema, taskTypeSchema } from '../task-inputs.js';
 import { scheduleBody, scheduleNameSchema } from '../schedules/schedule-model.js';
 import {
   batchBody,
@@ -35,6 +35,10 @@ import {
   taskAnswerSchema,
   taskJsonSchema,
   taskPageSchema,
+  typeControlAnswerSchema,
+  typeControlSchema,
+  typeOverviewSchema,
+  typesAnswerSchema,
 } from './response-schemas.js';
 
 /** Request bodies, as the API parses them (JSON Schema of the zod input). */
@@ -68,6 +72,10 @@ export const ANSWER_COMPONENTS = {
   Fire: fireJsonSchema,
   FiresAnswer: firesAnswerSchema,
   Stats: statsAnswerSchema,
+  TypeOverview: typeOverviewSchema,
+  TypesAnswer: typesAnswerSchema,
+  TypeControl: typeControlSchema,
+  TypeControlAnswer: typeControlAnswerSchema,
   QueueType: queueTypeSchema,
   OutcomeMinute: outcomeMinuteSchema,
   OutcomeCounts: outcomeCountsSchema,
@@ -84,6 +92,10 @@ export type AnswerComponent = keyof typeof ANSWER_COMPONENTS;
 export const PATH_PARAMETERS: Record<string, { schema: z.ZodType; description: string }> = {
   id: { schema: taskIdSchema, description: 'The task id, as `task.id` of the answer that created it.' },
   name: { schema: scheduleNameSchema, description: 'The schedule name, chosen by the caller.' },
+  type: {
+    schema: taskTypeSchema,
+    description: 'A task type this deployment defines (GET /types lists them).',
+  },
 };
 
 export interface SuccessAnswer {
@@ -99,7 +111,7 @@ export interface OperationSpec {
   operationId: string;
   summary: string;
   description?: string;
-  tag: 'tasks' | 'schedules' | 'service';
+  tag: 'tasks' | 'types' | 'schedules' | 'service';
   query?: z.ZodObject;
   body?: RequestComponent;
   answers: SuccessAnswer[];
@@ -113,6 +125,7 @@ const INVALID_BODY = 'Invalid JSON, or fields to fix (INVALID_JSON, VALIDATION_F
 const BAD_ID = 'The id is not a task id (VALIDATION_FAILED).';
 const NO_TASK = 'No such task for this caller (TASK_NOT_FOUND): another caller’s task is not found either.';
 const NO_SCHEDULE = 'No such schedule for this caller (SCHEDULE_NOT_FOUND).';
+const NO_TYPE = 'No such task type here (TYPE_NOT_FOUND): `detail` lists the types; nothing was written.';
 const BODY_TOO_LARGE = 'The body is over 256 KB (BODY_TOO_LARGE).';
 const NOT_JSON = 'The body is not sent as JSON (UNSUPPORTED_MEDIA_TYPE).';
 const BAD_QUERY = 'A query parameter to fix (VALIDATION_FAILED), or a cursor that is not this list’s.';
@@ -241,6 +254,40 @@ export const OPERATIONS: Record<string, OperationSpec> = {
     problems: {
       400: 'A query parameter to fix (VALIDATION_FAILED): `since` is not an ISO-8601 date-time with a zone.',
     },
+  },
+  'GET /types': {
+    operationId: 'listTypes',
+    summary: 'Each task type: paused or not, and its waiting, running and delayed tasks',
+    description:
+      'Every owner’s tasks. `waiting` is recovery’s once-a-minute gauge (as of `waitingAt`); `running` ' +
+      'and `delayed` read the first keys of each lease and delay partition, exact while they fit in one ' +
+      'read and scaled from that sample beyond (`estimated`). One request costs the same whatever the ' +
+      'number of tasks.',
+    tag: 'types',
+    callerScoped: false,
+    answers: [{ status: 200, description: 'The types.', schema: 'TypesAnswer' }],
+    problems: {},
+  },
+  'POST /types/{type}/pause': {
+    operationId: 'pauseType',
+    summary: 'Pause a task type: its tasks are enqueued and wait, running ones finish, none is claimed',
+    description:
+      'An operator’s route: in AWS it needs its own grant (the construct’s `grantOperate`), which the ' +
+      'enqueue and read grants do not include. Workers read the pauses once a poll interval, so a claim ' +
+      'may still start within `takesEffectWithinMs`. Pausing a paused type answers the same.',
+    tag: 'types',
+    callerScoped: false,
+    answers: [{ status: 200, description: 'The type, paused.', schema: 'TypeControlAnswer' }],
+    problems: { 404: NO_TYPE },
+  },
+  'POST /types/{type}/resume': {
+    operationId: 'resumeType',
+    summary: 'Resume a paused task type: its waiting tasks are claimed again',
+    description: 'An operator’s route, as pause is. Resuming a type that is not paused answers the same.',
+    tag: 'types',
+    callerScoped: false,
+    answers: [{ status: 200, description: 'The type, resumed.', schema: 'TypeControlAnswer' }],
+    problems: { 404: NO_TYPE },
   },
   'GET /schedules': {
     operationId: 'listSchedules',

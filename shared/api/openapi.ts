@@ -150,6 +150,7 @@ function buildDocument(routes: readonly ApiRoute[]): OpenApiDocument {
     security: [{ [SECURITY_SCHEME]: [] }],
     tags: [
       { name: 'tasks', description: 'Enqueue, read, list, cancel and retry tasks.' },
+      { name: 'types', description: 'Task types: pause and resume (an operator’s routes), and counts.' },
       { name: 'schedules', description: 'Recurring and one-time schedules that enqueue tasks.' },
       { name: 'service', description: 'Health and this document.' },
     ],

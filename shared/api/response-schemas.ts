@@ -225,3 +225,53 @@ export const batchAnswerSchema = z.object({
   failed: z.number().int(),
 });
 export type BatchAnswer = z.output<typeof batchAnswerSchema>;
+
+/** One task type as GET /types shows it (shared/stats/type-overview.ts). */
+export const typeOverviewSchema = z
+  .object({
+    type: z.string(),
+    /** Paused: its tasks are enqueued and wait, running ones finish, none is claimed until it resumes. */
+    paused: z.boolean(),
+    /** When it was last paused or resumed; absent if never. */
+    changedAt: isoTime.optional(),
+    /** Who last paused or resumed it (the caller's owner). */
+    changedBy: z.string().optional(),
+    /** Due tasks waiting, as of `waitingAt` (recovery's gauge, once a minute). */
+    waiting: z.number().int(),
+    /** Tasks under a lease now (RUNNING or CANCEL_REQUESTED). */
+    running: z.number().int(),
+    /** Tasks waiting for their due time (delays, retry backoffs). */
+    delayed: z.number().int(),
+  })
+  .meta({ id: 'TypeOverview' });
+
+export const typesAnswerSchema = z
+  .object({
+    types: z.array(typeOverviewSchema),
+    /** When the waiting counts were gauged; absent before recovery's first gauge. */
+    waitingAt: isoTime.optional(),
+    /** Some count is an estimate: a deep queue is sampled, not counted. */
+    estimated: z.boolean(),
+  })
+  .meta({ id: 'TypesAnswer' });
+
+/** A type's controls as pause and resume answer them. */
+export const typeControlSchema = z
+  .object({
+    type: z.string(),
+    paused: z.boolean(),
+    changedAt: isoTime,
+    /** Who paused or resumed it (the caller's owner). */
+    changedBy: z.string().optional(),
+  })
+  .meta({ id: 'TypeControl' });
+
+export const typeControlAnswerSchema = z
+  .object({
+    type: typeControlSchema,
+    /** Workers read the pauses once a poll interval: a claim round may still start within this long. */
+    takesEffectWithinMs: z.number().int(),
+  })
+  .meta({ id: 'TypeControlAnswer' });
+export type TypesJson = z.output<typeof typesAnswerSchema>;
+export type TypeControlAnswerJson = z.output<typeof typeControlAnswerSchema>;

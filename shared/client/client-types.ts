@@ -6,7 +6,13 @@
  */
 import type * as z from 'zod';
 import type { TaskDefinition } from '../tasks/define.js';
-import type { FireJson, ScheduleJson, TaskJson } from '../api/response-schemas.js';
+import type {
+  FireJson,
+  ScheduleJson,
+  TaskJson,
+  TypeControlAnswerJson,
+  TypesJson,
+} from '../api/response-schemas.js';
 import type { TaskStatus } from '../task-model.js';
 
 declare const taskTypes: unique symbol;
@@ -128,6 +134,15 @@ export interface ScheduleClient {
   fires(name: string, options?: { limit?: number }): Promise<{ fires: FireJson[]; missed: string[] }>;
 }
 
+/** Task types: their counts, and an operator's pause and resume (the API's operator grant in AWS). */
+export interface TypeClient {
+  /** Each task type: paused or not, with its waiting, running and delayed tasks (every owner's). */
+  list(): Promise<TypesJson>;
+  /** Stops claims of the type (within `takesEffectWithinMs`); its tasks are enqueued and wait. */
+  pause(type: string): Promise<TypeControlAnswerJson>;
+  resume(type: string): Promise<TypeControlAnswerJson>;
+}
+
 /** Task calls, the same over HTTP and direct. */
 export interface TaskClient {
   enqueue<S extends z.ZodType, R>(
@@ -153,4 +168,5 @@ export interface TaskClient {
 
 export interface LeaseholdClient extends TaskClient {
   schedules: ScheduleClient;
+  types: TypeClient;
 }

@@ -31,6 +31,7 @@ import { commandMayHaveLanded, createdByThisCall, STATUSES_AFTER } from './lost-
 import { eachItemOfPages } from './pages.js';
 import { DEFAULT_RETRY, type RetryPolicy } from './retry-policy.js';
 import { scheduleCalls } from './schedule-calls.js';
+import { typeCalls } from './type-calls.js';
 import { regionOfApiUrl, sigv4Signer, type Credentials } from './sigv4.js';
 import { timerSleep } from './sleep.js';
 import { waitForTask } from './wait-for.js';
@@ -170,5 +171,6 @@ export function createClient(options: ClientOptions): LeaseholdClient {
     waitFor: (id, waitOptions = {}) =>
       waitForTask(id, (signal) => get(id, signal), waitOptions, { sleep, clock }),
     schedules: scheduleCalls(transport),
+    types: typeCalls(transport),
   };
 }

@@ -59,13 +59,18 @@ export class EnqueueKicker {
 
   /** Kicks for every task enqueued through this stream (the store emits 'task:enqueued'). Returns the unsubscribe. */
   listen(events: LeaseEvents): () => void {
-    return events.on('task:enqueued', ({ taskId, type, availableAt, readySk }) =>
-      this.taskArrived(availableAt, {
-        type,
-        shard: shardForId(taskId),
-        ...(readySk === undefined ? {} : { taskId, readySk }),
-      }),
-    );
+    const unsubscribe = [
+      events.on('task:enqueued', ({ taskId, type, availableAt, readySk }) =>
+        this.taskArrived(availableAt, {
+          type,
+          shard: shardForId(taskId),
+          ...(readySk === undefined ? {} : { taskId, readySk }),
+        }),
+      ),
+      // A resumed type's backlog waited while it was paused: a worker reads every partition for it.
+      events.on('type:resumed', () => this.taskArrived(this.clock.now())),
+    ];
+    return () => unsubscribe.forEach((off) => off());
   }
 
   /** A task due at `availableAt` was enqueued (in the partition `where`; by key when it names the task). */

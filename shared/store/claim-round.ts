@@ -28,7 +28,7 @@ import {
 } from './claim-plan.js';
 import { claimOne, dueClaim, headClaim, undoClaim, type Attempt, type Claimed } from './claim-write.js';
 import { readHeads } from './ready-heads.js';
-import { limitsFor, SlotGate } from './slots.js';
+import { SlotGate, startsAreGated } from './slots.js';
 
 export interface ClaimResult {
   claimed: Claimed[];
@@ -90,7 +90,7 @@ export class ClaimRound {
     private readonly input: ClaimInput,
     private readonly state: ClaimState,
   ) {
-    this.gate = new SlotGate(ctx, input.workerId);
+    this.gate = new SlotGate(ctx, input.workerId, (rate) => state.tokenShare(rate));
     this.lanes = new LaneRound(ctx, state, input.types);
   }
 
@@ -186,6 +186,8 @@ export class ClaimRound {
    */
   private end(): ClaimResult {
     const { result, errors } = this;
+    // A rate-limited type that ran out of starts is looked at again when its next start frees.
+    this.state.lookAgainBy(this.gate.rates.nextFreeAt);
     this.state.noteRound(result.lostRaces, this.ctx.random);
     if (errors.length > 0 && result.claimed.length === 0 && this.gate.recovered === 0) throw errors[0];
     return result.claimed.length > 0 && this.wonByKey === result.claimed.length
@@ -287,7 +289,7 @@ export class ClaimRound {
   private async takeDueDirect(): Promise<void> {
     if (!this.open || this.state.dueWaiting === 0) return;
     const { ctx, input } = this;
-    const direct = input.types.filter((type) => limitsFor(ctx, type).length === 0);
+    const direct = input.types.filter((type) => !startsAreGated(ctx, type));
     if (direct.length === 0 || direct.length > TUNING.claim.maxInValues) this.state.dropDue();
     while (this.open) {
       const due = this.state.takeDue(ctx.clock.now(), this.room);

@@ -16,6 +16,7 @@ import {
 import { SHARD_COUNT, shardForId, shardPartition } from '../table-layout.js';
 import type { DueTask } from './delayed-reads.js';
 import { TUNING } from '../tuning.js';
+import { EVERY_TOKEN, type RateLimit, type TokenShare } from '../rate-rules.js';
 
 /** A head's partition among the types' default-priority shards, as claim-plan.ts counts them. */
 const partitionIndex = (head: Candidate, types: readonly string[]) =>
@@ -73,6 +74,19 @@ export class ClaimState {
   placeAt(place: ClaimPlace | undefined): void {
     this.place = place;
     this.offset = undefined;
+  }
+
+  /**
+   * The tokens of a rate limit this worker owns (rate-rules.ts TokenShare): its placed range of them, as
+   * of partitions; the others after eight tokens' worth of the interval. Unplaced: every token.
+   */
+  tokenShare(rate: RateLimit): TokenShare {
+    const range = placedRange(this.place, rate.limit);
+    if (!range) return EVERY_TOKEN;
+    return {
+      owns: (i) => i >= range.start && i < range.start + range.size,
+      graceMs: (8 * rate.intervalMs) / rate.limit,
+    };
   }
 
   /** Whether a round over `count` partitions reads them in turn from its own (placed) rather than at random. */
@@ -420,6 +434,12 @@ export class ClaimState {
   /** Another worker took one of the spare heads: the rest are likely stale too. */
   dropSpare(): void {
     this.spare.candidates = [];
+  }
+
+  /** Something this round could not take yet may be taken at `at` (a rate limit's next start): look again then. */
+  lookAgainBy(at: number | undefined): void {
+    if (at === undefined) return;
+    this.deferringUntil = this.deferringUntil === undefined ? at : Math.min(this.deferringUntil, at);
   }
 
   noteRound(lostRaces: number, random: () => number): void {

@@ -17,6 +17,7 @@ import type { Lease, SlotLease } from '../task-inputs.js';
 import type { Candidate, UnknownClaim } from './claim-state.js';
 import { fail, release } from './lease-writes.js';
 import { releaseSlots, type SlotGate } from './slots.js';
+import type { RateTake } from './rate-tokens.js';
 import { readPayload } from './task-body.js';
 import { CostCount, countCost } from './cost-meter.js';
 import { addCost } from './task-cost.js';
@@ -59,6 +60,8 @@ export type OnUnknownClaim = (unknown: UnknownClaim) => void;
 interface ClaimWrite {
   taskId: string;
   slotsOf?: string;
+  /** The claim's `startedAt`: a rate-limit token is taken at this very time. */
+  startAt: number;
   edge: Transition;
   unknown: Omit<UnknownClaim, 'writeId' | 'leaseUntil'>;
 }
@@ -74,6 +77,7 @@ export function headClaim(
   return {
     taskId: c.id,
     slotsOf: c.type,
+    startAt: now,
     edge: claimEdge(c, workerId, now, leaseUntil, config),
     unknown: { candidate: c },
   };
@@ -91,6 +95,7 @@ export function dueClaim(
   const shard = shardForId(id);
   return {
     taskId: id,
+    startAt: now,
     edge: claimedWhenDue(
       { shard, delayPartition: delaySweepPartition(shard) },
       types,
@@ -142,13 +147,22 @@ async function claimWrite(
   onUnknown: OnUnknownClaim,
 ): Promise<Exclude<Attempt, { outcome: 'won' }> | { outcome: 'taken'; claimed: Claimed; item: TaskItem }> {
   let slots: SlotLease[] = [];
+  let start: RateTake | undefined;
   try {
     if (write.slotsOf !== undefined) {
       const taken = await gate.acquire(write.slotsOf, write.taskId, leaseUntil);
       if (!taken) return { outcome: 'limited' };
       slots = taken;
+      // The rate limit's start after the slots: a start is spent only on a claim that has its slots.
+      const rate = await gate.rates.take(write.slotsOf, write.taskId, write.startAt);
+      if (rate === 'none') {
+        await releaseSlots(ctx, gate.holder, slots);
+        return { outcome: 'limited' };
+      }
+      start = rate;
     }
   } catch (error) {
+    await releaseSlots(ctx, gate.holder, slots).catch(() => undefined);
     return { outcome: 'error', error };
   }
   ctx.events.emit('claim:intent', { taskId: write.taskId });
@@ -175,6 +189,8 @@ async function claimWrite(
   }
   try {
     if (!written.applied) {
+      // Not started: its start goes back to the budget, so contention does not spend it.
+      if (start) await gate.rates.giveBack(start);
       await releaseSlots(ctx, gate.holder, slots);
       return { outcome: 'lost' };
     }

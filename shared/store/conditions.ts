@@ -129,3 +129,22 @@ export const unchangedSince =
     writeId === undefined
       ? `attribute_not_exists(${e.name('writeId')})`
       : `${e.name('writeId')} = ${e.value(writeId)}`;
+
+/**
+ * A rate-limit start (rate-rules.ts): the token's last start is at least the interval before this one
+ * (or it never gave one). Two claimers that read it free both try; only the first write passes, so no
+ * token gives two starts within the interval.
+ */
+export const rateTokenFree =
+  (cutoff: number): ConditionPart =>
+  (e) =>
+    `attribute_not_exists(${e.name('usedAt')}) OR ${e.name('usedAt')} <= ${e.value(cutoff)}`;
+
+/**
+ * Giving back a start whose claim lost its race: only our own take, still as we wrote it. A start
+ * taken since (by anyone) stands.
+ */
+export const rateTokenTakenBy =
+  (usedAt: number, taskId: string): ConditionPart =>
+  (e) =>
+    `${e.name('usedAt')} = ${e.value(usedAt)} AND ${e.name('taskId')} = ${e.value(taskId)}`;

@@ -5,6 +5,7 @@ import type { LeaseEvents } from '../events.js';
 import type { IdGenerator, RandomSource } from '../ids.js';
 import type { WriteTarget } from './conditional-write.js';
 import type { HeldItems } from './held-items.js';
+import type { RateLimit } from '../rate-rules.js';
 
 /** The settings the store reads: where the table is, the protocol, and the claim strategy's two knobs. */
 export type StoreConfig = TableConfig &
@@ -24,6 +25,8 @@ export interface StoreContext {
    * LEASEHOLD_TYPE_CONCURRENCY taking precedence for a type it names.
    */
   typeLimits: Record<string, number>;
+  /** Rate limits per task type, as the definitions declare them (defineTask({ rateLimit })). */
+  typeRateLimits: Record<string, RateLimit>;
   /** Lifecycle steps (claim intent, recovery fixes, readied tasks) for whoever subscribes. */
   events: LeaseEvents;
   /** The task items of the leases this store's callers hold, as last written (held-items.ts). */

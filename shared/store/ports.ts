@@ -29,6 +29,8 @@ import type { DueTask } from './delayed-reads.js';
 import type { TaskPage } from './task-queries.js';
 import type { OutcomeFlush } from '../stats/outcome-recorder.js';
 import type { QueueStats, StatsInput } from '../stats/stats-reader.js';
+import type { TypesOverview } from '../stats/type-overview.js';
+import type { PauseChange, TypeControl } from './type-controls.js';
 
 /** What a worker and its executions do to tasks: the lease path. */
 export interface LeaseStore {
@@ -61,6 +63,12 @@ export interface TaskCommands {
   requestCancel(input: { id: string; owner?: string }): Promise<Task>;
   /** Puts a FAILED or CANCELLED task back in the queue with a fresh attempt budget. */
   retry(input: { id: string; owner?: string }): Promise<Task>;
+}
+
+/** An operator's controls per task type (GET /types, POST /types/{type}/pause and /resume). */
+export interface TypeControls {
+  typesOverview(types: readonly string[]): Promise<TypesOverview>;
+  setTypePaused(change: PauseChange): Promise<TypeControl>;
 }
 
 /** Writes what this process counted ended, per owner and minute, to the outcome counters (stats/); never throws. */

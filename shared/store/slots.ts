@@ -18,6 +18,8 @@ import type { SlotLease } from '../task-inputs.js';
 import { acquireOrUndo, releaseIfHolder, renewIfHolder, type LeaseItem } from './lease-item.js';
 import { uncounted } from './cost-meter.js';
 import { recoverTask } from './recovery.js';
+import { rateLimitFor, RateTokens } from './rate-tokens.js';
+import type { RateLimit, TokenShare } from '../rate-rules.js';
 
 type SlotItem = LeaseItem & { slotToken: number };
 
@@ -35,16 +37,28 @@ export function limitsFor(ctx: StoreContext, type: string): { scope: string; lim
 }
 
 /**
+ * Whether starts of `type` pass a gate (a concurrency limit, global or the type's, or a rate limit): a
+ * due delayed task of such a type is never claimed straight from its delay partition, which takes none.
+ */
+export const startsAreGated = (ctx: StoreContext, type: string): boolean =>
+  limitsFor(ctx, type).length > 0 || rateLimitFor(ctx, type) !== undefined;
+
+/**
  * Hands out slots during one claim round. Each limit's slots are read once per round (one consistent
- * query); every take is still a conditional write, so two claimers never both get a slot.
+ * query); every take is still a conditional write, so two claimers never both get a slot. The round's
+ * rate-limit tokens (rate-tokens.ts) are handed out here too, after the slots.
  */
 export class SlotGate {
   private readonly observed = new Map<string, Map<number, SlotItem>>();
+  readonly rates: RateTokens;
 
   constructor(
     private readonly ctx: StoreContext,
     readonly holder: string,
-  ) {}
+    tokenShare?: (rate: RateLimit) => TokenShare,
+  ) {
+    this.rates = new RateTokens(ctx, tokenShare);
+  }
 
   private fixed = 0;
 
@@ -61,7 +75,7 @@ export class SlotGate {
       if (![...Array(limit).keys()].some((i) => leaseIsFree(slots.get(i), now, this.ctx.config)))
         return false;
     }
-    return true;
+    return this.rates.mayStart(type, now);
   }
 
   /** Takes one slot of every limit on `type` for `taskId`, or none (releasing any partial take). */

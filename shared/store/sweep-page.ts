@@ -5,8 +5,10 @@
  * fixes and its gauges.
  */
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { sweepIndexOf, type INDEX } from '../table-layout.js';
-import type { StoreContext } from './context.js';
+import { SHARD_COUNT, sweepIndexOf, taskIdFromPk, taskKey, type INDEX } from '../table-layout.js';
+import { requestPathDeadlineMs, type StoreContext } from './context.js';
+import { deadline } from './dynamo.js';
+import { readItems } from './task-reads.js';
 
 /** An entry as the keys-only index returns it: the task's key and its sweep keys. */
 export type SweepEntry = { pk: string } & Record<string, unknown>;
@@ -54,4 +56,33 @@ export async function sweepPage(
     options,
   );
   return { entries: (out.Items ?? []) as SweepEntry[], next: out.LastEvaluatedKey };
+}
+
+/**
+ * The tasks at the head of each of the 16 partitions `partitionOf(shard)` names (their first `perPartition`
+ * entries, read in parallel, each with one entry more to tell whether it holds more), read by key in one
+ * batch (eventually consistent: a view, not a decision), and whether those were all the partitions hold.
+ */
+export async function headTasksOfSweep<T>(
+  ctx: StoreContext,
+  partitionOf: (shard: number) => string,
+  perPartition: number,
+): Promise<{ items: T[]; complete: boolean }> {
+  const pages = await Promise.all(
+    Array.from({ length: SHARD_COUNT }, (_, shard) =>
+      sweepPage(
+        ctx,
+        { partition: partitionOf(shard), bound: Number.MAX_SAFE_INTEGER, limit: perPartition + 1 },
+        deadline(requestPathDeadlineMs(ctx)),
+      ),
+    ),
+  );
+  const keys = pages.flatMap((page) =>
+    page.entries.slice(0, perPartition).map((entry) => taskKey(taskIdFromPk(entry.pk))),
+  );
+  const items =
+    keys.length === 0
+      ? []
+      : await readItems<T>(ctx, keys, { consistent: false, deadlineMs: requestPathDeadlineMs(ctx) });
+  return { items, complete: pages.every((page) => page.entries.length <= perPartition) };
 }

@@ -22,6 +22,9 @@ import { attachCostMeter } from './cost-meter.js';
 import { HeldItems } from './held-items.js';
 import { OutcomeRecorder, type OutcomeFlush } from '../stats/outcome-recorder.js';
 import { readStats, type QueueStats, type StatsInput } from '../stats/stats-reader.js';
+import type { RateLimit } from '../rate-rules.js';
+import { readTypesOverview, type TypesOverview } from '../stats/type-overview.js';
+import { setTypePaused, type PauseChange, type TypeControl } from './type-controls.js';
 
 export interface TaskStoreOptions {
   doc: DynamoDBDocumentClient;
@@ -31,6 +34,8 @@ export interface TaskStoreOptions {
   random?: RandomSource;
   /** Concurrency limits the task definitions declare; LEASEHOLD_TYPE_CONCURRENCY overrides them per type. */
   definitionLimits?: Record<string, number>;
+  /** Rate limits the task definitions declare (defineTask({ rateLimit })). */
+  definitionRateLimits?: Record<string, RateLimit>;
   /** Where the store's lifecycle steps go (claim intents, recovery fixes, readied tasks); a fresh stream by default. */
   events?: LeaseEvents;
 }
@@ -51,6 +56,7 @@ export class TaskRequests implements Pick<TaskReads, 'get' | 'list' | 'stats'>, 
       random: options.random ?? mathRandom,
       events: options.events ?? new LeaseEvents(),
       typeLimits: { ...options.definitionLimits, ...options.config.typeConcurrency },
+      typeRateLimits: { ...options.definitionRateLimits },
       heldItems: new HeldItems(),
     };
     // Every request the store sends for a task is counted into that task's cost (cost-meter.ts).
@@ -95,6 +101,21 @@ export class TaskRequests implements Pick<TaskReads, 'get' | 'list' | 'stats'>, 
   /** Puts a FAILED or CANCELLED task back in the queue with a fresh attempt budget. */
   retry(input: { id: string; owner?: string }): Promise<Task> {
     return this.readied(retryTask(this.ctx, input));
+  }
+
+  /** GET /types: each of `types` with its controls and its waiting, running and delayed counts. */
+  typesOverview(types: readonly string[]): Promise<TypesOverview> {
+    return readTypesOverview(this.ctx, types);
+  }
+
+  /** Pauses or resumes a type (POST /types/{type}/pause, /resume); a resume wakes claimers and the kick. */
+  async setTypePaused(change: PauseChange): Promise<TypeControl> {
+    const control = await setTypePaused(this.ctx, change);
+    if (!control.paused) {
+      this.ctx.events.emit('type:resumed', { type: control.type });
+      this.ctx.events.emit('task:readied', {});
+    }
+    return control;
   }
 
   /** GET /stats: the queue's last summary, `owner`'s running tasks and outcomes per minute, in bounded reads. */

@@ -1,6 +1,7 @@
 /** How users declare task types: a name, a zod schema for the payload, the handler and its policy. */
 import type * as z from 'zod';
 import type { BackoffPolicy } from '../lease-rules.js';
+import type { RateLimit } from '../rate-rules.js';
 
 /** What a handler can use while it runs. */
 export interface TaskContext {
@@ -56,6 +57,11 @@ export interface TaskDefinition<S extends z.ZodType = z.ZodType, R = unknown> {
   timeoutMs?: number;
   /** At most this many tasks of this type run at once, across all workers. */
   concurrency?: number;
+  /**
+   * At most `limit` starts of this type in any window of `intervalMs`, across all workers, processes and
+   * invocations (each start's `startedAt` counts). A task over it waits; its wait spends no attempt.
+   */
+  rateLimit?: RateLimit;
   /** Retry delays; each of baseMs and maxMs at most 7 days (TaskRegistry refuses more). */
   backoff?: BackoffPolicy;
 }

@@ -3,6 +3,7 @@ import * as z from 'zod';
 import { MAX_DURATION_MS, type LeaseholdConfig } from '../config.js';
 import { ConfigError, ValidationError, type InputProblem } from '../errors.js';
 import { taskTypeSchema } from '../task-inputs.js';
+import { MAX_RATE_INTERVAL_MS, MAX_RATE_LIMIT, type RateLimit } from '../rate-rules.js';
 import type { TaskDefinition } from './define.js';
 
 const backoffMs = z
@@ -15,6 +16,17 @@ const policySchema = z.object({
   maxAttempts: z.number().int().min(1).max(100).optional(),
   timeoutMs: z.number().int().positive().optional(),
   concurrency: z.number().int().min(1).max(10_000).optional(),
+  rateLimit: z
+    .object({
+      limit: z.number().int().min(1).max(MAX_RATE_LIMIT, `must be at most ${MAX_RATE_LIMIT} starts`),
+      intervalMs: z
+        .number()
+        .int()
+        .min(1)
+        .max(MAX_RATE_INTERVAL_MS, `must be at most ${MAX_RATE_INTERVAL_MS} ms (a day)`),
+    })
+    .strict()
+    .optional(),
   // Bounded like LEASEHOLD_BACKOFF_MAX_MS: a retry's promotion is a timer, and Node's overflow at ~24.8 days fires it at once.
   backoff: z.object({ baseMs: backoffMs, maxMs: backoffMs }).optional(),
 });
@@ -68,6 +80,13 @@ export class TaskRegistry {
       [...this.byName.values()].flatMap((d) =>
         d.concurrency === undefined ? [] : [[d.name, d.concurrency]],
       ),
+    );
+  }
+
+  /** The rate limits the definitions declare, by type. */
+  rateLimits(): Record<string, RateLimit> {
+    return Object.fromEntries(
+      [...this.byName.values()].flatMap((d) => (d.rateLimit === undefined ? [] : [[d.name, d.rateLimit]])),
     );
   }
 

@@ -74,6 +74,11 @@ export interface WorkerOptions {
    * worker, lets a short interval back off to a second.
    */
   idlePollCeilingMs?: number;
+  /**
+   * The types among those it serves that it may claim now (paused-types.ts: the operators' pauses
+   * taken out, read at most once a poll interval). Without it every served type is claimable.
+   */
+  claimableTypes?: (types: readonly string[]) => Promise<string[]>;
 }
 
 /** How long a run may go, and what stops it. */

@@ -47,6 +47,7 @@ export class RunningTasks {
       token: lease.token,
       leaseUntil: lease.leaseUntil,
       attempt: task.attempts,
+      startedAt: task.startedAt ?? lease.leaseUntil,
     });
     const definition = registry.get(task.type);
     const execution = new Execution(

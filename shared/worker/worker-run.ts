@@ -234,8 +234,10 @@ export class WorkerRun {
     const { events, tasks, memory } = this.parts;
     try {
       const handedFirst = this.options.returnWhenIdle === true;
+      const unpaused = (await this.parts.options.claimableTypes?.(types)) ?? types;
+      if (unpaused.length === 0) return { won: 0, handedOnly: false };
       const round = await store.claim(
-        { workerId, types, max: free, ...(handedFirst ? { handedFirst } : {}) },
+        { workerId, types: unpaused, max: free, ...(handedFirst ? { handedFirst } : {}) },
         memory,
       );
       this.summary.claimed += round.claimed.length;

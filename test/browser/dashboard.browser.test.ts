@@ -93,6 +93,36 @@ describe('the dashboard in Chromium', () => {
     expect(d.problems).toEqual([]);
   });
 
+  it('pauses a type from the types page: its task waits, and runs once resumed there', async () => {
+    const d = await open({ hash: '#/types' });
+    const row = d.page.getByRole('row', { name: /demo\.report/ });
+    await row.waitFor({ timeout: UI_TIMEOUT_MS });
+    await d.page.getByRole('button', { name: 'Pause demo.report' }).click();
+    await confirmDialog(d.page, 'Pause type');
+    await d.page
+      .getByRole('status')
+      .filter({ hasText: 'Paused demo.report' })
+      .waitFor({ timeout: UI_TIMEOUT_MS });
+    await row.locator('.badge', { hasText: /^paused$/ }).waitFor({ timeout: UI_TIMEOUT_MS });
+
+    // The stack's worker polls every 500 ms (LEASEHOLD_POLL_INTERVAL_MS) and reads the pauses as often:
+    // a claim round may start within that of the pause, so the task is enqueued after it has passed.
+    await new Promise((r) => setTimeout(r, 2 * 500));
+    const id = await enqueue({ type: 'demo.report', payload: { ms: 50 } });
+    await new Promise((r) => setTimeout(r, 3 * 500));
+    expect(await statusOf(id)).toBe('QUEUED');
+
+    await d.page.getByRole('button', { name: 'Resume demo.report' }).click();
+    await confirmDialog(d.page, 'Resume type');
+    await d.page
+      .getByRole('status')
+      .filter({ hasText: 'Resumed demo.report' })
+      .waitFor({ timeout: UI_TIMEOUT_MS });
+    await row.locator('.badge', { hasText: /^active$/ }).waitFor({ timeout: UI_TIMEOUT_MS });
+    await expect.poll(() => statusOf(id), { timeout: UI_TIMEOUT_MS }).toBe('SUCCESS');
+    expect(d.problems).toEqual([]);
+  });
+
   it('enqueues from the form built from the type’s schema, then shows the new task', async () => {
     const d = await open({ hash: '#/enqueue' });
     await d.page.getByLabel('Task type').selectOption('demo.sleep');
@@ -264,6 +294,7 @@ describe('the dashboard in Chromium', () => {
 
     for (const [hash, heading] of [
       ['#/tasks', 'Tasks'],
+      ['#/types', 'Task types'],
       ['#/enqueue', 'Enqueue a task'],
       ['#/schedules/nightly-report', 'Schedules'],
     ]) {

@@ -3,6 +3,8 @@
  * list in docs/verification.md, 'What it checks') from the workers' histories and a final scan of the
  * table alone. Pure: it takes the records and returns the violations and the figures.
  */
+import type { RateLimit } from '../../shared/rate-rules.js';
+import { mostStartsInWindow } from '../support/rate-window.js';
 import type { HistoryEvent } from './history.js';
 
 export type Recorded = HistoryEvent & { t: number; w: string; off: number };
@@ -40,6 +42,8 @@ export interface CheckInput {
     clockSkewMs: number;
     requestDeadlineMs: number;
     limits: Record<string, number>;
+    /** Rate limits by type: never more than `limit` starts (claims' `startedAt`) in any window of `intervalMs`. */
+    rateLimits?: Record<string, RateLimit>;
     maxClockOffsetMs?: number;
   };
 }
@@ -59,6 +63,8 @@ export interface CheckResult {
     duplicateExecutionRate: number;
     recoveryLatencyMs: { p50: number; p99: number; max: number; count: number };
     peakConcurrency: Record<string, number>;
+    /** The most starts of each rate-limited type in any window of its interval. */
+    mostStartsPerWindow: Record<string, number>;
   };
 }
 
@@ -287,6 +293,22 @@ export function checkHistory(input: CheckInput): CheckResult {
     }
   }
 
+  // 6b. Rate limits: the starts the claims wrote (`startedAt`, each in its writer's lease clock, as the
+  // tokens compare them), never more than the limit in any window of the interval.
+  const mostStartsPerWindow: Record<string, number> = {};
+  const typeOf = new Map(tasks.map((t) => [t.id, t.type]));
+  for (const [type, rate] of Object.entries(config.rateLimits ?? {})) {
+    const starts = history.flatMap((h) =>
+      h.ev === 'claim' && h.startedAt !== undefined && typeOf.get(h.task) === type ? [h.startedAt] : [],
+    );
+    const most = (mostStartsPerWindow[type] = mostStartsInWindow(starts, rate.intervalMs));
+    if (most > rate.limit)
+      violations.push({
+        invariant: 'rate limit never exceeded',
+        detail: `${type}: ${most} starts in a window of ${rate.intervalMs} ms, limit ${rate.limit}`,
+      });
+  }
+
   // 7. Every task whose holder was killed or paused is requeued, failed or cancelled by recovery within
   // leaseTimeout + recoveryInterval of the holder's death, plus a margin: the skew margin, the holder's
   // clock offset, one more recovery interval (the sweep that was running when the lease ran out, since
@@ -347,6 +369,7 @@ export function checkHistory(input: CheckInput): CheckResult {
       duplicateExecutionRate: starts / finished - 1,
       recoveryLatencyMs: { p50: pct(50), p99: pct(99), max: latencies.at(-1) ?? 0, count: latencies.length },
       peakConcurrency,
+      mostStartsPerWindow,
     },
   };
 }

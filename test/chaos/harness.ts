@@ -20,6 +20,7 @@ import { checkHistory, type CheckResult, type FinalTask, type Recorded } from '.
 import { startFaultProxy, type FaultKind } from './fault-proxy.js';
 import type { IndexLagStats } from './index-lag.js';
 import { startStackProcess } from '../support/stack-process.js';
+import { demoLimited } from '../../tasks/demo.js';
 
 export interface ChaosOptions {
   tasks: number;
@@ -30,7 +31,7 @@ export interface ChaosOptions {
   /** Clock offset of some workers, as a fraction of the skew margin (above 1: beyond the margin). */
   skewFraction: number;
   timeoutMs: number;
-  /** One task in this many is of the limited type (demo.fail, limit 2): enough to test the limit, few enough not to throttle the run. */
+  /** One task in this many is of the concurrency-limited type (demo.fail, limit 2), as many of the rate-limited one (demo.limited, 5 a second): enough to test the limits, few enough not to throttle the run. */
   limitedEvery: number;
   /**
    * Index lag: each write reaches the index views (ready, sweep, owner) after a delay in [0, this]
@@ -80,7 +81,7 @@ const LEASES = {
   LEASEHOLD_WORKER_CONCURRENCY: '8',
   LEASEHOLD_TYPE_CONCURRENCY: 'demo.fail=2',
   // The workers serve the types the run enqueues: polling idle types would only add load.
-  LEASEHOLD_WORKER_TYPES: 'demo.fail,demo.echo,demo.sleep',
+  LEASEHOLD_WORKER_TYPES: 'demo.fail,demo.echo,demo.sleep,demo.limited',
 };
 
 const TASK_TYPES = LEASES.LEASEHOLD_WORKER_TYPES.split(',');
@@ -292,7 +293,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosSummary> {
       statusWrites: proxy.statusWrites
         .filter((w) => w.pk.startsWith('TASK#'))
         .map((w) => ({ ...w, task: w.pk.slice('TASK#'.length) })),
-      config: { ...config, limits: { 'demo.fail': 2 }, maxClockOffsetMs: skew },
+      config: {
+        ...config,
+        limits: { 'demo.fail': 2 },
+        rateLimits: { [demoLimited.name]: demoLimited.rateLimit! },
+        maxClockOffsetMs: skew,
+      },
     });
     for (const c of crashed)
       result.violations.push({
@@ -349,9 +355,13 @@ async function enqueueOnce(store: TaskStore, n: number, limitedEvery: number) {
   }
 }
 
-/** Task n of the run: one in `limitedEvery` of the limited type (some fail and retry), the rest echo or sleep up to a second. */
+/**
+ * Task n of the run: one in `limitedEvery` of the concurrency-limited type (some fail and retry), as
+ * many of the rate-limited one (5 starts a second), the rest echo or sleep up to a second.
+ */
 function taskInput(n: number, limitedEvery: number) {
   if (n % limitedEvery === 0) return { type: 'demo.fail', payload: { failTimes: n % 3 }, maxAttempts: 5 };
+  if (n % limitedEvery === 2) return { type: demoLimited.name, payload: { n } };
   if (n % 5 === 1) return { type: 'demo.echo', payload: { n } };
   return { type: 'demo.sleep', payload: { ms: 100 + ((n * 37) % 900) }, maxAttempts: 10 };
 }

@@ -7,7 +7,7 @@ import { appendFileSync } from 'node:fs';
 import type { LeaseEvents } from '../../shared/events.js';
 
 export type HistoryEvent =
-  | { ev: 'claim'; task: string; token: number; leaseUntil: number }
+  | { ev: 'claim'; task: string; token: number; leaseUntil: number; startedAt?: number }
   | {
       ev: 'renew';
       task: string;
@@ -44,8 +44,8 @@ export function recordHistory(events: LeaseEvents, sink: HistorySink): () => voi
   const off = [
     events.on('claim:intent', ({ taskId }) => sink.record({ ev: 'intent', task: taskId, op: 'claim' })),
     events.on('recover:intent', ({ taskId }) => sink.record({ ev: 'intent', task: taskId, op: 'recover' })),
-    events.on('claim:won', ({ taskId, token, leaseUntil }) =>
-      sink.record({ ev: 'claim', task: taskId, token, leaseUntil }),
+    events.on('claim:won', ({ taskId, token, leaseUntil, startedAt }) =>
+      sink.record({ ev: 'claim', task: taskId, token, leaseUntil, startedAt }),
     ),
     events.on('recover:fix', ({ taskId, token, leaseUntil, action }) =>
       sink.record({ ev: 'recover', task: taskId, token, leaseUntil, action }),

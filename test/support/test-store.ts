@@ -6,6 +6,7 @@ import { TaskStore } from '../../shared/store/task-store.js';
 import { ensureTable } from '../../shared/store/table-setup.js';
 import { ManualClock, sequentialIds } from './manual-clock.js';
 import type { Clock } from '../../shared/clock.js';
+import type { RateLimit } from '../../shared/rate-rules.js';
 import { RequestMeter } from './request-meter.js';
 
 let tableCounter = 0;
@@ -27,7 +28,7 @@ export interface TestStore {
 export async function createTestStore(
   endpoint: string,
   overrides: ConfigInput = {},
-  options: { random?: () => number; clock?: Clock } = {},
+  options: { random?: () => number; clock?: Clock; rateLimits?: Record<string, RateLimit> } = {},
 ): Promise<TestStore> {
   const config = defineConfig({
     tableName: `t${process.pid}-${++tableCounter}-${Date.now()}`,
@@ -52,6 +53,7 @@ export async function createTestStore(
     clock: storeClock,
     newId: sequentialIds('t'),
     ...(options.random ? { random: options.random } : {}),
+    ...(options.rateLimits ? { definitionRateLimits: options.rateLimits } : {}),
   });
   let peers = 0;
   return {
@@ -77,6 +79,7 @@ export async function createTestStore(
         clock: o.clock ?? storeClock,
         newId: sequentialIds(`p${++peers}`),
         ...(o.random ? { random: o.random } : {}),
+        ...(options.rateLimits ? { definitionRateLimits: options.rateLimits } : {}),
       });
     },
     scanAll: async () => {

@@ -59,6 +59,7 @@ export interface WorkerWorld extends TestStore {
       clock?: Clock;
       history?: HistorySink;
       refillDue?: WorkerOptions['refillDue'];
+      claimableTypes?: WorkerOptions['claimableTypes'];
     },
   ): Worker & { recorded: RecordingMetrics };
 }
@@ -71,10 +72,12 @@ export async function createWorkerWorld(
   /** The clock of the world's stores and workers (the process clock by default). */
   world: { clock?: Clock } = {},
 ): Promise<WorkerWorld> {
+  // The limits the definitions declare reach the stores as the runtime hands them (request-runtime.ts).
+  const rateLimits = new TaskRegistry(definitions, { maxExecutionMs: Number.MAX_SAFE_INTEGER }).rateLimits();
   const t = await createTestStore(
     endpoint,
     { ...FAST_LEASES, ...overrides },
-    { clock: world.clock ?? systemClock(), random: Math.random },
+    { clock: world.clock ?? systemClock(), random: Math.random, rateLimits },
   );
   const registry = new TaskRegistry(definitions, t.config);
   const submitter = new TaskSubmitter(t.store, registry, t.config);
@@ -97,6 +100,7 @@ export async function createWorkerWorld(
         metrics: recorded,
         clock: options.clock ?? t.storeClock,
         ...(options.refillDue ? { refillDue: options.refillDue } : {}),
+        ...(options.claimableTypes ? { claimableTypes: options.claimableTypes } : {}),
       });
       return Object.assign(worker, { recorded });
     },

@@ -26,6 +26,7 @@ import { cliClient } from './cli-client.js';
 import { enqueueFile, fileSummaryText } from './enqueue-file.js';
 import { fileProgressReporter } from './file-progress.js';
 import { computeStats, statsText, taskDetails, taskTable, watchScreen } from './format.js';
+import { typeControlText, typesTable } from './type-format.js';
 import { UsageError } from './usage-error.js';
 import { loadTaskModule } from './task-module.js';
 
@@ -48,6 +49,10 @@ const USAGE = `Usage: leasehold <command> [options]
   cancel <id>
   retry <id>
   stats                                    counts by type and status, running leases, oldest queued age
+  types                                    each task type: paused or not, waiting, running, delayed
+  pause <type>                             stop claims of a type: its tasks wait, running ones finish
+  resume <type>                            claim a paused type's tasks again (pause and resume are an
+                                           operator's routes: in AWS they need the construct's grantOperate)
   watch [--interval MS] [--count N]        a live view of counts and running tasks
   dashboard --url URL [--port N] [--region R]
                                            the web dashboard for that API on http://127.0.0.1:N/
@@ -318,6 +323,19 @@ async function runApiCommand(
     case 'stats': {
       const stats = computeStats(await firstOf(client.list(), MAX_SCANNED_TASKS), Date.now());
       show(stats, () => statsText(stats));
+      return 0;
+    }
+    case 'types': {
+      const types = await client.types.list();
+      show(types, () => typesTable(types));
+      return 0;
+    }
+    case 'pause':
+    case 'resume': {
+      if (!args[0]) throw new UsageError(`give the task type to ${command}`);
+      const answer =
+        command === 'pause' ? await client.types.pause(args[0]) : await client.types.resume(args[0]);
+      show(answer, () => typeControlText(answer));
       return 0;
     }
     case 'watch': {

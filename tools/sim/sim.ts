@@ -10,6 +10,7 @@ import { spawnSync } from 'node:child_process';
 import { appendFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createNetServer } from 'node:net';
 import { join, resolve } from 'node:path';
+import { API_ROUTES } from '../../shared/api/api-handler.js';
 import { directClientPolicy } from '../../shared/client/direct-policy.js';
 import { startDynalite } from '../local/dynalite.js';
 import { untilTableActive } from '../../shared/store/table-setup.js';
@@ -311,23 +312,38 @@ export async function startSim(options: SimOptions): Promise<RunningSim> {
     closers.push(() => gateway.close());
 
     // Local callers who may sign API requests (written to sim.json with their keys).
-    const apiArn = `arn:aws:execute-api:${region}:${accountId}:${api.apiId}/*`;
+    // A caller's policy names routes as the construct's grants do: every route but the operators'
+    // (pause, resume) for producers; those two for the operator.
+    const apiArn = `arn:aws:execute-api:${region}:${accountId}:${api.apiId}`;
+    const routeArns = (operator: boolean) =>
+      API_ROUTES.filter((r) => (r.operator === true) === operator).map(
+        (r) => `${apiArn}/*/${r.method}${r.path.replace(/\{[^}]+\}/g, '*')}`,
+      );
+    const invokeRoutes = (operator: boolean) => [
+      {
+        Statement: [
+          { Effect: 'Allow' as const, Action: 'execute-api:Invoke', Resource: routeArns(operator) },
+        ],
+      },
+    ];
     const callers: SimPrincipal[] = [
       identities.addCaller('admin', `arn:aws:iam::${accountId}:user/sim-admin`, [
         { Statement: [{ Effect: 'Allow', Action: '*', Resource: '*' }] },
       ]),
-      identities.addCaller('producer', `arn:aws:sts::${accountId}:assumed-role/sim-producer/session-1`, [
-        { Statement: [{ Effect: 'Allow', Action: 'execute-api:Invoke', Resource: apiArn }] },
-      ]),
+      identities.addCaller(
+        'producer',
+        `arn:aws:sts::${accountId}:assumed-role/sim-producer/session-1`,
+        invokeRoutes(false),
+      ),
       // Another session of the same role: the API treats a role's sessions as one owner.
       identities.addCaller(
         'producer-session-2',
         `arn:aws:sts::${accountId}:assumed-role/sim-producer/session-2`,
-        [{ Statement: [{ Effect: 'Allow', Action: 'execute-api:Invoke', Resource: apiArn }] }],
+        invokeRoutes(false),
       ),
-      identities.addCaller('other', `arn:aws:iam::${accountId}:user/sim-other`, [
-        { Statement: [{ Effect: 'Allow', Action: 'execute-api:Invoke', Resource: apiArn }] },
-      ]),
+      identities.addCaller('other', `arn:aws:iam::${accountId}:user/sim-other`, invokeRoutes(false)),
+      // May pause and resume task types, and nothing else (the construct's grantOperate).
+      identities.addCaller('operator', `arn:aws:iam::${accountId}:user/sim-operator`, invokeRoutes(true)),
       identities.addCaller('no-access', `arn:aws:iam::${accountId}:user/sim-no-access`, []),
       // A direct client's role with the narrowest policy the docs give it (shared/client/direct-policy.ts).
       identities.addCaller('direct-producer', `arn:aws:iam::${accountId}:role/sim-direct-producer`, [

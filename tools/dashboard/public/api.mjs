@@ -65,4 +65,7 @@ export const api = {
   putSchedule: (name, body) => call('PUT', `/schedules/${segment(name)}`, { body }),
   deleteSchedule: (name) => call('DELETE', `/schedules/${segment(name)}`),
   openApi: () => call('GET', '/openapi.json'),
+  types: () => call('GET', '/types'),
+  pause: (type) => call('POST', `/types/${segment(type)}/pause`),
+  resume: (type) => call('POST', `/types/${segment(type)}/resume`),
 };

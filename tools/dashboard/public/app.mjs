@@ -14,6 +14,7 @@ import { hrefFor, useRoute } from './router.mjs';
 import { SchedulesView } from './schedules-view.mjs';
 import { TaskView } from './task-view.mjs';
 import { TasksView } from './tasks-view.mjs';
+import { TypesView } from './types-view.mjs';
 import { useTaskTypes } from './task-types.mjs';
 import { ViewHeading } from './view-heading.mjs';
 
@@ -23,6 +24,7 @@ const intervalMs = pollIntervalMs();
 const NAV = [
   { href: '#/', label: 'Overview', view: '' },
   { href: '#/tasks', label: 'Tasks', view: 'tasks' },
+  { href: '#/types', label: 'Types', view: 'types' },
   { href: '#/enqueue', label: 'Enqueue', view: 'enqueue' },
   { href: '#/schedules', label: 'Schedules', view: 'schedules' },
 ];
@@ -103,6 +105,8 @@ function viewFor(view, rest, query, overview, taskTypes) {
       />`;
     case 'schedules':
       return html`<${SchedulesView} selected=${rest[0]} />`;
+    case 'types':
+      return html`<${TypesView} />`;
     default:
       return html`<${ViewHeading}>Not found<//>
         <p>There is no view "${view}". <a href=${hrefFor()}>Open the overview</a>.</p>`;
