@@ -6,17 +6,11 @@
  * Every exchange is checked against the OpenAPI document.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { API_ROUTES, handleApiEvent } from '../shared/api/api-handler.js';
-import { openApiDocument } from '../shared/api/openapi.js';
-import { createLeasehold } from '../shared/app.js';
-import { createRequestLeasehold } from '../shared/request-app.js';
 import { RecordingMetrics } from '../shared/metrics.js';
 import { runRecoverySweep } from '../shared/recovery/recovery-sweep.js';
-import { taskDefinitions } from '../tasks/catalog.js';
-import { ALICE, BOB, apiEvent, type EventSpec } from './support/api-events.js';
-import { OpenApiConformance, exchangeOf } from './support/openapi-conformance.js';
+import { ALICE, BOB } from './support/api-events.js';
+import { conformance, createApiWorld } from './support/api-world.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
-import { createTestStore } from './support/test-store.js';
 import { silentLogger } from './support/worker-world.js';
 
 let server: TestDynamo;
@@ -25,25 +19,14 @@ beforeAll(async () => {
 });
 afterAll(() => server.close());
 
-const conformance = new OpenApiConformance(openApiDocument(API_ROUTES));
 const iso = (ms: number) => new Date(ms).toISOString();
 const counts = (c: Record<string, number>) => ({ succeeded: 0, failed: 0, retried: 0, cancelled: 0, ...c });
 
 async function world() {
-  const t = await createTestStore(server.endpoint);
-  // The worker's and recovery's side, on the same table and clock.
-  const app = createLeasehold(t.config, taskDefinitions, { doc: t.doc, clock: t.clock });
-  const api = createRequestLeasehold(t.config, taskDefinitions, { doc: t.doc, clock: t.clock });
-  const deps = { ...api, logger: silentLogger() };
-  const call = async (spec: EventSpec) => {
-    const event = apiEvent(spec);
-    const res = await handleApiEvent(event, deps);
-    conformance.assertConforms(exchangeOf(event, res));
-    return { status: res.statusCode, body: JSON.parse(res.body) as Record<string, any> };
-  };
+  const w = await createApiWorld(server.endpoint);
   const stats = (caller: string, query?: Record<string, string>) =>
-    call({ method: 'GET', path: '/stats', caller, ...(query ? { query } : {}) });
-  return { ...t, app, call, stats };
+    w.call({ method: 'GET', path: '/stats', caller, ...(query ? { query } : {}) });
+  return { ...w, stats };
 }
 
 describe('GET /stats', () => {

@@ -7,19 +7,14 @@
  * Every exchange is checked against the OpenAPI document.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { API_ROUTES, handleApiEvent } from '../shared/api/api-handler.js';
-import { openApiDocument } from '../shared/api/openapi.js';
-import { createLeasehold } from '../shared/app.js';
-import { createRequestLeasehold } from '../shared/request-app.js';
+import { API_ROUTES } from '../shared/api/api-handler.js';
 import { RecordingMetrics } from '../shared/metrics.js';
 import { runRecoverySweep } from '../shared/recovery/recovery-sweep.js';
 import { readTypeControls } from '../shared/store/type-controls.js';
 import { scaleCounts } from '../shared/stats/type-overview.js';
-import { taskDefinitions } from '../tasks/catalog.js';
-import { ALICE, BOB, apiEvent, type EventSpec } from './support/api-events.js';
-import { OpenApiConformance, exchangeOf } from './support/openapi-conformance.js';
+import { ALICE, BOB } from './support/api-events.js';
+import { conformance, createApiWorld } from './support/api-world.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
-import { createTestStore } from './support/test-store.js';
 import { silentLogger } from './support/worker-world.js';
 
 let server: TestDynamo;
@@ -28,26 +23,17 @@ beforeAll(async () => {
 });
 afterAll(() => server.close());
 
-const conformance = new OpenApiConformance(openApiDocument(API_ROUTES));
 const iso = (ms: number) => new Date(ms).toISOString();
 
 async function world() {
-  const t = await createTestStore(server.endpoint);
-  const app = createLeasehold(t.config, taskDefinitions, { doc: t.doc, clock: t.clock });
-  const api = createRequestLeasehold(t.config, taskDefinitions, { doc: t.doc, clock: t.clock });
-  const call = async (spec: EventSpec) => {
-    const event = apiEvent(spec);
-    const res = await handleApiEvent(event, { ...api, logger: silentLogger() });
-    conformance.assertConforms(exchangeOf(event, res));
-    return { status: res.statusCode, body: JSON.parse(res.body) as Record<string, any> };
-  };
+  const w = await createApiWorld(server.endpoint);
   const enqueue = (type: string, extra: Record<string, unknown> = {}, caller = ALICE) =>
-    call({ method: 'POST', path: '/tasks', caller, body: { type, ...extra } });
+    w.call({ method: 'POST', path: '/tasks', caller, body: { type, ...extra } });
   const typeOf = async (type: string) =>
-    ((await call({ method: 'GET', path: '/types' })).body.types as { type: string }[]).find(
+    ((await w.call({ method: 'GET', path: '/types' })).body.types as { type: string }[]).find(
       (t) => t.type === type,
     );
-  return { ...t, app, call, enqueue, typeOf };
+  return { ...w, enqueue, typeOf };
 }
 
 describe('GET /types', () => {
@@ -155,6 +141,10 @@ describe('POST /types/{type}/pause and /resume', () => {
       expect(res.body.detail).toContain('known types: demo.');
     }
     expect((await readTypeControls(w.app.store.ctx, { consistent: true })).size).toBe(0);
+  });
+
+  it('went through the documented operations', () => {
+    expect(['listTypes', 'pauseType', 'resumeType'].filter((id) => !conformance.seen.has(id))).toEqual([]);
   });
 
   it('marks pause and resume as the operator’s routes, apart from every other (the grants are built from this)', () => {

@@ -144,6 +144,50 @@ describe('EnqueueKicker (fake invoker, manual clock)', () => {
   });
 });
 
+describe('EnqueueKicker with paused types (fake invoker, manual clock)', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('sends no kick for tasks of paused types only, drops their offers beside others, and kicks a resume', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const clock = new ManualClock();
+    const invoker = new FakeInvoker();
+    const events = new LeaseEvents();
+    const paused = new Set(['demo.sleep']);
+    const asked: string[][] = [];
+    const claimable = async (types: readonly string[]) => {
+      asked.push([...types]);
+      return types.filter((t) => !paused.has(t));
+    };
+    const kicker = new EnqueueKicker(invoker, clock, INTERVAL, KICK_HORIZON_MS, undefined, claimable);
+    kicker.listen(events);
+    const due = (taskId: string, type: string) =>
+      events.emit('task:enqueued', { taskId, type, availableAt: clock.now(), readySk: `sk-${taskId}` });
+
+    due('s1', 'demo.sleep');
+    await kicker.settled(1_000);
+    expect(invoker.calls).toEqual([]);
+    expect(asked).toEqual([['demo.sleep']]);
+
+    await vi.advanceTimersByTimeAsync(INTERVAL);
+    due('s2', 'demo.sleep');
+    due('e1', 'demo.echo');
+    await vi.advanceTimersByTimeAsync(INTERVAL);
+    await kicker.settled(1_000);
+    expect(invoker.calls).toEqual(['leasehold.kick']);
+    expect(invoker.hints[0]!.offers!.map((o) => o.taskId)).toEqual(['e1']);
+
+    // A resume kicks whatever the (possibly stale) view of the pauses says.
+    await vi.advanceTimersByTimeAsync(INTERVAL);
+    events.emit('type:resumed', { type: 'demo.sleep' });
+    await vi.advanceTimersByTimeAsync(INTERVAL);
+    await kicker.settled(1_000);
+    expect(invoker.calls).toEqual(['leasehold.kick', 'leasehold.kick']);
+    expect(invoker.hints[1]).toMatchObject({ readAll: true });
+  });
+});
+
 describe('EnqueueKicker on a real TaskStore (emulator)', () => {
   it('enqueueing a due task starts one kick; an idempotent repeat starts none; a delayed task none', async () => {
     const t = await createTestStore(server.endpoint);

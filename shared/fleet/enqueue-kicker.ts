@@ -28,9 +28,19 @@ interface KickBatch {
   lookFirst?: LookFirst;
   /** A task falls due within the horizon: some invocation must keep time. */
   delayed: boolean;
+  /** The types of the tasks due now (a kick only for paused types is not sent). */
+  types: Set<string>;
+  /** A kick for no task in particular (a resumed type's backlog): sent whatever is paused. */
+  anyType: boolean;
 }
 
-const emptyBatch = (): KickBatch => ({ offers: [], readAll: false, delayed: false });
+const emptyBatch = (): KickBatch => ({
+  offers: [],
+  readAll: false,
+  delayed: false,
+  types: new Set(),
+  anyType: false,
+});
 const dueNowIn = (batch: KickBatch) => batch.offers.length > 0 || batch.readAll;
 
 export class EnqueueKicker {
@@ -46,6 +56,9 @@ export class EnqueueKicker {
    * `seats`: when given, a delayed task's kick first reads the fleet (one eventually consistent query)
    * and starts no timekeeper while one keeps time, and a kick for several tasks at the cap rings a
    * held seat instead of starting an invocation.
+   * `claimable`: the types among these a worker may claim now (the operators' pauses out, read at most
+   * once a poll interval: worker/paused-types.ts); a kick only for paused types starts nothing, since
+   * the invocation would claim nothing. Without it every type is claimable.
    */
   constructor(
     private readonly invoker: WorkerInvoker,
@@ -53,6 +66,7 @@ export class EnqueueKicker {
     intervalMs: number,
     private readonly horizonMs: number,
     private readonly seats?: Pick<FleetSeats, 'read' | 'cap' | 'ringIfFull'>,
+    private readonly claimable?: (types: readonly string[]) => Promise<string[]>,
   ) {
     this.gate = new KickGate(intervalMs);
   }
@@ -78,6 +92,10 @@ export class EnqueueKicker {
     const now = this.clock.now();
     if (availableAt - now > this.horizonMs) return;
     const batch = this.pending;
+    if (availableAt <= now) {
+      if (where) batch.types.add(where.type);
+      else batch.anyType = true;
+    }
     if (availableAt > now) batch.delayed = true;
     else if (where?.taskId && where.readySk && batch.offers.length < TUNING.kick.maxOffers)
       batch.offers.push({
@@ -138,7 +156,10 @@ export class EnqueueKicker {
     await Promise.all(sends);
   }
 
-  private async startWorker(batch: KickBatch): Promise<boolean> {
+  private async startWorker(due: KickBatch): Promise<boolean> {
+    // Without a pause check (or for a resume) nothing is awaited first: the start goes out at once.
+    const batch = this.claimable && !due.anyType && due.types.size > 0 ? await this.unpaused(due) : due;
+    if (!batch) return false;
     if (this.seats && (batch.readAll || batch.offers.length > 1) && (await this.fleetFullRung()))
       return false;
     return this.invoker.start('leasehold.kick', {
@@ -146,6 +167,17 @@ export class EnqueueKicker {
       ...(batch.lookFirst ? { lookFirst: batch.lookFirst } : {}),
       ...(batch.offers.length > 0 ? { offers: batch.offers } : {}),
     });
+  }
+
+  /**
+   * The batch without the offers of paused types, or undefined when every task in it is of a paused
+   * type. The pauses unreadable: the batch as it is (a kick is a hint; the worker checks them again).
+   */
+  private async unpaused(batch: KickBatch): Promise<KickBatch | undefined> {
+    const types = [...batch.types];
+    const open = new Set(await this.claimable!(types).catch(() => types));
+    if (open.size === 0) return undefined;
+    return { ...batch, offers: batch.offers.filter((o) => open.has(o.type)) };
   }
 
   /** Whether every seat is held and one was rung for this kick's tasks (on any failure: false, kick). */

@@ -28,7 +28,11 @@ export function lambdaKicker(
    * Whether kicks read the seats first (see EnqueueKicker). Recovery's role may not query the table:
    * its rare kick starts an invocation that takes a seat, or at the cap rings a held one itself.
    */
-  options: { readSeats: boolean } = { readSeats: true },
+  options: {
+    readSeats: boolean;
+    /** The kick's pause check (EnqueueKicker); only a function whose role may read the `TYPES` partition. */
+    claimable?: (types: readonly string[]) => Promise<string[]>;
+  } = { readSeats: true },
 ): EnqueueKicker | undefined {
   if (!config.workerFunctionArn) return undefined;
   const invoker = new LambdaWorkerInvoker(config.workerFunctionArn, undefined, (message, detail) =>
@@ -43,6 +47,7 @@ export function lambdaKicker(
     config.kickIntervalMs,
     kickHorizonMs(config.recoveryIntervalMs),
     seats,
+    options.claimable,
   );
   kicker.listen(events);
   return kicker;

@@ -10,6 +10,7 @@ import { createRequestLeasehold } from '../request-app.js';
 import { loadConfig } from '../config.js';
 import { lambdaKicker } from '../fleet/lambda-kicker.js';
 import { writeTargetOf } from '../store/context.js';
+import { claimableTypesOn } from '../worker/paused-types.js';
 import type { TaskDefinition } from '../tasks/define.js';
 
 export function createApiHandler(taskDefinitions: TaskDefinition[]) {
@@ -17,7 +18,11 @@ export function createApiHandler(taskDefinitions: TaskDefinition[]) {
   const app = createRequestLeasehold(loadConfig(process.env), taskDefinitions);
   const logger = new Logger({ serviceName: 'leasehold-api' });
   // Starts a worker when a task arrives (coalesced), instead of leaving it for the next minute's tick.
-  const kicker = lambdaKicker(app.config, app.events, app.clock, logger, writeTargetOf(app.store.ctx));
+  // A kick only for tasks of paused types starts nothing (the pauses read at most once a poll interval).
+  const kicker = lambdaKicker(app.config, app.events, app.clock, logger, writeTargetOf(app.store.ctx), {
+    readSeats: true,
+    claimable: claimableTypesOn(app.store.ctx, app.config.pollIntervalMs),
+  });
   // The generated document, copied next to the bundle by the construct (the generator is not bundled).
   const openApi = openApiFile(openApiPath(process.env));
 
