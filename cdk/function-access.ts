@@ -5,20 +5,16 @@ import type { TableAccess } from './leasehold-function.js';
 
 /**
  * What the worker's item actions touch: tasks and their bodies (`TASK#<id>`), the fleet's seats
- * (`FLEET`), concurrency slots (`LIMIT#...`), rate-limit tokens (`RATE#<type>`), the operators' type
- * controls (`TYPES`, read), the queue summary (`QUEUE`), the owners' outcome counters (`STATS#<owner>`),
- * and locks (`LOCK#<key>`, the library a handler may use).
+ * (`FLEET`), concurrency slots (`LIMIT#...`), rate-limit tokens (`RATE#<type>`), the queue summary
+ * (`QUEUE`), the owners' outcome counters (`STATS#<owner>`), and locks (`LOCK#<key>`, the library a
+ * handler may use).
  */
-export const WORKER_PARTITIONS = [
-  'TASK#*',
-  'FLEET',
-  'LIMIT#*',
-  'RATE#*',
-  'TYPES',
-  'QUEUE',
-  'STATS#*',
-  'LOCK#*',
-];
+export const WORKER_PARTITIONS = ['TASK#*', 'FLEET', 'LIMIT#*', 'RATE#*', 'QUEUE', 'STATS#*', 'LOCK#*'];
+/**
+ * What the worker only reads: the operators' type controls (`TYPES`). A task handler runs under the
+ * worker's role, so it must not be able to pause or resume a type (an operator's grant).
+ */
+export const WORKER_READ_ONLY_PARTITIONS = ['TYPES'];
 
 export const FUNCTION_ACCESS: Record<FunctionName, TableAccess> = {
   // enqueue (put, read-back), get, cancel, retry, list (owner index + batch read); schedule
@@ -53,6 +49,7 @@ export const FUNCTION_ACCESS: Record<FunctionName, TableAccess> = {
     table: ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem'],
     indexes: { [INDEX.ready.name]: ['dynamodb:Query'], [INDEX.delay.name]: ['dynamodb:Query'] },
     leadingKeys: WORKER_PARTITIONS,
+    readOnlyKeys: WORKER_READ_ONLY_PARTITIONS,
   },
   // sweep (lease and delay indexes + batch read), fixes and promotions, queue-depth counts (ready index)
   recovery: {

@@ -24,6 +24,8 @@ export interface TableAccess {
    * Requests that name no key (none here) are refused too.
    */
   leadingKeys?: string[];
+  /** Partitions it may only read (GetItem, Query), apart from `leadingKeys`: read-only statement of its own. */
+  readOnlyKeys?: string[];
 }
 
 export interface LeaseholdFunctionProps {
@@ -107,6 +109,19 @@ export class LeaseholdFunction extends Construct {
             }
           : {}),
       }),
+      ...(access.readOnlyKeys
+        ? [
+            new PolicyStatement({
+              sid: 'ReadOnlyItems',
+              actions: ['dynamodb:GetItem', 'dynamodb:Query'],
+              resources: [taskTable.table.tableArn],
+              conditions: {
+                'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': access.readOnlyKeys },
+                Null: { 'dynamodb:LeadingKeys': 'false' },
+              },
+            }),
+          ]
+        : []),
       ...Object.entries(access.indexes).map(
         ([index, actions]) =>
           new PolicyStatement({

@@ -129,7 +129,7 @@ describe('the leasehold CLI against the HTTP API', () => {
     const paused = await cli('pause', 'demo.fail');
     expect(paused).toMatchObject({ code: 0 });
     expect(paused.out.trim()).toMatch(
-      /^demo\.fail paused: its tasks wait; running ones finish \(claims stop within \d+ ms\)$/,
+      /^demo\.fail paused: its tasks wait; running ones finish \(workers see it within \d+ ms\)$/,
     );
     const table = (await cli('types')).out.split('\n');
     expect(table[0]).toMatch(/^TYPE +STATE +WAITING +RUNNING +DELAYED +CHANGED$/);

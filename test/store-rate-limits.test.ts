@@ -136,6 +136,26 @@ describe('rate-limited claims (dynalite or DynamoDB Local)', () => {
     expect(mostStartsInWindow(starts, 1_000)).toBe(4);
   });
 
+  it('a take replaces only the use it read, so its give-back never erases another claimer’s newer start', async () => {
+    const s = await createTestStore(
+      server.endpoint,
+      {},
+      { rateLimits: { limited: { limit: 1, intervalMs: 1_000 } } },
+    );
+    // A reads the token (never used); B, whose clock is behind, starts at 10,000; then A, at 11,000.
+    const a = new RateTokens(s.store.ctx);
+    expect(await a.mayStart('limited', 9_000)).toBe(true);
+    expect(await new RateTokens(s.store.ctx).take('limited', 'task-b', 10_000)).toMatchObject({
+      usedAt: 10_000,
+    });
+    const taken = await a.take('limited', 'task-a', 11_000);
+    // Had A overwritten B's use, its give-back (its claim lost) would restore "never used"...
+    if (taken && taken !== 'none') await a.giveBack(taken);
+    expect(taken).toBe('none');
+    // ...and C could start at 10,500, two starts 500 ms apart under a limit of 1 a second.
+    expect(await new RateTokens(s.store.ctx).take('limited', 'task-c', 10_500)).toBe('none');
+  });
+
   it('gives a take back (its claim lost): the token is free again; a take made since stands', async () => {
     const s = await createTestStore(
       server.endpoint,

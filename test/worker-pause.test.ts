@@ -5,12 +5,13 @@
  * it claims; the pure refresh rule and that bound are checked on a manual clock.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PausedTypes, claimableTypesOn, pausesAreStale } from '../shared/worker/paused-types.js';
+import { PausedTypes, pausesAreStale } from '../shared/worker/paused-types.js';
 import { TaskStatus } from '../shared/task-model.js';
 import { taskDefinitions } from '../tasks/catalog.js';
 import { ManualClock } from './support/manual-clock.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
-import { createWorkerWorld, sleep } from './support/worker-world.js';
+import { createWorkerWorld, silentLogger, sleep } from './support/worker-world.js';
+import { Worker } from '../shared/worker/worker.js';
 
 let server: TestDynamo;
 beforeAll(async () => {
@@ -52,9 +53,16 @@ describe('a paused type on a running worker (dynalite)', () => {
     { timeout: 30_000 },
     async () => {
       const w = await createWorkerWorld(server.endpoint, taskDefinitions);
-      const worker = w.worker('w1', {
-        claimableTypes: claimableTypesOn(w.store.ctx, w.config.pollIntervalMs),
-      });
+      // The worker's default gate (its store's pauses), with each read's start time kept: a round that
+      // began before its worker read the pause may still take a task, so the test waits for a read begun
+      // after the pause, and for the round that read was for, before it enqueues the task that must wait.
+      const readsStartedAt: number[] = [];
+      const store = w.peer();
+      const readPauses = store.pausedTypes.bind(store);
+      store.pausedTypes = () => (readsStartedAt.push(Date.now()), readPauses());
+      const worker = w.worker('w1', { store });
+      const rounds: number[] = [];
+      worker.events.on('claim:round', () => rounds.push(Date.now()));
       const stop = new AbortController();
       const run = worker.run({ stop: stop.signal, idleStopMs: Number.POSITIVE_INFINITY });
       const statusOf = async (id: string) => (await w.store.get({ id })).status;
@@ -67,9 +75,13 @@ describe('a paused type on a running worker (dynalite)', () => {
       const running = (await w.submitter.enqueue({ type: 'demo.sleep', payload: { ms: 600 }, owner: 'o' }))
         .task;
       await until(running.id, TaskStatus.RUNNING);
+      const pausedAt = Date.now();
       await w.store.setTypePaused({ type: 'demo.sleep', paused: true });
-      // A claim round may still start within one poll interval of the pause.
-      await sleep(w.config.pollIntervalMs * 3);
+      for (let waited = 0; waited < 10_000; waited += 10) {
+        const readAfter = readsStartedAt.find((t) => t > pausedAt);
+        if (readAfter !== undefined && rounds.some((t) => t > readAfter)) break;
+        await sleep(10);
+      }
       const waiting = (await w.submitter.enqueue({ type: 'demo.sleep', payload: { ms: 1 }, owner: 'o' }))
         .task;
       const other = (await w.submitter.enqueue({ type: 'demo.echo', payload: { n: 1 }, owner: 'o' })).task;
@@ -83,6 +95,42 @@ describe('a paused type on a running worker (dynalite)', () => {
       await until(waiting.id, TaskStatus.SUCCESS);
       stop.abort();
       await run;
+    },
+  );
+});
+
+describe('a worker whose every type is paused', () => {
+  it(
+    'does not spin on due tasks it was offered: it leaves them to their promotion and sleeps between polls',
+    { timeout: 30_000 },
+    async () => {
+      // A second between reads of the pauses, as deployed: a loop that came straight back would run that
+      // whole second on its cached view without yielding.
+      const w = await createWorkerWorld(server.endpoint, taskDefinitions, { pollIntervalMs: 1_000 });
+      await w.store.setTypePaused({ type: 'demo.sleep', paused: true });
+      const worker = new Worker({
+        store: w.peer(),
+        registry: w.registry,
+        config: w.config,
+        workerId: 'w-paused',
+        types: ['demo.sleep'],
+        logger: silentLogger(),
+      });
+      const stop = new AbortController();
+      const run = worker.run({ stop: stop.signal, idleStopMs: Number.POSITIVE_INFINITY });
+      // A burst's entries, due now, as a kick would offer them.
+      worker.offerDue([
+        { id: 'due-1', dueAt: Date.now() - 10 },
+        { id: 'due-2', dueAt: Date.now() - 10 },
+      ]);
+      let ticks = 0;
+      const ticker = setInterval(() => ticks++, 10);
+      await sleep(300);
+      clearInterval(ticker);
+      stop.abort();
+      await run;
+      // A loop that never yields starves this timer (the review's repro: not one tick in 1.5 s).
+      expect(ticks).toBeGreaterThanOrEqual(10);
     },
   );
 });

@@ -273,8 +273,8 @@ export const OPERATIONS: Record<string, OperationSpec> = {
     summary: 'Pause a task type: its tasks are enqueued and wait, running ones finish, none is claimed',
     description:
       'An operator’s route: in AWS it needs its own grant (the construct’s `grantOperate`), which the ' +
-      'enqueue and read grants do not include. Workers read the pauses once a poll interval, so a claim ' +
-      'may still start within `takesEffectWithinMs`. Pausing a paused type answers the same.',
+      'enqueue and read grants do not include. Each worker reads the pauses before a claim round, at most ' +
+      '`takesEffectWithinMs` apart; a round already under way finishes. Pausing a paused type answers the same.',
     tag: 'types',
     callerScoped: false,
     answers: [{ status: 200, description: 'The type, paused.', schema: 'TypeControlAnswer' }],

@@ -269,7 +269,7 @@ export const typeControlSchema = z
 export const typeControlAnswerSchema = z
   .object({
     type: typeControlSchema,
-    /** Workers read the pauses once a poll interval: a claim round may still start within this long. */
+    /** How far apart workers read the pauses (the poll interval): rounds begun after a worker's next read take none of the type. */
     takesEffectWithinMs: z.number().int(),
   })
   .meta({ id: 'TypeControlAnswer' });

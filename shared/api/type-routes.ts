@@ -15,7 +15,7 @@ export interface TypeRouteDeps {
   store: TypeControls;
   /** The deployment's task types (the registry's names). */
   typeNames: () => string[];
-  /** How often workers read the pauses: a pause takes effect within this long. */
+  /** How far apart workers read the pauses: rounds they begin after their next read leave a paused type out. */
   pollIntervalMs: number;
 }
 

@@ -26,7 +26,6 @@ import { writeTargetOf } from '../store/context.js';
 import { ChainInvoker } from '../fleet/chain-invoker.js';
 import { TUNING } from '../tuning.js';
 import type { TaskDefinition } from '../tasks/define.js';
-import { claimableTypesOn } from '../worker/paused-types.js';
 
 export function createWorkerHandler(taskDefinitions: TaskDefinition[]) {
   const app = createTaskRuntime(loadConfig(process.env), taskDefinitions);
@@ -70,7 +69,6 @@ export function createWorkerHandler(taskDefinitions: TaskDefinition[]) {
     onSaturated: ({ inBurst }) => scaler.saturated(inBurst ? app.clock.now() : undefined),
     // Out of its share of a burst, a worker steals what is still due in the delay partitions.
     refillDue: (now) => app.store.dueDelayed({ before: now, limit: BURST_READ_LIMIT }),
-    claimableTypes: claimableTypesOn(app.store.ctx, app.config.pollIntervalMs),
   });
 
   const handler = async (

@@ -141,6 +141,18 @@ export const rateTokenFree =
     `attribute_not_exists(${e.name('usedAt')}) OR ${e.name('usedAt')} <= ${e.value(cutoff)}`;
 
 /**
+ * A rate-limit start replaces exactly the use this claimer read (none: the token was never used), so a
+ * give-back (below) restores what was there. Without it, a take could overwrite a newer take by another
+ * claimer (whose clock or start time is earlier), and its give-back would erase that claimer's start.
+ */
+export const rateTokenAsSeen =
+  (usedAt: number | undefined): ConditionPart =>
+  (e) =>
+    usedAt === undefined
+      ? `attribute_not_exists(${e.name('usedAt')})`
+      : `${e.name('usedAt')} = ${e.value(usedAt)}`;
+
+/**
  * Giving back a start whose claim lost its race: only our own take, still as we wrote it. A start
  * taken since (by anyone) stands.
  */

@@ -46,6 +46,8 @@ export interface LeaseStore {
   promote(input: { id: string }): Promise<boolean>;
   /** As OutcomeFlusher's; optional: a stand-in store (a test's fake) counts nothing. */
   flushOutcomes?(): Promise<OutcomeFlush>;
+  /** The types an operator paused (their tasks are not claimed); optional: a stand-in store pauses none. */
+  pausedTypes?(): Promise<Set<string>>;
 }
 
 /** What the API reads. */

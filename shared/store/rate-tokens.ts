@@ -10,7 +10,7 @@ import { EVERY_TOKEN, freeTokens, nextTokenFreeAt, type RateLimit, type TokenSha
 import { KEY, ratePartition, rateTokenSortKey } from '../table-layout.js';
 import { writeTargetOf, type StoreContext } from './context.js';
 import { conditionalUpdate } from './conditional-write.js';
-import { rateTokenFree, rateTokenTakenBy } from './conditions.js';
+import { rateTokenAsSeen, rateTokenFree, rateTokenTakenBy } from './conditions.js';
 import { readPartitionItems } from './partition-items.js';
 import { Expression } from './update-expression.js';
 
@@ -45,7 +45,8 @@ const tokenKey = (type: string, index: number) => ({
 
 /** One claim round's view of the rate-limited types' tokens: read once a round, taken one write a start. */
 export class RateTokens {
-  private readonly observed = new Map<string, Map<number, TokenItem>>();
+  /** Each type's tokens as read this round: one read, shared by the round's claims running at once. */
+  private readonly observed = new Map<string, Promise<Map<number, TokenItem>>>();
   /** The soonest a type found without a free token this round has one again. */
   private nextFree: number | undefined;
 
@@ -93,6 +94,7 @@ export class RateTokens {
       tokens.set(index, { sk: '', usedAt: startAt, taskId });
       const e = new Expression()
         .require(rateTokenFree(startAt - rate.intervalMs))
+        .require(rateTokenAsSeen(seen?.usedAt))
         .set('usedAt', startAt)
         .set('taskId', taskId);
       // A write whose outcome stays unknown throws: the token stays marked used (perhaps it was taken),
@@ -134,7 +136,7 @@ export class RateTokens {
       const written = await conditionalUpdate(writeTargetOf(this.ctx), tokenKey(take.type, take.index), e, {
         resends: 1,
       });
-      if (written.applied) this.observed.get(take.type)?.set(take.index, { sk: '', ...take.before });
+      if (written.applied) (await this.observed.get(take.type))?.set(take.index, { sk: '', ...take.before });
     } catch {
       // Left used: a start fewer in this window, never one more.
     }
@@ -145,17 +147,18 @@ export class RateTokens {
   }
 
   /** The type's tokens by index, read once a round (consistent: a take just made elsewhere shows). */
-  private async read(type: string): Promise<Map<number, TokenItem>> {
+  private read(type: string): Promise<Map<number, TokenItem>> {
     let tokens = this.observed.get(type);
     if (!tokens) {
-      const items = await readPartitionItems<TokenItem>({
+      tokens = readPartitionItems<TokenItem>({
         doc: this.ctx.doc,
         tableName: this.ctx.tableName,
         partition: ratePartition(type),
         consistent: true,
         deadlineMs: this.ctx.config.requestDeadlineMs,
-      });
-      tokens = new Map(items.map((item) => [Number(item.sk.slice('TOKEN#'.length)), item]));
+      }).then((items) => new Map(items.map((item) => [Number(item.sk.slice('TOKEN#'.length)), item])));
+      // A failed read is not kept: the next claim of the round reads again.
+      tokens.catch(() => this.observed.delete(type));
       this.observed.set(type, tokens);
     }
     return tokens;

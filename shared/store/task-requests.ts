@@ -24,7 +24,7 @@ import { OutcomeRecorder, type OutcomeFlush } from '../stats/outcome-recorder.js
 import { readStats, type QueueStats, type StatsInput } from '../stats/stats-reader.js';
 import type { RateLimit } from '../rate-rules.js';
 import { readTypesOverview, type TypesOverview } from '../stats/type-overview.js';
-import { setTypePaused, type PauseChange, type TypeControl } from './type-controls.js';
+import { readPausedTypes, setTypePaused, type PauseChange, type TypeControl } from './type-controls.js';
 
 export interface TaskStoreOptions {
   doc: DynamoDBDocumentClient;
@@ -106,6 +106,11 @@ export class TaskRequests implements Pick<TaskReads, 'get' | 'list' | 'stats'>, 
   /** GET /types: each of `types` with its controls and its waiting, running and delayed counts. */
   typesOverview(types: readonly string[]): Promise<TypesOverview> {
     return readTypesOverview(this.ctx, types);
+  }
+
+  /** The types paused now (one consistent Query of the controls): what a worker leaves out of its claims. */
+  pausedTypes(): Promise<Set<string>> {
+    return readPausedTypes(this.ctx);
   }
 
   /** Pauses or resumes a type (POST /types/{type}/pause, /resume); a resume wakes claimers and the kick. */

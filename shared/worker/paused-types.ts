@@ -2,12 +2,14 @@
  * Which types a worker may claim, with the operators' pauses (store/type-controls.ts) taken out. The
  * controls are read at most once a refresh interval (the poll interval) and only when the worker is
  * about to claim, so a pause costs one small Query per worker per poll interval, never one per task, and
- * an idle worker that does not claim reads nothing. A pause therefore takes effect within one refresh
- * interval; a claim round under way when it is written still finishes.
+ * an idle worker that does not claim reads nothing. Every round a worker begins after its first read
+ * following the pause (within one refresh interval) leaves the type out; a round already under way
+ * finishes as it began.
  */
 import type { Clock } from '../clock.js';
 import type { StoreContext } from '../store/context.js';
-import { pausedTypesOf, readTypeControls } from '../store/type-controls.js';
+import type { LeaseStore } from '../store/ports.js';
+import { readPausedTypes } from '../store/type-controls.js';
 
 /** Whether the cached pauses, read at `readAt`, are too old to use at `now`. */
 export const pausesAreStale = (readAt: number | undefined, now: number, refreshMs: number): boolean =>
@@ -37,11 +39,24 @@ export class PausedTypes {
   }
 }
 
-/** The worker's `claimableTypes` on a deployment's table: its pauses, read at most once every `refreshMs`. */
+/**
+ * A worker's default `claimableTypes`: its store's pauses (LeaseStore.pausedTypes), read at most once
+ * every `refreshMs`. A store that keeps none (a test's fake) pauses nothing.
+ */
+export function pausesOf(
+  store: Pick<LeaseStore, 'pausedTypes'>,
+  clock: Clock,
+  refreshMs: number,
+): ((types: readonly string[]) => Promise<string[]>) | undefined {
+  if (!store.pausedTypes) return undefined;
+  const gate = new PausedTypes(() => store.pausedTypes!(), clock, refreshMs);
+  return (types) => gate.claimable(types);
+}
+
+/** The API kick's `claimable`: the pauses on a deployment's table, read at most once every `refreshMs`. */
 export function claimableTypesOn(
   ctx: StoreContext,
   refreshMs: number,
 ): (types: readonly string[]) => Promise<string[]> {
-  const gate = new PausedTypes(async () => pausedTypesOf(await readTypeControls(ctx)), ctx.clock, refreshMs);
-  return (types) => gate.claimable(types);
+  return pausesOf({ pausedTypes: () => readPausedTypes(ctx) }, ctx.clock, refreshMs)!;
 }

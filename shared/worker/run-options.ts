@@ -75,8 +75,8 @@ export interface WorkerOptions {
    */
   idlePollCeilingMs?: number;
   /**
-   * The types among those it serves that it may claim now (paused-types.ts: the operators' pauses
-   * taken out, read at most once a poll interval). Without it every served type is claimable.
+   * The types among those it serves that it may claim now. Default: the operators' pauses taken out,
+   * as the store keeps them (LeaseStore.pausedTypes, read at most once a poll interval: paused-types.ts).
    */
   claimableTypes?: (types: readonly string[]) => Promise<string[]>;
 }

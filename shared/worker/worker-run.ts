@@ -44,6 +44,8 @@ export interface WorkerParts {
   tasks: RunningTasks;
   pause: PollPause;
   burst: BurstRefill;
+  /** The served types it may claim now (the operators' pauses out); undefined: all of them. */
+  claimable: ((types: readonly string[]) => Promise<string[]>) | undefined;
 }
 
 export class WorkerRun {
@@ -234,8 +236,13 @@ export class WorkerRun {
     const { events, tasks, memory } = this.parts;
     try {
       const handedFirst = this.options.returnWhenIdle === true;
-      const unpaused = (await this.parts.options.claimableTypes?.(types)) ?? types;
-      if (unpaused.length === 0) return { won: 0, handedOnly: false };
+      const unpaused = (await this.parts.claimable?.(types)) ?? types;
+      if (unpaused.length === 0) {
+        // Every type it serves is paused: the due entries it was offered are left to their promotion
+        // (a round would take none of them, and the loop would come straight back for them).
+        memory.dropDue();
+        return { won: 0, handedOnly: false };
+      }
       const round = await store.claim(
         { workerId, types: unpaused, max: free, ...(handedFirst ? { handedFirst } : {}) },
         memory,

@@ -27,6 +27,7 @@ import { RunningTasks } from './running-tasks.js';
 import { TimerSet } from './timers.js';
 import { PollPause } from './work-signals.js';
 import { WorkerRun, type WorkerParts } from './worker-run.js';
+import { pausesOf } from './paused-types.js';
 
 export {
   WorkerBusyError,
@@ -77,6 +78,7 @@ export class Worker {
       types: options.types ?? workerTypes(options.config, options.registry),
       memory,
       pause,
+      claimable: options.claimableTypes ?? pausesOf(options.store, clock, options.config.pollIntervalMs),
       burst: new BurstRefill({
         memory,
         refillDue: options.refillDue,

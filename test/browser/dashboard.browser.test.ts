@@ -105,9 +105,9 @@ describe('the dashboard in Chromium', () => {
       .waitFor({ timeout: UI_TIMEOUT_MS });
     await row.locator('.badge', { hasText: /^paused$/ }).waitFor({ timeout: UI_TIMEOUT_MS });
 
-    // The stack's worker polls every 500 ms (LEASEHOLD_POLL_INTERVAL_MS) and reads the pauses as often:
-    // a claim round may start within that of the pause, so the task is enqueued after it has passed.
-    await new Promise((r) => setTimeout(r, 2 * 500));
+    // The stack's worker reads the pauses before each round, at most 500 ms apart (LEASEHOLD_POLL_INTERVAL_MS);
+    // a round begun before finishes: the task is enqueued well after both.
+    await new Promise((r) => setTimeout(r, 3_000));
     const id = await enqueue({ type: 'demo.report', payload: { ms: 50 } });
     await new Promise((r) => setTimeout(r, 3 * 500));
     expect(await statusOf(id)).toBe('QUEUED');

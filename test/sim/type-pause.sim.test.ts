@@ -34,8 +34,9 @@ describe('pause and resume a type through the signed API', () => {
         changedBy: expect.stringContaining('sim-operator'),
       });
       expect(await typeOf('producer')).toMatchObject({ paused: true });
-      // A worker may start a round within this long of the pause.
-      await sleep(paused.body.takesEffectWithinMs * 2);
+      // Workers read the pause within this long; a round begun before finishes (its requests bounded by
+      // the worker's 5 s request deadline, most in milliseconds): the task is enqueued after both.
+      await sleep(paused.body.takesEffectWithinMs + 5_000);
 
       const created = await api('POST', '/tasks', { type: TYPE, payload: { failTimes: 0 } }, 'producer');
       expect(created.status).toBe(201);

@@ -27,6 +27,6 @@ export function typesTable(answer: TypesJson): string {
 export function typeControlText(answer: TypeControlAnswerJson): string {
   const { type, paused } = answer.type;
   return paused
-    ? `${type} paused: its tasks wait; running ones finish (claims stop within ${answer.takesEffectWithinMs} ms)`
+    ? `${type} paused: its tasks wait; running ones finish (workers see it within ${answer.takesEffectWithinMs} ms)`
     : `${type} resumed: its waiting tasks are claimed again`;
 }

@@ -30,7 +30,6 @@ import { API_ROUTES } from '../../shared/api/api-handler.js';
 import { openApiDocument } from '../../shared/api/openapi.js';
 import { openWakeChannel } from './wake-channel.js';
 import { TUNING } from '../../shared/tuning.js';
-import { claimableTypesOn } from '../../shared/worker/paused-types.js';
 
 /** Recovery sweeps one local stack runs at once (see runSweep). */
 const MAX_SWEEPS_IN_FLIGHT = 2;
@@ -132,7 +131,6 @@ export async function startStack(options: StackOptions): Promise<LocalStack> {
       // Every local writer wakes it (this process's events, the wake channel): idle, a short poll
       // interval backs off to a second, so its rounds do not crowd out the work it is woken for.
       idlePollCeilingMs: TUNING.poll.idleCeilingMs,
-      claimableTypes: claimableTypesOn(app.store.ctx, app.config.pollIntervalMs),
     });
     // The stack's one owner of promotion (the recovery sweep is the floor under it): it reads the delay
     // partitions every poll (a second at the fastest) and is told of what this process delays.

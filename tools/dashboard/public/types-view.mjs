@@ -99,7 +99,7 @@ const ACTIONS = {
     label: 'Pause type',
     danger: true,
     body: 'No task of this type is claimed until it is resumed, for every caller. New tasks are still enqueued and wait; running ones finish.',
-    done: (a) => `Paused ${a.type.type}: claims stop within ${count(a.takesEffectWithinMs)} ms.`,
+    done: (a) => `Paused ${a.type.type}: workers see it within ${count(a.takesEffectWithinMs)} ms.`,
   },
   resume: {
     title: (type) => `Resume ${type}?`,
