@@ -41,7 +41,8 @@ describe('pause and resume a type through the signed API', () => {
       const created = await api('POST', '/tasks', { type: TYPE, payload: { failTimes: 0 } }, 'producer');
       expect(created.status).toBe(201);
       const id = created.body.task.id as string;
-      // Its enqueue kicked a worker; it stays queued, no attempt spent.
+      // No kick is sent for it (its type is paused), and workers started for other work leave it: it
+      // stays queued, no attempt spent.
       await sleep(8_000);
       expect((await api('GET', `/tasks/${id}`, undefined, 'producer')).body.task).toMatchObject({
         status: 'QUEUED',
