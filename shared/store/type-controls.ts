@@ -83,14 +83,11 @@ export async function readTypeControls(
   return controls;
 }
 
-/** The types among `controls` that are paused now. */
-export const pausedTypesOf = (controls: Map<string, TypeControl>): Set<string> =>
-  new Set([...controls.values()].filter((c) => c.paused).map((c) => c.type));
-
 /**
  * The types paused now, as the claim path reads them: consistent, so a read just after a pause sees it
  * (a worker keeps what it read for a poll interval).
  */
 export async function readPausedTypes(ctx: StoreContext): Promise<Set<string>> {
-  return pausedTypesOf(await readTypeControls(ctx, { consistent: true }));
+  const controls = await readTypeControls(ctx, { consistent: true });
+  return new Set([...controls.values()].filter((c) => c.paused).map((c) => c.type));
 }

@@ -40,8 +40,8 @@ export class PausedTypes {
 }
 
 /**
- * A worker's default `claimableTypes`: its store's pauses (LeaseStore.pausedTypes), read at most once
- * every `refreshMs`. A store that keeps none (a test's fake) pauses nothing.
+ * A worker's paused-type filter: its store's pauses (LeaseStore.pausedTypes), read at most once every
+ * `refreshMs`. A store that keeps none (a test's fake) pauses nothing.
  */
 export function pausesOf(
   store: Pick<LeaseStore, 'pausedTypes'>,
@@ -58,5 +58,6 @@ export function claimableTypesOn(
   ctx: StoreContext,
   refreshMs: number,
 ): (types: readonly string[]) => Promise<string[]> {
-  return pausesOf({ pausedTypes: () => readPausedTypes(ctx) }, ctx.clock, refreshMs)!;
+  const gate = new PausedTypes(() => readPausedTypes(ctx), ctx.clock, refreshMs);
+  return (types) => gate.claimable(types);
 }

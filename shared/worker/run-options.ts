@@ -74,11 +74,6 @@ export interface WorkerOptions {
    * worker, lets a short interval back off to a second.
    */
   idlePollCeilingMs?: number;
-  /**
-   * The types among those it serves that it may claim now. Default: the operators' pauses taken out,
-   * as the store keeps them (LeaseStore.pausedTypes, read at most once a poll interval: paused-types.ts).
-   */
-  claimableTypes?: (types: readonly string[]) => Promise<string[]>;
 }
 
 /** How long a run may go, and what stops it. */

@@ -78,7 +78,7 @@ export class Worker {
       types: options.types ?? workerTypes(options.config, options.registry),
       memory,
       pause,
-      claimable: options.claimableTypes ?? pausesOf(options.store, clock, options.config.pollIntervalMs),
+      claimable: pausesOf(options.store, clock, options.config.pollIntervalMs),
       burst: new BurstRefill({
         memory,
         refillDue: options.refillDue,

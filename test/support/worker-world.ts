@@ -59,7 +59,6 @@ export interface WorkerWorld extends TestStore {
       clock?: Clock;
       history?: HistorySink;
       refillDue?: WorkerOptions['refillDue'];
-      claimableTypes?: WorkerOptions['claimableTypes'];
     },
   ): Worker & { recorded: RecordingMetrics };
 }
@@ -100,7 +99,6 @@ export async function createWorkerWorld(
         metrics: recorded,
         clock: options.clock ?? t.storeClock,
         ...(options.refillDue ? { refillDue: options.refillDue } : {}),
-        ...(options.claimableTypes ? { claimableTypes: options.claimableTypes } : {}),
       });
       return Object.assign(worker, { recorded });
     },
