@@ -27,6 +27,13 @@ export const BENCH_TASKS = [
     schema: z.object({ ms: z.number().int().min(0) }),
     handler: ({ ms }, ctx) => new Promise((r) => setTimeout(r, ms)).then(() => ctx.signal.aborted),
   }),
+  // Measure 16's type: its owners share its claims in turn.
+  defineTask({
+    name: 'bench.fair',
+    schema: z.object({ ms: z.number().int().min(0) }),
+    fairShares: true,
+    handler: ({ ms }) => new Promise((r) => setTimeout(r, ms)).then(() => null),
+  }),
   // Measure 14's type: 50 starts in any second, across every worker.
   defineTask({
     name: 'bench.limited',
@@ -84,7 +91,12 @@ export async function benchTable(
       const meter = new RequestMeter();
       meter.attach(client);
       const doc = documentClientFor(client);
-      const store = new TaskStore({ doc, config, definitionRateLimits: registry.rateLimits() });
+      const store = new TaskStore({
+        doc,
+        config,
+        definitionRateLimits: registry.rateLimits(),
+        definitionGrouping: registry.grouping(),
+      });
       return { config, client, doc, store, registry, meter };
     },
   };

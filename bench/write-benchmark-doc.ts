@@ -70,6 +70,8 @@ export function renderBenchmarkDoc(report: BenchReport): string {
     idleMinute,
     batchEnqueue,
     rateLimits,
+    groups,
+    fairness,
   ]
     .map((section) => section(find, report))
     .filter((text): text is string => text !== undefined);
@@ -382,6 +384,20 @@ function rateLimits(_find: Find, report: BenchReport): string | undefined {
     '- 8 workers, each with its own SDK client, drain tasks of a type limited to 50 starts in any second (`shared/store/rate-tokens.ts`: one token item per allowed start, each taken at most once a second).',
     "- The achieved rate is the starts a second between the first start and the last, against the limit; the window figure counts each start's `startedAt` and must never pass the limit.",
     '- Writes per task are the claim, the token take and the completion, plus a give-back for each claim that lost its race after taking a token.',
+  ]);
+}
+
+function groups(_find: Find, report: BenchReport): string | undefined {
+  return figureList(report, (m) => m.group.startsWith('15.'), '### 15. Groups', [
+    '- 4 workers, each with its own SDK client, drain no-op tasks spread over 1, 10 and 1,000 groups, one task of a group at a time (`groupConcurrency` 1), and the same tasks without a group in the same run.',
+    "- Writes per task beyond an ungrouped task: the group's slot take (`shared/store/group-slots.ts`), plus a give-back for each claim that lost its race after taking a slot. Nothing is written when a grouped task ends.",
+    '- One group is serial by definition: its rate is one task after another, each waiting for the last to finish.',
+  ]);
+}
+
+function fairness(_find: Find, report: BenchReport): string | undefined {
+  return figureList(report, (m) => m.group.startsWith('16.'), '### 16. Fair shares', [
+    "- 4 workers drain one owner's backlog of a type with `fairShares`; a second owner, from a process of its own, enqueues one task. The figure is how long after its enqueue it started, the backlog still waiting; its parameters give the same wait for a type without fair shares, behind the backlog.",
   ]);
 }
 

@@ -5,11 +5,21 @@ import type { TableAccess } from './leasehold-function.js';
 
 /**
  * What the worker's item actions touch: tasks and their bodies (`TASK#<id>`), the fleet's seats
- * (`FLEET`), concurrency slots (`LIMIT#...`), rate-limit tokens (`RATE#<type>`), the queue summary
+ * (`FLEET`), concurrency slots (`LIMIT#...`), rate-limit tokens (`RATE#<type>`), group slots
+ * (`GROUP#<type>#<rotation>`), the queue summary
  * (`QUEUE`), the owners' outcome counters (`STATS#<owner>`), and locks (`LOCK#<key>`, the library a
  * handler may use).
  */
-export const WORKER_PARTITIONS = ['TASK#*', 'FLEET', 'LIMIT#*', 'RATE#*', 'QUEUE', 'STATS#*', 'LOCK#*'];
+export const WORKER_PARTITIONS = [
+  'TASK#*',
+  'FLEET',
+  'LIMIT#*',
+  'RATE#*',
+  'GROUP#*',
+  'QUEUE',
+  'STATS#*',
+  'LOCK#*',
+];
 /**
  * What the worker only reads: the operators' type controls (`TYPES`). A task handler runs under the
  * worker's role, so it must not be able to pause or resume a type (an operator's grant).

@@ -59,6 +59,7 @@ export function buildRuntime<Store extends TaskRequests>(
     events,
     definitionLimits: registry.limits(),
     definitionRateLimits: registry.rateLimits(),
+    definitionGrouping: registry.grouping(),
   });
   const submitter = new TaskSubmitter(store, registry, config);
   return { config, doc, clock, events, store, registry, submitter };

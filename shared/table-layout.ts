@@ -55,6 +55,27 @@ export const shardPartition = (type: string, shard: number) => `${type}#${shard}
 /** The partition holding a type's tasks of every priority but the default, highest first. */
 export const lanePartition = (type: string) => `${type}#lane`;
 
+/**
+ * Partitions per type holding rotated tasks (grouped ones, and every task of a type with fair shares;
+ * group-rules.ts). Few, since a claimer reads each from a cursor; four carry about 4,000 index writes
+ * a second, 2,000 grouped tasks a second per type.
+ */
+export const ROTATION_SHARDS = 4;
+/** One of a type's rotation partitions: `<type>#rotation#<n>` (a type has no `#`, so no shard or lane is named so). */
+export const rotationPartition = (type: string, n: number) => `${type}#rotation#${n}`;
+/** Every rotation partition of a type. */
+export const rotationPartitions = (type: string) =>
+  Array.from({ length: ROTATION_SHARDS }, (_, n) => rotationPartition(type, n));
+/** The rotation partition a rotation key's tasks wait in. */
+export const rotationPartitionOf = (type: string, rotation: string) =>
+  rotationPartition(type, fnv1a(`rotation#${rotation}`) % ROTATION_SHARDS);
+
+/**
+ * A group's slots (group-rules.ts): partition `GROUP#<type>#<rotation key>`, one item per slot. A group
+ * of its own partition, so one busy group's slot writes never share a partition with another's.
+ */
+export const groupSlotPartition = (type: string, rotation: string) => `GROUP#${type}#${rotation}`;
+
 /** Sorts ascending into the claim order: higher priority first, then earlier due, then older. */
 export function readySortKey(priority: number, availableAt: number, createdAt: number, id: string): string {
   return `${pad(PRIORITY_LIMIT - priority, 4)}#${pad(availableAt, 13)}#${pad(createdAt, 13)}#${id}`;

@@ -4,6 +4,7 @@ import { MAX_DURATION_MS } from './durations.js';
 import { ValidationError } from './errors.js';
 import { PRIORITY_LIMIT } from './table-layout.js';
 import { TaskStatus } from './task-model.js';
+import { groupSchema } from './group-rules.js';
 
 export const MAX_PAYLOAD_BYTES = 256 * 1024;
 export const MAX_RESULT_BYTES = 64 * 1024;
@@ -179,6 +180,7 @@ export const enqueueInput = z
     maxAttempts: z.number().int('must be a whole number').min(1).max(100).optional(),
     timeoutMs: z.number().int('must be whole milliseconds').positive().optional(),
     idempotencyKey: idempotencyKeySchema.optional(),
+    group: groupSchema.optional(),
   })
   .strict()
   .refine((v) => v.availableAt === undefined || v.delayMs === undefined, {
@@ -194,6 +196,8 @@ export const claimInput = z
     max: z.number().int('must be a whole number').min(1).max(1000),
     /** Take the tasks offered by key before reading any lane (a kick's run: claim.ts). */
     handedFirst: z.boolean().optional(),
+    /** Types known to have grouped tasks (type-controls.ts): their rotation partitions are read too. */
+    groupedTypes: z.array(taskTypeSchema).max(100).optional(),
   })
   .strict();
 export type ClaimInput = z.input<typeof claimInput>;
@@ -228,6 +232,8 @@ export const leaseSchema = z
     leaseUntil: z.number().int(),
     sweepAt: z.number().int(),
     shard: z.number().int().min(0),
+    /** Its rotation (group-rules.ts), when it waits in one: a requeue files it there again. */
+    rotation: z.string().optional(),
     // What a requeue needs to rebuild the task's place in the ready index without a read.
     priority: z.number().int(),
     createdAt: z.number().int(),

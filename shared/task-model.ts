@@ -45,6 +45,8 @@ export interface Task {
   leaseToken: number;
   timeoutMs?: number;
   idempotencyKey?: string;
+  /** Its group (named within its owner): at most the type's `groupConcurrency` of a group run at once. */
+  group?: string;
   startedAt?: number;
   finishedAt?: number;
   leaseOwner?: string;

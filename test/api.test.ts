@@ -107,6 +107,18 @@ describe('POST /tasks', () => {
     expect((await call({ method: 'POST', path: '/tasks', body, caller: BOB })).status).toBe(201);
   });
 
+  it('takes a group and shows it on the task', async () => {
+    const created = await call({
+      method: 'POST',
+      path: '/tasks',
+      body: { type: 'demo.sleep', payload: { ms: 1 }, group: 'customer-7' },
+    });
+    expect(created.status).toBe(201);
+    expect(created.body.task.group).toBe('customer-7');
+    const read = await call({ method: 'GET', path: `/tasks/${created.body.task.id}` });
+    expect(read.body.task.group).toBe('customer-7');
+  });
+
   it('takes delaySeconds or runAt, timeoutSeconds and maxAttempts', async () => {
     const runAt = '2030-01-01T00:00:00Z';
     const res = await call({
@@ -184,6 +196,18 @@ describe('POST /tasks', () => {
       { method: 'POST', path: '/tasks', body: { type: 'demo.echo', idempotencyKey: 'order-\ud800' } },
       400,
       'idempotencyKey',
+    ],
+    [
+      'a group with a space',
+      { method: 'POST', path: '/tasks', body: { type: 'demo.sleep', group: 'customer 1' } },
+      400,
+      'group',
+    ],
+    [
+      'a group of 129 characters',
+      { method: 'POST', path: '/tasks', body: { type: 'demo.sleep', group: 'g'.repeat(129) } },
+      400,
+      'group',
     ],
     [
       'an unknown field',

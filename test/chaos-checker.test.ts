@@ -146,6 +146,39 @@ describe('the chaos checker (pure)', () => {
     ]);
   });
 
+  it('finds two valid leases of one group at once beyond its groupConcurrency, and none across groups', () => {
+    const leaseAt = (t: number, task: string, until: number) => [
+      ev(t, 'a', { ev: 'claim', task, token: 1, leaseUntil: until }),
+      ev(t + 1, 'a', { ev: 'start', task, token: 1 }),
+      ev(until - 2, 'a', { ev: 'end', task, token: 1 }),
+      ev(until - 1, 'a', {
+        ev: 'write',
+        task,
+        token: 1,
+        write: 'complete',
+        outcome: 'ok',
+        status: 'SUCCESS',
+      }),
+    ];
+    const grouped = { ...config, groupConcurrency: { job: 1 } };
+    const tasks = [
+      { ...done('g1', 1, 'job'), group: 'a' },
+      { ...done('g2', 1, 'job'), group: 'a' },
+      { ...done('g3', 1, 'job'), group: 'b' },
+    ];
+    const ids = tasks.map((t) => t.id);
+    // g1 then g2 in group a, g3 of group b beside both: within the limit.
+    const serial = [...leaseAt(0, 'g1', 1_000), ...leaseAt(1_000, 'g2', 2_000), ...leaseAt(500, 'g3', 1_500)];
+    const ok = checkHistory({ history: serial, tasks, enqueued: ids, kills: [], config: grouped });
+    expect(ok.violations).toEqual([]);
+    expect(ok.figures.peakGroupConcurrency).toEqual({ job: 1 });
+    // g2 claimed while g1 still holds its lease: two of group a at once.
+    const overlap = [...leaseAt(0, 'g1', 1_000), ...leaseAt(600, 'g2', 1_600), ...leaseAt(500, 'g3', 1_500)];
+    const bad = checkHistory({ history: overlap, tasks, enqueued: ids, kills: [], config: grouped });
+    expect(bad.violations.map((v) => v.invariant)).toEqual(['group concurrency never exceeded']);
+    expect(bad.violations[0]!.detail).toMatch(/^job group a: 2 valid leases at once, limit 1/);
+  });
+
   it('counts a recovery fix whose outcome went unrecorded as unknown, and nothing else', () => {
     // t4's holder died; its lease ran out on the last attempt. Recovery sent a fix (intent) whose answer
     // never came back (nor its read-back): the task ends FAILED with no accepted terminal write.

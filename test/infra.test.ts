@@ -220,6 +220,7 @@ describe('the functions', () => {
                   'FLEET',
                   'LIMIT#*',
                   'RATE#*',
+                  'GROUP#*',
                   'QUEUE',
                   'STATS#*',
                   'LOCK#*',

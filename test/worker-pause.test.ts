@@ -31,13 +31,14 @@ describe('the refresh rule (pure)', () => {
     const clock = new ManualClock(1_000);
     let reads = 0;
     let paused = new Set(['a']);
-    const gate = new PausedTypes(async () => (reads++, paused), clock, 500);
-    expect(await gate.claimable(['a', 'b'])).toEqual(['b']);
+    const grouped = new Set(['a', 'b']);
+    const gate = new PausedTypes(async () => (reads++, { paused, grouped }), clock, 500);
+    expect(await gate.claimable(['a', 'b'])).toEqual({ types: ['b'], grouped: ['b'] });
     paused = new Set();
-    for (let i = 0; i < 10; i++) expect(await gate.claimable(['a', 'b'])).toEqual(['b']);
+    for (let i = 0; i < 10; i++) expect((await gate.claimable(['a', 'b'])).types).toEqual(['b']);
     expect(reads).toBe(1);
     clock.advance(500);
-    expect(await gate.claimable(['a', 'b'])).toEqual(['a', 'b']);
+    expect(await gate.claimable(['a', 'b'])).toEqual({ types: ['a', 'b'], grouped: ['a', 'b'] });
     expect(reads).toBe(2);
   });
 
@@ -58,8 +59,8 @@ describe('a paused type on a running worker (dynalite)', () => {
       // after the pause, and for the round that read was for, before it enqueues the task that must wait.
       const readsStartedAt: number[] = [];
       const store = w.peer();
-      const readPauses = store.pausedTypes.bind(store);
-      store.pausedTypes = () => (readsStartedAt.push(Date.now()), readPauses());
+      const readPauses = store.claimControls.bind(store);
+      store.claimControls = () => (readsStartedAt.push(Date.now()), readPauses());
       const worker = w.worker('w1', { store });
       const rounds: number[] = [];
       worker.events.on('claim:round', () => rounds.push(Date.now()));

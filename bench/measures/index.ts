@@ -1,4 +1,4 @@
-/** The benchmark's measures, in the order docs/benchmark.md numbers them (1-14). */
+/** The benchmark's measures, in the order docs/benchmark.md numbers them (1-16). */
 import type { BenchContext, Measure } from '../measure.js';
 import { claimContention } from './contention.js';
 import { coldStart } from './cold-start.js';
@@ -14,6 +14,7 @@ import { serveLatency } from './serve-latency.js';
 import { throughputRatio } from './throughput.js';
 import { burstRatio } from './burst.js';
 import { rateLimited } from './rate-limit.js';
+import { fairShares, groupedStarts } from './groups.js';
 
 export const MEASURES: { name: string; run: (ctx: BenchContext) => Promise<Measure[]> }[] = [
   { name: 'requests', run: requestsPerTask },
@@ -30,4 +31,6 @@ export const MEASURES: { name: string; run: (ctx: BenchContext) => Promise<Measu
   { name: 'serve-latency', run: serveLatency },
   { name: 'burst', run: burstRatio },
   { name: 'rate-limit', run: rateLimited },
+  { name: 'groups', run: groupedStarts },
+  { name: 'fair-shares', run: fairShares },
 ];

@@ -162,7 +162,9 @@ export const OPERATIONS: Record<string, OperationSpec> = {
     summary: 'Enqueue a task',
     description:
       'Give `delaySeconds` or `runAt`, not both. The same `idempotencyKey` with the same body answers ' +
-      'the first task again (200); with another body it is a 409.',
+      'the first task again (200); with another body it is a 409. A `group` (1-128 printable ASCII ' +
+      'characters, no spaces, named within the caller) runs at most the type’s `groupConcurrency` of its ' +
+      'tasks at once (default 1: one at a time, in claim order); a deep group never delays other groups.',
     tag: 'tasks',
     body: 'EnqueueRequest',
     answers: [

@@ -3,6 +3,7 @@ import * as z from 'zod';
 import { PRIORITY_LIMIT } from '../table-layout.js';
 import { TaskStatus } from '../task-model.js';
 import { idempotencyKeySchema, payloadShape } from '../task-inputs.js';
+import { groupSchema } from '../group-rules.js';
 
 export const MAX_BODY_BYTES = 256 * 1024;
 /** The most tasks one POST /tasks/batch takes (the whole body still at most MAX_BODY_BYTES). */
@@ -29,6 +30,7 @@ export const enqueueBody = z
     maxAttempts: z.number().int('must be a whole number').min(1).max(100).optional(),
     timeoutSeconds: z.number().int('must be whole seconds').min(1).optional(),
     idempotencyKey: idempotencyKeySchema.optional(),
+    group: groupSchema.optional(),
   })
   .strict()
   .refine((b) => b.delaySeconds === undefined || b.runAt === undefined, {

@@ -28,6 +28,8 @@ export const taskJsonSchema = z
     type: z.string(),
     status: taskStatusSchema,
     priority: z.number().int(),
+    /** Its group, when enqueued with one (absent from lists: GET /tasks/{id} brings it). */
+    group: z.string().optional(),
     /** Absent from lists and from a task whose payload expired; GET /tasks/{id} brings it. */
     payload: z.unknown().optional(),
     payloadBytes: z.number().int().optional(),

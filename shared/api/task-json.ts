@@ -9,6 +9,7 @@ export function taskJson(task: Task): Record<string, unknown> {
     type: task.type,
     status: task.status,
     priority: task.priority,
+    group: task.group,
     payload: task.payload,
     payloadBytes: task.payloadBytes,
     attempts: task.attempts,

@@ -55,6 +55,11 @@ export interface EnqueueOptions {
    * HTTP client makes one per call, so resending after a lost answer cannot enqueue twice.
    */
   idempotencyKey?: string;
+  /**
+   * Its group (1-128 printable ASCII characters, no spaces; named within the caller): at most the type's
+   * `groupConcurrency` tasks of one group run at once (default 1: one at a time, in claim order).
+   */
+  group?: string;
   maxAttempts?: number;
   /** Milliseconds a run may take, at most the type's timeout (over HTTP rounded up to whole seconds). */
   timeout?: number;

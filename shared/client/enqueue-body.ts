@@ -16,6 +16,7 @@ export interface EnqueueBody {
   maxAttempts?: number;
   timeoutSeconds?: number;
   idempotencyKey: string;
+  group?: string;
 }
 
 export interface PreparedEnqueue {
@@ -42,6 +43,7 @@ export function enqueueBodyOf(
       ...(options.maxAttempts === undefined ? {} : { maxAttempts: options.maxAttempts }),
       ...(options.timeout === undefined ? {} : { timeoutSeconds: wholeSecondsUp(options.timeout) }),
       idempotencyKey: options.idempotencyKey ?? newKey(),
+      ...(options.group === undefined ? {} : { group: options.group }),
     },
   };
 }

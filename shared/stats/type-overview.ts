@@ -91,11 +91,15 @@ export async function readTypesOverview(ctx: StoreContext, types: readonly strin
   };
 }
 
-function overviewOf(type: string, control: TypeControl | undefined, counts: TypeCounts): TypeOverview {
+function overviewOf(
+  type: string,
+  control: (Pick<TypeControl, 'paused' | 'changedBy'> & { changedAt?: number }) | undefined,
+  counts: TypeCounts,
+): TypeOverview {
   return {
     type,
     paused: control?.paused ?? false,
-    ...(control ? { changedAt: control.changedAt } : {}),
+    ...(control?.changedAt === undefined ? {} : { changedAt: control.changedAt }),
     ...(control?.changedBy ? { changedBy: control.changedBy } : {}),
     ...counts,
   };

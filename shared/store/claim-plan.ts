@@ -16,11 +16,12 @@ import { TUNING } from '../tuning.js';
  * - `lanesAbove`: the lanes above the default priority, highest first;
  * - `dueDirect`: delayed tasks offered as due (a burst), claimed from their delay partition;
  * - `spare`: heads of the default priority the last round read and did not need;
+ * - `rotations`: grouped tasks and fair-share types' tasks, rotation by rotation (rotation-round.ts);
  * - `shards`: the default-priority shards, in waves;
  * - `belowDefault`: the lanes below the default, once no default-priority task waits.
  */
 export type RoundStepName =
-  'undoUnknown' | 'offered' | 'lanesAbove' | 'dueDirect' | 'spare' | 'shards' | 'belowDefault';
+  'undoUnknown' | 'offered' | 'lanesAbove' | 'dueDirect' | 'spare' | 'rotations' | 'shards' | 'belowDefault';
 
 /**
  * When a step ends the round:
@@ -50,7 +51,13 @@ export interface StepOutcome {
  * that reads the lanes first). A randomized (contended) round tries no spare heads: others read them
  * too, so they are likely taken.
  */
-export function roundSteps(options: { handedFirst: boolean; randomized: boolean }): RoundStep[] {
+export function roundSteps(options: {
+  handedFirst: boolean;
+  randomized: boolean;
+  /** The rotations go before the shards this round (every other round: rotation-round.ts). */
+  rotationsFirst?: boolean;
+}): RoundStep[] {
+  const rotations = { step: 'rotations', endsRound: 'never' } as const;
   return [
     { step: 'undoUnknown', endsRound: 'never' },
     ...(options.handedFirst ? [{ step: 'offered', endsRound: 'won' } as const] : []),
@@ -58,7 +65,9 @@ export function roundSteps(options: { handedFirst: boolean; randomized: boolean 
     { step: 'offered', endsRound: 'won' },
     { step: 'dueDirect', endsRound: 'dueWaiting' },
     ...(options.randomized ? [] : [{ step: 'spare', endsRound: 'never' } as const]),
+    ...(options.rotationsFirst === true ? [rotations] : []),
     { step: 'shards', endsRound: 'endedEarly' },
+    ...(options.rotationsFirst === true ? [] : [rotations]),
     { step: 'belowDefault', endsRound: 'never' },
   ];
 }
@@ -152,6 +161,12 @@ export function ownsHead(share: PlacedShare | undefined, partitionIndex: number,
 export function visitorRank(id: string, place: ClaimPlace): number {
   const of = Math.max(1, place.of);
   return (((place.index - headHash(id)) % of) + of) % of;
+}
+
+/** A visitor's place in the line for a rotation (rotation-round.ts), as visitorRank is for a head: 0 for the place its key hashes to. */
+export function rotationRank(rotation: string, place: ClaimPlace): number {
+  const of = Math.max(1, place.of);
+  return (((place.index - fnv1a(`rotation#${rotation}`)) % of) + of) % of;
 }
 
 /**

@@ -29,6 +29,7 @@ import {
 import { claimOne, dueClaim, headClaim, undoClaim, type Attempt, type Claimed } from './claim-write.js';
 import { readHeads } from './ready-heads.js';
 import { SlotGate, startsAreGated } from './slots.js';
+import { takeRotations } from './rotation-round.js';
 
 export interface ClaimResult {
   claimed: Claimed[];
@@ -118,6 +119,7 @@ export class ClaimRound {
     const plan = roundSteps({
       handedFirst: this.input.handedFirst === true,
       randomized: this.state.randomized,
+      rotationsFirst: this.state.rotations.nextRoundFirst(),
     });
     for (const { step, endsRound } of plan) {
       const outcome = await this.perform(step, shards);
@@ -145,6 +147,9 @@ export class ClaimRound {
         break;
       case 'spare':
         await this.takeSpare();
+        break;
+      case 'rotations':
+        await this.takeRotations();
         break;
       case 'shards':
         endedEarly = await this.takeShards(shards);
@@ -312,6 +317,31 @@ export class ClaimRound {
       if (attempts.some((a) => a.outcome === 'lost')) this.state.noteDueLost();
       else this.state.noteDueWon();
     }
+  }
+
+  /**
+   * `rotations`: grouped tasks, and the tasks of types with fair shares, rotation by rotation
+   * (rotation-round.ts). Only the types known to have grouped tasks or declared with fair shares: a
+   * deployment without either reads nothing here.
+   */
+  private async takeRotations(): Promise<void> {
+    const { fairShares } = this.ctx.typeGrouping;
+    const grouped = new Set(this.input.groupedTypes ?? []);
+    const types = this.input.types.filter((type) => grouped.has(type) || fairShares.includes(type));
+    if (types.length === 0 || !this.open) return;
+    await this.guard(() =>
+      takeRotations({
+        ctx: this.ctx,
+        state: this.state,
+        types,
+        room: () => this.room,
+        open: () => this.open,
+        limited: this.limitedTypes,
+        tried: this.tried,
+        take: (heads) => this.take(heads),
+        window: () => this.window(),
+      }),
+    );
   }
 
   /** `spare`: heads of the default priority left over from the last round (calm only: contended, they are likely taken). */

@@ -2,12 +2,14 @@
  * What a worker's claims remember from one round to the next: whether it is contended, where it
  * starts, heads it read but did not take, and partitions it found empty.
  */
+import { RotationCursors } from './rotation-cursors.js';
 import { fnv1a } from '../ids.js';
 import {
   othersHeadDue,
   othersHeadWaitMs,
   ownsHead,
   placedRange,
+  rotationRank,
   visitorRank,
   waitsForOthers,
   type ClaimPlace,
@@ -28,6 +30,8 @@ export interface Candidate {
   type: string;
   shard: number;
   readySk: string;
+  /** The rotation it waits in (group-rules.ts), read from a rotation partition. */
+  rotation?: string;
 }
 
 /** What a worker saw in a type's lane at its last read. */
@@ -152,6 +156,30 @@ export class ClaimState {
   }
 
   /**
+   * Whether this worker takes the head `headId` of `rotation` now (rotation-round.ts): an unplaced
+   * worker always; a placed one at once when the rotation is its own (a hash of the key names one place,
+   * rotationRank 0), and a visitor once the head waited its turn in the line of places (othersHeadDue),
+   * as with other places' shard heads. So placed workers reading the same rotation page take different
+   * rotations instead of racing for the same group slots, and a rotation whose place is gone or busy is
+   * still served within a few steps.
+   */
+  takesRotationNow(rotation: string, headId: string, now: number): boolean {
+    if (!this.place) return true;
+    const rank = rotationRank(rotation, this.place);
+    if (rank === 0) return true;
+    const firstSeenAt = this.othersSeen.get(headId) ?? now;
+    if (othersHeadDue(firstSeenAt, now, rank)) {
+      this.othersSeen.delete(headId);
+      return true;
+    }
+    if (!this.othersSeen.has(headId)) this.othersSeen.set(headId, now);
+    const dueAt = firstSeenAt + othersHeadWaitMs(rank);
+    this.deferringUntil = Math.min(this.deferringUntil ?? dueAt, dueAt);
+    this.forgetOldestSeen();
+    return false;
+  }
+
+  /**
    * Heads read but not needed that may be tried later as spares: all of them, but for heads left to
    * other places for now (sortHeads).
    */
@@ -223,6 +251,9 @@ export class ClaimState {
   keepSpare(candidates: Candidate[], readAt: number): void {
     this.spare = { candidates, readAt };
   }
+
+  /** Where this worker's visits of the rotations stand (rotation-round.ts). */
+  readonly rotations = new RotationCursors();
 
   /** Partitions (type#shard) whose every head a query returned, and when. */
   private readonly drained = new Map<string, number>();

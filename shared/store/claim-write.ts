@@ -18,6 +18,8 @@ import type { Candidate, UnknownClaim } from './claim-state.js';
 import { fail, release } from './lease-writes.js';
 import { releaseSlots, type SlotGate } from './slots.js';
 import type { RateTake } from './rate-tokens.js';
+import { giveBackGroupSlot, takeGroupSlot, type GroupTake } from './group-slots.js';
+import { isGroupRotation } from '../group-rules.js';
 import { readPayload } from './task-body.js';
 import { CostCount, countCost } from './cost-meter.js';
 import { addCost } from './task-cost.js';
@@ -49,6 +51,8 @@ export type Attempt =
   /** Won, but its payload is gone: the task was failed (PAYLOAD_MISSING), not run. */
   | { outcome: 'dropped' }
   | { outcome: 'limited' }
+  /** Its group runs as many as its `groupConcurrency` allows: the group waits, the type does not. */
+  | { outcome: 'busy' }
   | { outcome: 'error'; error: unknown };
 
 export type OnUnknownClaim = (unknown: UnknownClaim) => void;
@@ -63,6 +67,8 @@ interface ClaimWrite {
   /** The claim's `startedAt`: a rate-limit token is taken at this very time. */
   startAt: number;
   edge: Transition;
+  /** A grouped head: a slot of its group is taken first, and the claim written with the slot's claim id. */
+  group?: { rotation: string; edgeWith: (groupClaim: string) => Transition };
   unknown: Omit<UnknownClaim, 'writeId' | 'leaseUntil'>;
 }
 
@@ -74,11 +80,20 @@ export function headClaim(
   leaseUntil: number,
   config: StoreContext['config'],
 ): ClaimWrite {
+  const rotation = c.rotation;
   return {
     taskId: c.id,
     slotsOf: c.type,
     startAt: now,
     edge: claimEdge(c, workerId, now, leaseUntil, config),
+    ...(rotation !== undefined && isGroupRotation(rotation)
+      ? {
+          group: {
+            rotation,
+            edgeWith: (claimId) => claimEdge(c, workerId, now, leaseUntil, config, claimId),
+          },
+        }
+      : {}),
     unknown: { candidate: c },
   };
 }
@@ -148,34 +163,45 @@ async function claimWrite(
 ): Promise<Exclude<Attempt, { outcome: 'won' }> | { outcome: 'taken'; claimed: Claimed; item: TaskItem }> {
   let slots: SlotLease[] = [];
   let start: RateTake | undefined;
+  let groupSlot: GroupTake | undefined;
+  // What a claim that did not apply gives back: its group's slot, its start, its slots.
+  const giveBack = async () => {
+    if (groupSlot) await giveBackGroupSlot(ctx, groupSlot);
+    if (start) await gate.rates.giveBack(start);
+    await releaseSlots(ctx, gate.holder, slots);
+  };
   try {
+    if (write.group && write.slotsOf !== undefined) {
+      // The group's slot first: a busy group then costs no concurrency slot or rate start.
+      groupSlot = await takeGroupSlot(ctx, write.slotsOf, write.group.rotation, write.taskId, gate.holder);
+      if (!groupSlot) return { outcome: 'busy' };
+    }
     if (write.slotsOf !== undefined) {
       const taken = await gate.acquire(write.slotsOf, write.taskId, leaseUntil);
-      if (!taken) return { outcome: 'limited' };
+      if (!taken) {
+        await giveBack();
+        return { outcome: 'limited' };
+      }
       slots = taken;
       // The rate limit's start after the slots: a start is spent only on a claim that has its slots.
       const rate = await gate.rates.take(write.slotsOf, write.taskId, write.startAt);
       if (rate === 'none') {
-        await releaseSlots(ctx, gate.holder, slots);
+        await giveBack();
         return { outcome: 'limited' };
       }
       start = rate;
     }
   } catch (error) {
-    await releaseSlots(ctx, gate.holder, slots).catch(() => undefined);
+    await giveBack().catch(() => undefined);
     return { outcome: 'error', error };
   }
+  const edge = groupSlot && write.group ? write.group.edgeWith(groupSlot.claimId) : write.edge;
   ctx.events.emit('claim:intent', { taskId: write.taskId });
   let written: WriteResult<TaskItem>;
   try {
-    written = await conditionalUpdate<TaskItem>(
-      writeTargetOf(ctx),
-      taskKey(write.taskId),
-      asUpdate(write.edge),
-      {
-        resends: 1,
-      },
-    );
+    written = await conditionalUpdate<TaskItem>(writeTargetOf(ctx), taskKey(write.taskId), asUpdate(edge), {
+      resends: 1,
+    });
   } catch (error) {
     // Not even a read could tell whether the claim applied: take it back if it did, so the task
     // is not left RUNNING under a worker that never runs it, with an attempt spent.
@@ -184,14 +210,15 @@ async function claimWrite(
       const unknown = { ...write.unknown, writeId: error.writeId, leaseUntil } as UnknownClaim;
       await undoClaim(ctx, unknown).catch(() => onUnknown(unknown));
     }
+    // The group's slot is kept: if the claim applied and its undo failed, the task shows RUNNING under
+    // it, and the slot is freed by the task (its recovery), not by a give-back that would let a second run.
     await releaseSlots(ctx, gate.holder, slots).catch(() => undefined);
     return { outcome: 'error', error };
   }
   try {
     if (!written.applied) {
       // Not started: its start goes back to the budget, so contention does not spend it.
-      if (start) await gate.rates.giveBack(start);
-      await releaseSlots(ctx, gate.holder, slots);
+      await giveBack();
       return { outcome: 'lost' };
     }
     const claimed = claimedFrom(written.item, slots);
@@ -279,6 +306,7 @@ function claimedFrom(item: TaskItem, slots: SlotLease[]): Claimed {
       leaseUntil: item.leaseUntil!,
       sweepAt: item.sweepAt!,
       shard: item.shard,
+      ...(item.rotation === undefined ? {} : { rotation: item.rotation }),
       priority: item.priority,
       createdAt: item.createdAt,
       availableAt: item.availableAt,

@@ -160,3 +160,45 @@ export const rateTokenTakenBy =
   (usedAt: number, taskId: string): ConditionPart =>
   (e) =>
     `${e.name('usedAt')} = ${e.value(usedAt)} AND ${e.name('taskId')} = ${e.value(taskId)}`;
+
+/**
+ * A claim admitted by a group slot: no claimer has fenced this claim off since (it took the slot over,
+ * judging the claim had not landed). Without it a claim write delayed past that judgement (a paused
+ * process, a slow resend) would land and run a second task of the group beside the new holder's.
+ */
+export const groupClaimNotVoided =
+  (claimId: string): ConditionPart =>
+  (e) =>
+    `attribute_not_exists(${e.name('groupVoid')}) OR ${e.name('groupVoid')} <> ${e.value(claimId)}`;
+
+/**
+ * Fencing a group claim off: only while that claim has not landed on the task (a landed claim runs, and
+ * its slot is held), and only on a task that is there (no empty item is made).
+ */
+export const groupClaimNotLanded =
+  (claimId: string): ConditionPart =>
+  (e) =>
+    `attribute_exists(${e.name(KEY.partition)}) AND (attribute_not_exists(${e.name('groupClaim')}) OR ${e.name('groupClaim')} <> ${e.value(claimId)})`;
+
+/**
+ * A due claim straight from the delay index takes no rotated task: those wait their rotation's turn
+ * (and a group's slot), which only a claim of their ready entry passes.
+ */
+export const isNotRotated: ConditionPart = (e) => `attribute_not_exists(${e.name('rotation')})`;
+
+/**
+ * Taking a group slot: it is as this claimer read it (free, or held by the claim it judged ended or fenced
+ * off). Two claimers judging the same slot free never both take it.
+ */
+export const groupSlotAsSeen =
+  (claimId: string | undefined): ConditionPart =>
+  (e) =>
+    claimId === undefined
+      ? `attribute_not_exists(${e.name('claimId')})`
+      : `${e.name('claimId')} = ${e.value(claimId)}`;
+
+/** Giving a group slot back after a lost claim: only while it still holds that claim. */
+export const holdsGroupSlot =
+  (claimId: string): ConditionPart =>
+  (e) =>
+    `${e.name('claimId')} = ${e.value(claimId)}`;

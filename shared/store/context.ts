@@ -6,6 +6,7 @@ import type { IdGenerator, RandomSource } from '../ids.js';
 import type { WriteTarget } from './conditional-write.js';
 import type { HeldItems } from './held-items.js';
 import type { RateLimit } from '../rate-rules.js';
+import type { TypeGrouping } from '../group-rules.js';
 
 /** The settings the store reads: where the table is, the protocol, and the claim strategy's two knobs. */
 export type StoreConfig = TableConfig &
@@ -27,6 +28,8 @@ export interface StoreContext {
   typeLimits: Record<string, number>;
   /** Rate limits per task type, as the definitions declare them (defineTask({ rateLimit })). */
   typeRateLimits: Record<string, RateLimit>;
+  /** Groups and fair shares per task type, as the definitions declare them (group-rules.ts). */
+  typeGrouping: TypeGrouping;
   /** Lifecycle steps (claim intent, recovery fixes, readied tasks) for whoever subscribes. */
   events: LeaseEvents;
   /** The task items of the leases this store's callers hold, as last written (held-items.ts). */

@@ -17,6 +17,7 @@ import { CostCount, countCost } from './cost-meter.js';
 import { withPutCost } from './recorded-cost.js';
 import { toTask, type TaskItem } from './task-item.js';
 import { applyTransition, conditionOf, enqueued } from './transitions.js';
+import { rotationForTask } from '../group-rules.js';
 
 export interface EnqueueResult {
   task: Task;
@@ -38,8 +39,15 @@ export async function enqueue(ctx: StoreContext, rawInput: EnqueueInput): Promis
     delayMs: input.delayMs,
     maxAttempts: input.maxAttempts,
     timeoutMs: input.timeoutMs,
+    ...(input.group === undefined ? {} : { group: input.group }),
   });
   const shard = shardForId(id);
+  // A grouped task, or any task of a type with fair shares, waits in a rotation (group-rules.ts).
+  const rotation = rotationForTask(ctx.typeGrouping, {
+    type: input.type,
+    owner: input.owner,
+    group: input.group,
+  });
   const record: Omit<TaskItem, 'status' | 'ownerPk' | 'ownerSk'> = {
     ...(taskKey(id) as { pk: string; sk: string }),
     id,
@@ -55,6 +63,8 @@ export async function enqueue(ctx: StoreContext, rawInput: EnqueueInput): Promis
         }),
     owner: input.owner,
     shard,
+    ...(rotation === undefined ? {} : { rotation }),
+    ...(input.group === undefined ? {} : { group: input.group }),
     attempts: 0,
     maxAttempts: input.maxAttempts ?? ctx.config.defaultMaxAttempts,
     createdAt: now,

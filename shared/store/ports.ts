@@ -10,6 +10,7 @@ import type { Task } from '../task-model.js';
 import type { ClaimResult } from './claim.js';
 import type { ClaimState } from './claim-state.js';
 import type { EnqueueResult } from './enqueue.js';
+import type { ClaimControls } from './type-controls.js';
 import type {
   ClaimInput,
   EnqueueInput,
@@ -46,8 +47,11 @@ export interface LeaseStore {
   promote(input: { id: string }): Promise<boolean>;
   /** As OutcomeFlusher's; optional: a stand-in store (a test's fake) counts nothing. */
   flushOutcomes?(): Promise<OutcomeFlush>;
-  /** The types an operator paused (their tasks are not claimed); optional: a stand-in store pauses none. */
-  pausedTypes?(): Promise<Set<string>>;
+  /**
+   * The types an operator paused (their tasks are not claimed) and the types with grouped tasks (their
+   * rotations are read); optional: a stand-in store pauses none and groups none.
+   */
+  claimControls?(): Promise<ClaimControls>;
 }
 
 /** What the API reads. */

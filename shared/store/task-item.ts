@@ -24,6 +24,15 @@ export interface TaskItem extends Omit<Task, 'payload' | 'result'> {
   /** When the error text did not fit: `error` holds its start, OUTCOME#`errorToken` the whole text. */
   errorToken?: number;
   shard: number;
+  /**
+   * The rotation it waits in (group-rules.ts): set at enqueue for a grouped task and every task of a type
+   * with fair shares; its ready entry is then filed under it (table-layout.ts rotationPartitionOf).
+   */
+  rotation?: string;
+  /** The claim id of the group slot that admitted its current or last claim (group-slots.ts). */
+  groupClaim?: string;
+  /** A claim id fenced off by a claimer that took over its slot: a late write of that claim is refused. */
+  groupVoid?: string;
   requestHash?: string;
   /** Id of the last write made to the item: a read-back compares it to tell our own applied write from someone else's. */
   writeId?: string;
@@ -71,6 +80,7 @@ export function toTask(
     ...optional('payloadBytes', item.payloadBytes),
     ...optional('timeoutMs', item.timeoutMs),
     ...optional('idempotencyKey', item.idempotencyKey),
+    ...optional('group', item.group),
     ...optional('startedAt', item.startedAt),
     ...optional('finishedAt', item.finishedAt),
     ...optional('leaseOwner', item.leaseOwner),

@@ -14,7 +14,7 @@ import { DEFAULT_PRIORITY, readySortKey } from '../table-layout.js';
 import { requestCancel } from './cancel.js';
 import type { StoreConfig, StoreContext } from './context.js';
 import { enqueue, type EnqueueResult } from './enqueue.js';
-import type { EnqueueInput, ListInput } from '../task-inputs.js';
+import { enqueueInput, parseInput, type EnqueueInput, type ListInput } from '../task-inputs.js';
 import type { OutcomeFlusher, TaskCommands, TaskReads } from './ports.js';
 import { retryTask } from './retry.js';
 import { getTask, listTasks, type TaskPage } from './task-queries.js';
@@ -24,7 +24,15 @@ import { OutcomeRecorder, type OutcomeFlush } from '../stats/outcome-recorder.js
 import { readStats, type QueueStats, type StatsInput } from '../stats/stats-reader.js';
 import type { RateLimit } from '../rate-rules.js';
 import { readTypesOverview, type TypesOverview } from '../stats/type-overview.js';
-import { readPausedTypes, setTypePaused, type PauseChange, type TypeControl } from './type-controls.js';
+import { NO_GROUPING, type TypeGrouping } from '../group-rules.js';
+import {
+  markTypeGrouped,
+  readClaimControls,
+  setTypePaused,
+  type ClaimControls,
+  type PauseChange,
+  type TypeControl,
+} from './type-controls.js';
 
 export interface TaskStoreOptions {
   doc: DynamoDBDocumentClient;
@@ -36,6 +44,8 @@ export interface TaskStoreOptions {
   definitionLimits?: Record<string, number>;
   /** Rate limits the task definitions declare (defineTask({ rateLimit })). */
   definitionRateLimits?: Record<string, RateLimit>;
+  /** Groups and fair shares the task definitions declare (defineTask({ groupConcurrency, fairShares })). */
+  definitionGrouping?: TypeGrouping;
   /** Where the store's lifecycle steps go (claim intents, recovery fixes, readied tasks); a fresh stream by default. */
   events?: LeaseEvents;
 }
@@ -57,6 +67,7 @@ export class TaskRequests implements Pick<TaskReads, 'get' | 'list' | 'stats'>, 
       events: options.events ?? new LeaseEvents(),
       typeLimits: { ...options.definitionLimits, ...options.config.typeConcurrency },
       typeRateLimits: { ...options.definitionRateLimits },
+      typeGrouping: options.definitionGrouping ?? NO_GROUPING,
       heldItems: new HeldItems(),
     };
     // Every request the store sends for a task is counted into that task's cost (cost-meter.ts).
@@ -70,20 +81,33 @@ export class TaskRequests implements Pick<TaskReads, 'get' | 'list' | 'stats'>, 
 
   /** A new task due now readies the queue (claimers look again at once); a delayed one waits for its promotion. */
   async enqueue(input: EnqueueInput): Promise<EnqueueResult> {
+    // Checked before the mark too: a bad input writes nothing, not even the mark.
+    if (input.group !== undefined) await this.markGrouped(parseInput(enqueueInput, 'enqueue', input).type);
     const result = await enqueue(this.ctx, input);
     if (!result.created) return result;
-    const { id, type, availableAt, priority, createdAt } = result.task;
+    const { id, type, availableAt, priority, createdAt, group } = result.task;
     const ready = availableAt <= this.ctx.clock.now();
+    // A rotated task is never offered by key: it waits its rotation's turn (and its group's slot).
+    const rotated = group !== undefined || this.ctx.typeGrouping.fairShares.includes(type);
     this.ctx.events.emit('task:enqueued', {
       taskId: id,
       type,
       availableAt,
-      ...(ready && priority === DEFAULT_PRIORITY
+      ...(ready && priority === DEFAULT_PRIORITY && !rotated
         ? { readySk: readySortKey(priority, availableAt, createdAt, id) }
         : {}),
     });
     if (ready) this.ctx.events.emit('task:readied', { taskId: id });
     return result;
+  }
+
+  /** Types this process marked as grouped (type-controls.ts markTypeGrouped): once each. */
+  private readonly markedGrouped = new Set<string>();
+
+  private async markGrouped(type: string): Promise<void> {
+    if (this.markedGrouped.has(type)) return;
+    await markTypeGrouped(this.ctx, type);
+    this.markedGrouped.add(type);
   }
 
   get(input: { id: string; owner?: string }): Promise<Task> {
@@ -108,9 +132,9 @@ export class TaskRequests implements Pick<TaskReads, 'get' | 'list' | 'stats'>, 
     return readTypesOverview(this.ctx, types);
   }
 
-  /** The types paused now (one consistent Query of the controls): what a worker leaves out of its claims. */
-  pausedTypes(): Promise<Set<string>> {
-    return readPausedTypes(this.ctx);
+  /** The types paused now and the types with grouped tasks (one consistent Query of the controls). */
+  claimControls(): Promise<ClaimControls> {
+    return readClaimControls(this.ctx);
   }
 
   /** Pauses or resumes a type (POST /types/{type}/pause, /resume); a resume wakes claimers and the kick. */

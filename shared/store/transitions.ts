@@ -32,15 +32,19 @@ import {
   taskOwnerPartitionOf,
   readyPartition,
   readySortKey,
+  rotationPartitionOf,
   TTL_ATTRIBUTE,
 } from '../table-layout.js';
+import { rotationSortKey } from '../group-rules.js';
 import { TaskStatus } from '../task-model.js';
 import type { Candidate } from './claim-state.js';
 import {
   hasAttemptsLeft,
   hasDefaultPriority,
+  groupClaimNotVoided,
   hasStatus,
   holdsLease,
+  isNotRotated,
   itemIsNew,
   leaseAsObserved,
   stillDelayedAndDue,
@@ -69,11 +73,11 @@ export interface Transition {
 /** The ready keys a delayed task carries until it is promoted (copied into readyPk/readySk without a read). */
 export const DUE_READY = { partition: 'dueReadyPk', sort: 'dueReadySk' } as const;
 
-type Place = Pick<TaskItem, 'id' | 'type' | 'shard' | 'priority' | 'createdAt'>;
+type Place = Pick<TaskItem, 'id' | 'type' | 'shard' | 'priority' | 'createdAt' | 'rotation'>;
 /** What a lease carries to place its task without a read, and its fence. */
 export type LeaseRef = Pick<
   Lease,
-  'taskId' | 'type' | 'shard' | 'priority' | 'createdAt' | 'availableAt' | 'owner' | 'token'
+  'taskId' | 'type' | 'shard' | 'priority' | 'createdAt' | 'availableAt' | 'owner' | 'token' | 'rotation'
 >;
 /** A leased task as recovery read it back. */
 export type ObservedLease = Place &
@@ -108,15 +112,22 @@ export function claimed(
   now: number,
   leaseUntil: number,
   config: Pick<LeaseholdConfig, 'leaseTimeoutMs' | 'heartbeatIntervalMs' | 'clockSkewMs'>,
+  /** The group slot's claim id, when a group slot admitted this claim (group-slots.ts). */
+  groupClaim?: string,
 ): Transition {
   return {
     assign: {
       ...leaseTaken(c.shard, workerId, now, leaseUntil, config),
       [INDEX.ready.partition]: undefined,
       [INDEX.ready.sort]: undefined,
+      ...(groupClaim === undefined ? {} : { groupClaim }),
     },
     add: { leaseToken: 1, attempts: 1 },
-    require: [stillQueuedAt(c.readySk), hasAttemptsLeft],
+    require: [
+      stillQueuedAt(c.readySk),
+      hasAttemptsLeft,
+      ...(groupClaim === undefined ? [] : [groupClaimNotVoided(groupClaim)]),
+    ],
   };
 }
 
@@ -144,6 +155,7 @@ export function claimedWhenDue(
     require: [
       stillDelayedAndDue(entry.delayPartition, now),
       hasDefaultPriority,
+      isNotRotated,
       typeIsOneOf(types),
       hasAttemptsLeft,
     ],
@@ -172,7 +184,10 @@ export function claimUndone(c: Candidate, writeId: string): Transition {
     assign: {
       ...LEASE_LEFT,
       status: TaskStatus.QUEUED,
-      [INDEX.ready.partition]: readyPartition(c.type, c.shard, priorityOfReadySortKey(c.readySk)),
+      [INDEX.ready.partition]:
+        c.rotation === undefined
+          ? readyPartition(c.type, c.shard, priorityOfReadySortKey(c.readySk))
+          : rotationPartitionOf(c.type, c.rotation),
       [INDEX.ready.sort]: c.readySk,
     },
     add: { attempts: -1 },
@@ -515,12 +530,20 @@ const placeOf = (lease: LeaseRef): Place => ({
   shard: lease.shard,
   priority: lease.priority,
   createdAt: lease.createdAt,
+  ...(lease.rotation === undefined ? {} : { rotation: lease.rotation }),
 });
 
+/** A task's ready keys: its shard or lane, or its rotation's partition when it waits in one (group-rules.ts). */
 function readyKeys(task: Place, availableAt: number): Record<string, string> {
+  const claimKey = readySortKey(task.priority, availableAt, task.createdAt, task.id);
+  if (task.rotation !== undefined)
+    return {
+      [INDEX.ready.partition]: rotationPartitionOf(task.type, task.rotation),
+      [INDEX.ready.sort]: rotationSortKey(task.rotation, claimKey),
+    };
   return {
     [INDEX.ready.partition]: readyPartition(task.type, task.shard, task.priority),
-    [INDEX.ready.sort]: readySortKey(task.priority, availableAt, task.createdAt, task.id),
+    [INDEX.ready.sort]: claimKey,
   };
 }
 

@@ -1,13 +1,13 @@
 /**
  * Operator controls per task type, one small item each in a partition of their own (`TYPES`, sort key
- * the type): today whether the type is paused. Pausing stops claims of the type (workers read this
+ * the type): whether the type is paused, and whether it has grouped tasks (`grouped`, set by enqueue). Pausing stops claims of the type (workers read this
  * partition at most once a poll interval, paused-types.ts); enqueues go on and wait, running tasks finish.
  * One Query reads every type's controls, so a worker's read costs the same however many types are paused.
  */
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod';
 import { KEY } from '../table-layout.js';
-import type { StoreContext } from './context.js';
+import { requestPathDeadlineMs, type StoreContext } from './context.js';
 import { deadline } from './dynamo.js';
 import { readPartitionItems } from './partition-items.js';
 import { Expression } from './update-expression.js';
@@ -20,14 +20,21 @@ export const typeControlKey = (type: string) => ({
   [KEY.sort]: type,
 });
 
-export const typeControlSchema = z.object({
+const storedControlSchema = z.object({
   type: z.string(),
-  paused: z.boolean(),
+  /** Absent on a type never paused (its item holds only `grouped`). */
+  paused: z.boolean().default(false),
   /** When the type was last paused or resumed (epoch ms). */
-  changedAt: z.number(),
+  changedAt: z.number().optional(),
   /** Who paused or resumed it (the API's caller). */
   changedBy: z.string().optional(),
+  /** Some task of the type was enqueued with a group: claimers read its rotation partitions too. */
+  grouped: z.boolean().optional(),
 });
+type StoredControl = z.infer<typeof storedControlSchema>;
+
+/** A type's pause as a pause or resume wrote it. */
+export const typeControlSchema = storedControlSchema.required({ changedAt: true });
 export type TypeControl = z.infer<typeof typeControlSchema>;
 
 export interface PauseChange {
@@ -67,7 +74,7 @@ export async function setTypePaused(ctx: StoreContext, change: PauseChange): Pro
 export async function readTypeControls(
   ctx: StoreContext,
   options: { consistent?: boolean; deadlineMs?: number } = {},
-): Promise<Map<string, TypeControl>> {
+): Promise<Map<string, StoredControl>> {
   const items = await readPartitionItems<unknown>({
     doc: ctx.doc,
     tableName: ctx.tableName,
@@ -75,9 +82,9 @@ export async function readTypeControls(
     consistent: options.consistent === true,
     deadlineMs: options.deadlineMs ?? ctx.config.requestDeadlineMs,
   });
-  const controls = new Map<string, TypeControl>();
+  const controls = new Map<string, StoredControl>();
   for (const item of items) {
-    const parsed = typeControlSchema.safeParse(item);
+    const parsed = storedControlSchema.safeParse(item);
     if (parsed.success) controls.set(parsed.data.type, parsed.data);
   }
   return controls;
@@ -88,6 +95,33 @@ export async function readTypeControls(
  * (a worker keeps what it read for a poll interval).
  */
 export async function readPausedTypes(ctx: StoreContext): Promise<Set<string>> {
-  const controls = await readTypeControls(ctx, { consistent: true });
-  return new Set([...controls.values()].filter((c) => c.paused).map((c) => c.type));
+  return (await readClaimControls(ctx)).paused;
+}
+
+/** What a claimer needs of the controls: the types paused, and the types with grouped tasks. */
+export interface ClaimControls {
+  paused: Set<string>;
+  grouped: Set<string>;
+}
+
+/** The claim path's read of the controls: one consistent Query for both (type-controls' header). */
+export async function readClaimControls(ctx: StoreContext): Promise<ClaimControls> {
+  const controls = [...(await readTypeControls(ctx, { consistent: true })).values()];
+  return {
+    paused: new Set(controls.filter((c) => c.paused).map((c) => c.type)),
+    grouped: new Set(controls.filter((c) => c.grouped === true).map((c) => c.type)),
+  };
+}
+
+/**
+ * Marks a type as having grouped tasks, before the first of them is written: claimers read a type's
+ * rotation partitions only when marked (or declared with fair shares), so a deployment without groups
+ * reads nothing more. Unconditional and idempotent; a process marks each type once (task-requests.ts).
+ */
+export async function markTypeGrouped(ctx: StoreContext, type: string): Promise<void> {
+  const e = new Expression().assign({ type, grouped: true });
+  await ctx.doc.send(
+    new UpdateCommand({ TableName: ctx.tableName, Key: typeControlKey(type), ...e.params() }),
+    deadline(requestPathDeadlineMs(ctx)),
+  );
 }

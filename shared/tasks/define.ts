@@ -62,6 +62,16 @@ export interface TaskDefinition<S extends z.ZodType = z.ZodType, R = unknown> {
    * invocations (each start's `startedAt` counts). A task over it waits; its wait spends no attempt.
    */
   rateLimit?: RateLimit;
+  /**
+   * At most this many tasks of one group (`group` on enqueue, named within its owner) run at once,
+   * across all workers; default 1: a group's tasks run one at a time, in claim order.
+   */
+  groupConcurrency?: number;
+  /**
+   * Owners share this type's claims in turn: each owner's tasks wait in a rotation of their own, so one
+   * owner's backlog never delays another's next task by more than a claim round.
+   */
+  fairShares?: boolean;
   /** Retry delays; each of baseMs and maxMs at most 7 days (TaskRegistry refuses more). */
   backoff?: BackoffPolicy;
 }

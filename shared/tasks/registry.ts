@@ -5,6 +5,7 @@ import { ConfigError, ValidationError, type InputProblem } from '../errors.js';
 import { taskTypeSchema } from '../task-inputs.js';
 import { MAX_RATE_INTERVAL_MS, MAX_RATE_LIMIT, type RateLimit } from '../rate-rules.js';
 import type { TaskDefinition } from './define.js';
+import { groupConcurrencySchema, type TypeGrouping } from '../group-rules.js';
 
 const backoffMs = z
   .number()
@@ -27,6 +28,8 @@ const policySchema = z.object({
     })
     .strict()
     .optional(),
+  groupConcurrency: groupConcurrencySchema.optional(),
+  fairShares: z.boolean().optional(),
   // Bounded like LEASEHOLD_BACKOFF_MAX_MS: a retry's promotion is a timer, and Node's overflow at ~24.8 days fires it at once.
   backoff: z.object({ baseMs: backoffMs, maxMs: backoffMs }).optional(),
 });
@@ -88,6 +91,17 @@ export class TaskRegistry {
     return Object.fromEntries(
       [...this.byName.values()].flatMap((d) => (d.rateLimit === undefined ? [] : [[d.name, d.rateLimit]])),
     );
+  }
+
+  /** The groups' concurrency and the fair-share types the definitions declare. */
+  grouping(): TypeGrouping {
+    const defs = [...this.byName.values()];
+    return {
+      concurrency: Object.fromEntries(
+        defs.flatMap((d) => (d.groupConcurrency === undefined ? [] : [[d.name, d.groupConcurrency]])),
+      ),
+      fairShares: defs.filter((d) => d.fairShares === true).map((d) => d.name),
+    };
   }
 
   /** The definition and the parsed payload, or a ValidationError naming the type or each bad payload field. */

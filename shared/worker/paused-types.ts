@@ -9,47 +9,55 @@
 import type { Clock } from '../clock.js';
 import type { StoreContext } from '../store/context.js';
 import type { LeaseStore } from '../store/ports.js';
-import { readPausedTypes } from '../store/type-controls.js';
+import { readClaimControls, type ClaimControls } from '../store/type-controls.js';
 
 /** Whether the cached pauses, read at `readAt`, are too old to use at `now`. */
 export const pausesAreStale = (readAt: number | undefined, now: number, refreshMs: number): boolean =>
   readAt === undefined || now - readAt >= refreshMs || now < readAt;
 
 export class PausedTypes {
-  private paused = new Set<string>();
+  private controls: ClaimControls = { paused: new Set(), grouped: new Set() };
   private readAt: number | undefined;
 
   constructor(
-    private readonly read: () => Promise<Set<string>>,
+    private readonly read: () => Promise<ClaimControls>,
     private readonly clock: Clock,
     private readonly refreshMs: number,
   ) {}
 
   /**
-   * `types` less the paused ones. A failed read throws (the caller's claim fails as a failed claim read
-   * does): a worker that cannot tell whether a type is paused claims nothing rather than guess.
+   * `types` less the paused ones, and those of them with grouped tasks. A failed read throws (the
+   * caller's claim fails as a failed claim read does): a worker that cannot tell whether a type is
+   * paused claims nothing rather than guess.
    */
-  async claimable(types: readonly string[]): Promise<string[]> {
+  async claimable(types: readonly string[]): Promise<ClaimableTypes> {
     const now = this.clock.now();
     if (pausesAreStale(this.readAt, now, this.refreshMs)) {
-      this.paused = await this.read();
+      this.controls = await this.read();
       this.readAt = now;
     }
-    return types.filter((type) => !this.paused.has(type));
+    const open = types.filter((type) => !this.controls.paused.has(type));
+    return { types: open, grouped: open.filter((type) => this.controls.grouped.has(type)) };
   }
 }
 
+/** The types a worker may claim now, and which of them have grouped tasks. */
+export interface ClaimableTypes {
+  types: string[];
+  grouped: string[];
+}
+
 /**
- * A worker's paused-type filter: its store's pauses (LeaseStore.pausedTypes), read at most once every
+ * A worker's paused-type filter: its store's pauses (LeaseStore.claimControls), read at most once every
  * `refreshMs`. A store that keeps none (a test's fake) pauses nothing.
  */
 export function pausesOf(
-  store: Pick<LeaseStore, 'pausedTypes'>,
+  store: Pick<LeaseStore, 'claimControls'>,
   clock: Clock,
   refreshMs: number,
-): ((types: readonly string[]) => Promise<string[]>) | undefined {
-  if (!store.pausedTypes) return undefined;
-  const gate = new PausedTypes(() => store.pausedTypes!(), clock, refreshMs);
+): ((types: readonly string[]) => Promise<ClaimableTypes>) | undefined {
+  if (!store.claimControls) return undefined;
+  const gate = new PausedTypes(() => store.claimControls!(), clock, refreshMs);
   return (types) => gate.claimable(types);
 }
 
@@ -58,6 +66,6 @@ export function claimableTypesOn(
   ctx: StoreContext,
   refreshMs: number,
 ): (types: readonly string[]) => Promise<string[]> {
-  const gate = new PausedTypes(() => readPausedTypes(ctx), ctx.clock, refreshMs);
-  return (types) => gate.claimable(types);
+  const gate = new PausedTypes(() => readClaimControls(ctx), ctx.clock, refreshMs);
+  return async (types) => (await gate.claimable(types)).types;
 }

@@ -26,6 +26,7 @@ import type { RunningTasks } from './running-tasks.js';
 import type { TimerSet } from './timers.js';
 import { Timekeeper } from './timekeeper.js';
 import { RunSignals, type PollPause } from './work-signals.js';
+import type { ClaimableTypes } from './paused-types.js';
 import type { Logger } from '@aws-lambda-powertools/logger';
 
 /** What a run uses of its worker. */
@@ -45,7 +46,7 @@ export interface WorkerParts {
   pause: PollPause;
   burst: BurstRefill;
   /** The served types it may claim now (the operators' pauses out); undefined: all of them. */
-  claimable: ((types: readonly string[]) => Promise<string[]>) | undefined;
+  claimable: ((types: readonly string[]) => Promise<ClaimableTypes>) | undefined;
 }
 
 export class WorkerRun {
@@ -236,7 +237,7 @@ export class WorkerRun {
     const { events, tasks, memory } = this.parts;
     try {
       const handedFirst = this.options.returnWhenIdle === true;
-      const unpaused = (await this.parts.claimable?.(types)) ?? types;
+      const { types: unpaused, grouped } = (await this.parts.claimable?.(types)) ?? { types, grouped: [] };
       if (unpaused.length === 0) {
         // Every type it serves is paused: the due entries it was offered are left to their promotion
         // (a round would take none of them, and the loop would come straight back for them).
@@ -244,7 +245,13 @@ export class WorkerRun {
         return { won: 0, handedOnly: false };
       }
       const round = await store.claim(
-        { workerId, types: unpaused, max: free, ...(handedFirst ? { handedFirst } : {}) },
+        {
+          workerId,
+          types: unpaused,
+          max: free,
+          ...(handedFirst ? { handedFirst } : {}),
+          ...(grouped.length > 0 ? { groupedTypes: grouped } : {}),
+        },
         memory,
       );
       this.summary.claimed += round.claimed.length;

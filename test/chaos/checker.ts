@@ -16,6 +16,8 @@ export interface FinalTask {
   attempts: number;
   maxAttempts: number;
   leaseToken: number;
+  /** The task's group, when it was enqueued with one. */
+  group?: string;
 }
 
 export interface CheckInput {
@@ -44,6 +46,8 @@ export interface CheckInput {
     limits: Record<string, number>;
     /** Rate limits by type: never more than `limit` starts (claims' `startedAt`) in any window of `intervalMs`. */
     rateLimits?: Record<string, RateLimit>;
+    /** Group concurrency by type: never more valid leases of one group of it at once. */
+    groupConcurrency?: Record<string, number>;
     maxClockOffsetMs?: number;
   };
 }
@@ -65,8 +69,36 @@ export interface CheckResult {
     peakConcurrency: Record<string, number>;
     /** The most starts of each rate-limited type in any window of its interval. */
     mostStartsPerWindow: Record<string, number>;
+    /** The most valid leases of one group at once, by type. */
+    peakGroupConcurrency: Record<string, number>;
   };
 }
+
+type LeaseInterval = { type: string; from: number; to: number; task: string; token: number; w: string };
+
+/** The most intervals that overlap at one instant, and such an instant (0 when none passes `limit`). */
+function peakOverlap(intervals: LeaseInterval[], limit: number): { peak: number; at: number } {
+  const points = intervals.flatMap((i) => [
+    { t: i.from, d: 1 },
+    { t: i.to, d: -1 },
+  ]);
+  points.sort((a, b) => a.t - b.t || a.d - b.d);
+  let now = 0;
+  let peak = 0;
+  let at = 0;
+  for (const p of points) {
+    now += p.d;
+    if (now > peak) peak = now;
+    if (now > limit && at === 0) at = p.t;
+  }
+  return { peak, at };
+}
+
+const describeOverlap = (intervals: LeaseInterval[], at: number) =>
+  intervals
+    .filter((i) => i.from <= at && i.to > at)
+    .map((i) => `${i.task.slice(0, 8)}#${i.token}@${i.w} [${i.from}, ${i.to}]`)
+    .join(', ');
 
 const TERMINAL = new Set(['SUCCESS', 'FAILED', 'CANCELLED']);
 
@@ -107,7 +139,7 @@ export function checkHistory(input: CheckInput): CheckResult {
   let staleAccepted = 0;
   let staleRefused = 0;
   let overlapping = 0;
-  const intervals: { type: string; from: number; to: number; task: string; token: number; w: string }[] = [];
+  const intervals: LeaseInterval[] = [];
 
   for (const [id, events] of byTask) {
     const final = finalById.get(id);
@@ -267,29 +299,35 @@ export function checkHistory(input: CheckInput): CheckResult {
   // 6. Concurrency limits: valid leases of a limited type at once.
   const peakConcurrency: Record<string, number> = {};
   for (const [type, limit] of Object.entries(config.limits)) {
-    const points = intervals
-      .filter((i) => i.type === type)
-      .flatMap((i) => [
-        { t: i.from, d: 1 },
-        { t: i.to, d: -1 },
-      ]);
-    points.sort((a, b) => a.t - b.t || a.d - b.d);
-    let now = 0;
-    let peak = 0;
-    for (const p of points) peak = Math.max(peak, (now += p.d));
+    const ofType = intervals.filter((i) => i.type === type);
+    const { peak, at } = peakOverlap(ofType, limit);
     peakConcurrency[type] = peak;
-    if (peak > limit) {
-      const at = points.reduce(
-        (acc, p) => ((acc.n += p.d), acc.n > limit && acc.t === 0 ? { n: acc.n, t: p.t } : acc),
-        { n: 0, t: 0 },
-      ).t;
-      const overlapping = intervals
-        .filter((i) => i.type === type && i.from <= at && i.to > at)
-        .map((i) => `${i.task.slice(0, 8)}#${i.token}@${i.w} [${i.from}, ${i.to}]`);
+    if (peak > limit)
       violations.push({
         invariant: 'concurrency limit never exceeded',
-        detail: `${type}: ${peak} valid leases at once, limit ${limit}: ${overlapping.join(', ')}`,
+        detail: `${type}: ${peak} valid leases at once, limit ${limit}: ${describeOverlap(ofType, at)}`,
       });
+  }
+
+  // 6a. Groups: valid leases of one group of a type at once, never more than its groupConcurrency.
+  const peakGroupConcurrency: Record<string, number> = {};
+  const groupOf = new Map(tasks.flatMap((t) => (t.group === undefined ? [] : [[t.id, t.group] as const])));
+  for (const [type, limit] of Object.entries(config.groupConcurrency ?? {})) {
+    const byGroup = new Map<string, LeaseInterval[]>();
+    for (const i of intervals) {
+      const group = groupOf.get(i.task);
+      if (i.type !== type || group === undefined) continue;
+      byGroup.set(group, [...(byGroup.get(group) ?? []), i]);
+    }
+    peakGroupConcurrency[type] = 0;
+    for (const [group, ofGroup] of byGroup) {
+      const { peak, at } = peakOverlap(ofGroup, limit);
+      peakGroupConcurrency[type] = Math.max(peakGroupConcurrency[type], peak);
+      if (peak > limit)
+        violations.push({
+          invariant: 'group concurrency never exceeded',
+          detail: `${type} group ${group}: ${peak} valid leases at once, limit ${limit}: ${describeOverlap(ofGroup, at)}`,
+        });
     }
   }
 
@@ -370,6 +408,7 @@ export function checkHistory(input: CheckInput): CheckResult {
       recoveryLatencyMs: { p50: pct(50), p99: pct(99), max: latencies.at(-1) ?? 0, count: latencies.length },
       peakConcurrency,
       mostStartsPerWindow,
+      peakGroupConcurrency,
     },
   };
 }

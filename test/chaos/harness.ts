@@ -297,6 +297,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosSummary> {
         ...config,
         limits: { 'demo.fail': 2 },
         rateLimits: { [demoLimited.name]: demoLimited.rateLimit! },
+        // demo.sleep's groups run one at a time (groupConcurrency's default).
+        groupConcurrency: { 'demo.sleep': 1 },
         maxClockOffsetMs: skew,
       },
     });
@@ -357,13 +359,16 @@ async function enqueueOnce(store: TaskStore, n: number, limitedEvery: number) {
 
 /**
  * Task n of the run: one in `limitedEvery` of the concurrency-limited type (some fail and retry), as
- * many of the rate-limited one (5 starts a second), the rest echo or sleep up to a second.
+ * many of the rate-limited one (5 starts a second), the rest echo or sleep up to a second (half the
+ * sleeps in one of four groups, one at a time each).
  */
 function taskInput(n: number, limitedEvery: number) {
   if (n % limitedEvery === 0) return { type: 'demo.fail', payload: { failTimes: n % 3 }, maxAttempts: 5 };
   if (n % limitedEvery === 2) return { type: demoLimited.name, payload: { n } };
   if (n % 5 === 1) return { type: 'demo.echo', payload: { n } };
-  return { type: 'demo.sleep', payload: { ms: 100 + ((n * 37) % 900) }, maxAttempts: 10 };
+  // Half the sleeps in one of four groups, so each group's tasks queue behind each other.
+  const group = n % 2 === 0 ? { group: `g${n % 8}` } : {};
+  return { type: 'demo.sleep', payload: { ms: 100 + ((n * 37) % 900) }, maxAttempts: 10, ...group };
 }
 
 async function finalTasks(store: TaskStore): Promise<FinalTask[]> {

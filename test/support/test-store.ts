@@ -7,6 +7,7 @@ import { ensureTable } from '../../shared/store/table-setup.js';
 import { ManualClock, sequentialIds } from './manual-clock.js';
 import type { Clock } from '../../shared/clock.js';
 import type { RateLimit } from '../../shared/rate-rules.js';
+import type { TypeGrouping } from '../../shared/group-rules.js';
 import { RequestMeter } from './request-meter.js';
 
 let tableCounter = 0;
@@ -28,7 +29,12 @@ export interface TestStore {
 export async function createTestStore(
   endpoint: string,
   overrides: ConfigInput = {},
-  options: { random?: () => number; clock?: Clock; rateLimits?: Record<string, RateLimit> } = {},
+  options: {
+    random?: () => number;
+    clock?: Clock;
+    rateLimits?: Record<string, RateLimit>;
+    grouping?: TypeGrouping;
+  } = {},
 ): Promise<TestStore> {
   const config = defineConfig({
     tableName: `t${process.pid}-${++tableCounter}-${Date.now()}`,
@@ -54,6 +60,7 @@ export async function createTestStore(
     newId: sequentialIds('t'),
     ...(options.random ? { random: options.random } : {}),
     ...(options.rateLimits ? { definitionRateLimits: options.rateLimits } : {}),
+    ...(options.grouping ? { definitionGrouping: options.grouping } : {}),
   });
   let peers = 0;
   return {
@@ -80,6 +87,7 @@ export async function createTestStore(
         newId: sequentialIds(`p${++peers}`),
         ...(o.random ? { random: o.random } : {}),
         ...(options.rateLimits ? { definitionRateLimits: options.rateLimits } : {}),
+        ...(options.grouping ? { definitionGrouping: options.grouping } : {}),
       });
     },
     scanAll: async () => {

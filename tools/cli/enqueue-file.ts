@@ -24,6 +24,7 @@ export const taskLineSchema = z
     maxAttempts: z.number().optional(),
     timeoutSeconds: z.number().optional(),
     idempotencyKey: z.string().optional(),
+    group: z.string().optional(),
   })
   .strict();
 

@@ -37,7 +37,7 @@ const USAGE = `Usage: leasehold <command> [options]
                                            with the task types FILE exports (default: the demo types)
   dynamodb [--port N] [--data-dir DIR]     run a standalone dynalite that several stacks can share
   sim [--data-dir DIR] [-c leasehold:<setting>=V]  run what \`cdk deploy\` creates, locally (see the README)
-  enqueue <type> [payload-json] [--priority N] [--delay SECONDS] [--key KEY] [--max-attempts N]
+  enqueue <type> [payload-json] [--priority N] [--delay SECONDS] [--key KEY] [--group GROUP] [--max-attempts N]
   enqueue --file FILE.jsonl [--concurrency N]
                                            one task per line, each line the JSON body of POST /tasks:
                                            {"type":"demo.echo","payload":{"n":1},"priority":5,
@@ -90,6 +90,7 @@ const options = {
   priority: { type: 'string' },
   delay: { type: 'string' },
   key: { type: 'string' },
+  group: { type: 'string' },
   'max-attempts': { type: 'string' },
   file: { type: 'string' },
   concurrency: { type: 'string' },
@@ -281,6 +282,7 @@ async function runApiCommand(
           delay: delaySeconds === undefined ? undefined : delaySeconds * 1000,
           maxAttempts: intFlag(flags['max-attempts'], 'max-attempts'),
           idempotencyKey: flags.key,
+          group: flags.group,
         }),
       });
       show(
