@@ -28,6 +28,34 @@ export function idempotentTaskId(owner: string, idempotencyKey: string): string 
   return `idem-${digest.slice(0, 32)}`;
 }
 
+/**
+ * The task id of generation `generation` of a debounce key (per owner and type): racing enqueuers of
+ * one generation meet at the same id, and a new generation (the last one started) is a new task.
+ */
+export function debounceTaskId(owner: string, type: string, key: string, generation: number): string {
+  const digest = createHash('sha256')
+    .update(owner)
+    .update('\u0000')
+    .update(type)
+    .update('\u0000')
+    .update(key)
+    .update('\u0000')
+    .update(String(generation))
+    .digest('hex');
+  return `debounce-${digest.slice(0, 32)}`;
+}
+
+/** The partition of a debounce key's generation pointer (per owner and type). */
+export function debouncePointerId(owner: string, type: string, key: string): string {
+  const digest = createHash('sha256')
+    .update(owner)
+    .update('\u0000')
+    .update(type)
+    .update('\u0000')
+    .update(key);
+  return digest.digest('hex').slice(0, 32);
+}
+
 /** A stable digest of an enqueue request, stored with the task to tell a retry from a conflicting reuse of a key. */
 export function requestFingerprint(parts: unknown): string {
   return createHash('sha256').update(stableJson(parts)).digest('base64url');

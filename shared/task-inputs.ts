@@ -164,6 +164,24 @@ export const idempotencyKeySchema = z
     message: 'must be well-formed Unicode (it holds half of a surrogate pair); send the key as text',
   });
 
+/** The longest debounce window: a day. */
+export const MAX_DEBOUNCE_WINDOW_MS = 86_400_000;
+
+/**
+ * Debounce (store/debounce.ts): enqueues with the same key, per owner and type, within `windowMs`
+ * of each other collapse into one task, due `windowMs` after the last, with the last payload.
+ */
+export const debounceSchema = z
+  .object({
+    key: idempotencyKeySchema,
+    windowMs: z
+      .number()
+      .int('must be whole milliseconds')
+      .min(1, 'must be at least 1 ms')
+      .max(MAX_DEBOUNCE_WINDOW_MS, `must be at most ${MAX_DEBOUNCE_WINDOW_MS} ms (a day)`),
+  })
+  .strict();
+
 export const enqueueInput = z
   .object({
     type: taskTypeSchema,
@@ -181,11 +199,20 @@ export const enqueueInput = z
     timeoutMs: z.number().int('must be whole milliseconds').positive().optional(),
     idempotencyKey: idempotencyKeySchema.optional(),
     group: groupSchema.optional(),
+    debounce: debounceSchema.optional(),
   })
   .strict()
   .refine((v) => v.availableAt === undefined || v.delayMs === undefined, {
     message: 'give availableAt or delayMs, not both',
     path: ['delayMs'],
+  })
+  .refine((v) => v.debounce === undefined || (v.availableAt === undefined && v.delayMs === undefined), {
+    message: 'a debounced task is due windowMs after the last enqueue of its key: give no due time or delay',
+    path: ['debounce'],
+  })
+  .refine((v) => v.debounce === undefined || v.idempotencyKey === undefined, {
+    message: 'give debounce or idempotencyKey, not both (a debounce key already names the task it joins)',
+    path: ['debounce'],
   });
 export type EnqueueInput = z.input<typeof enqueueInput>;
 

@@ -45,6 +45,8 @@ export interface Task {
   leaseToken: number;
   timeoutMs?: number;
   idempotencyKey?: string;
+  /** The debounce key it was enqueued with: later enqueues of the key join it until it starts. */
+  debounceKey?: string;
   /** Its group (named within its owner): at most the type's `groupConcurrency` of a group run at once. */
   group?: string;
   startedAt?: number;

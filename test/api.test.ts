@@ -119,6 +119,24 @@ describe('POST /tasks', () => {
     expect(read.body.task.group).toBe('customer-7');
   });
 
+  it('collapses debounced enqueues of one key into one task: 201, then 200 joined', async () => {
+    const body = { type: 'demo.echo', payload: { n: 1 }, debounce: { key: 'user-9', windowMs: 60_000 } };
+    const first = await call({ method: 'POST', path: '/tasks', body });
+    const second = await call({ method: 'POST', path: '/tasks', body: { ...body, payload: { n: 2 } } });
+    expect([first.status, second.status]).toEqual([201, 200]);
+    expect(second.body.joined).toBe(true);
+    expect(second.body.task.id).toBe(first.body.task.id);
+    const read = await call({ method: 'GET', path: `/tasks/${first.body.task.id}` });
+    expect(read.body.task.payload).toEqual({ n: 2 });
+    const both = await call({
+      method: 'POST',
+      path: '/tasks',
+      body: { ...body, idempotencyKey: 'k1' },
+    });
+    expect(both.status).toBe(400);
+    expect(JSON.stringify(both.body)).toContain('debounce');
+  });
+
   it('takes delaySeconds or runAt, timeoutSeconds and maxAttempts', async () => {
     const runAt = '2030-01-01T00:00:00Z';
     const res = await call({

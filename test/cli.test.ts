@@ -107,6 +107,38 @@ describe('the leasehold CLI against the HTTP API', () => {
     );
   });
 
+  it('enqueues with a group, and debounced enqueues join one task', async () => {
+    const grouped = await cli(
+      'enqueue',
+      'demo.sleep',
+      '{"ms": 10}',
+      '--group',
+      'customer-1',
+      '--owner',
+      'g-user',
+    );
+    const id = /^queued (\S+) /m.exec(grouped.out)![1]!;
+    expect(JSON.parse((await cli('get', id, '--owner', 'g-user', '--json')).out).task.group).toBe(
+      'customer-1',
+    );
+    const args = [
+      'enqueue',
+      'demo.echo',
+      '{"v": 1}',
+      '--debounce',
+      'user-7',
+      '--window',
+      '60000',
+      '--owner',
+      'd-user',
+    ];
+    const first = await cli(...args);
+    const second = await cli(...args);
+    const debouncedId = /^queued (\S+) /m.exec(first.out)![1]!;
+    expect(second.out).toContain(`joined the waiting task of its debounce key ${debouncedId}`);
+    expect((await cli('enqueue', 'demo.echo', '--debounce', 'user-7')).code).toBe(2);
+  });
+
   it('shows API errors with their message and field, and exits 1; usage errors exit 2', async () => {
     const bad = await cli('enqueue', 'demo.sleep', '{"ms": "soon"}');
     expect(bad.code).toBe(1);

@@ -225,7 +225,7 @@ async function createTask(ctx: RequestContext): Promise<ApiResponse> {
   const result = await ctx.deps.submitter.enqueue(enqueueRequest(body.value, ctx.owner, ctx.deps.config));
   return json(
     result.created ? 201 : 200,
-    { task: taskJson(result.task) },
+    { task: taskJson(result.task), ...(result.joined ? { joined: true } : {}) },
     result.created ? { location: `/tasks/${result.task.id}` } : {},
   );
 }

@@ -36,5 +36,6 @@ export function enqueueRequest(
     ...(input.timeoutSeconds === undefined ? {} : { timeoutMs: input.timeoutSeconds * 1000 }),
     ...(input.idempotencyKey === undefined ? {} : { idempotencyKey: input.idempotencyKey }),
     ...(input.group === undefined ? {} : { group: input.group }),
+    ...(input.debounce === undefined ? {} : { debounce: input.debounce }),
   };
 }

@@ -164,7 +164,10 @@ export const OPERATIONS: Record<string, OperationSpec> = {
       'Give `delaySeconds` or `runAt`, not both. The same `idempotencyKey` with the same body answers ' +
       'the first task again (200); with another body it is a 409. A `group` (1-128 printable ASCII ' +
       'characters, no spaces, named within the caller) runs at most the type’s `groupConcurrency` of its ' +
-      'tasks at once (default 1: one at a time, in claim order); a deep group never delays other groups.',
+      'tasks at once (default 1: one at a time, in claim order); a deep group never delays other groups. ' +
+      'With `debounce: {key, windowMs}`, enqueues of one key (per caller and type) collapse into one task, ' +
+      'due `windowMs` after the last, with the last payload: one that joins the waiting task answers 200 ' +
+      'with `joined: true`; once that task has started, the next makes a new one (201).',
     tag: 'tasks',
     body: 'EnqueueRequest',
     answers: [
@@ -174,7 +177,9 @@ export const OPERATIONS: Record<string, OperationSpec> = {
         schema: 'TaskAnswer',
         headers: { location: 'The task’s URL path, `/tasks/{id}`.' },
       },
-      taskAnswer('The idempotency key was used before with the same body: the first task.'),
+      taskAnswer(
+        'The idempotency key was used before with the same body: the first task. Or, with `debounce`, the waiting task of the key this enqueue joined (`joined: true`).',
+      ),
     ],
     problems: {
       400: `${INVALID_BODY} Also an unknown task type, a payload its type refuses, or a timeout over the maximum.`,

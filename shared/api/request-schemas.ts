@@ -2,7 +2,7 @@
 import * as z from 'zod';
 import { PRIORITY_LIMIT } from '../table-layout.js';
 import { TaskStatus } from '../task-model.js';
-import { idempotencyKeySchema, payloadShape } from '../task-inputs.js';
+import { debounceSchema, idempotencyKeySchema, payloadShape } from '../task-inputs.js';
 import { groupSchema } from '../group-rules.js';
 
 export const MAX_BODY_BYTES = 256 * 1024;
@@ -31,11 +31,21 @@ export const enqueueBody = z
     timeoutSeconds: z.number().int('must be whole seconds').min(1).optional(),
     idempotencyKey: idempotencyKeySchema.optional(),
     group: groupSchema.optional(),
+    debounce: debounceSchema.optional(),
   })
   .strict()
   .refine((b) => b.delaySeconds === undefined || b.runAt === undefined, {
     message: 'give delaySeconds or runAt, not both',
     path: ['runAt'],
+  })
+  .refine((b) => b.debounce === undefined || (b.delaySeconds === undefined && b.runAt === undefined), {
+    message:
+      'a debounced task is due windowMs after the last enqueue of its key: give no delaySeconds or runAt',
+    path: ['debounce'],
+  })
+  .refine((b) => b.debounce === undefined || b.idempotencyKey === undefined, {
+    message: 'give debounce or idempotencyKey, not both (a debounce key already names the task it joins)',
+    path: ['debounce'],
   });
 
 /**

@@ -52,7 +52,11 @@ export const taskJsonSchema = z
   .meta({ id: 'Task' });
 export type TaskJson = z.output<typeof taskJsonSchema>;
 
-export const taskAnswerSchema = z.object({ task: taskJsonSchema });
+export const taskAnswerSchema = z.object({
+  task: taskJsonSchema,
+  /** POST /tasks with `debounce`: true when it joined this waiting task of its key (200) rather than making one (201). */
+  joined: z.boolean().optional(),
+});
 
 export const taskPageSchema = z.object({
   tasks: z.array(taskJsonSchema),

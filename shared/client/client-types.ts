@@ -60,6 +60,12 @@ export interface EnqueueOptions {
    * `groupConcurrency` tasks of one group run at once (default 1: one at a time, in claim order).
    */
   group?: string;
+  /**
+   * Enqueues with the same `key` (per caller and type) within `windowMs` of each other collapse into one
+   * task, due `windowMs` after the last, with the last payload (`joined` in the answer). Not with
+   * `idempotencyKey`, `delay` or `runAt`.
+   */
+  debounce?: { key: string; windowMs: number };
   maxAttempts?: number;
   /** Milliseconds a run may take, at most the type's timeout (over HTTP rounded up to whole seconds). */
   timeout?: number;
@@ -69,6 +75,8 @@ export interface EnqueueResult<P = unknown, R = unknown> {
   task: ClientTask<P, R>;
   /** False when the idempotency key matched an earlier enqueue, whose task this is. */
   created: boolean;
+  /** With `debounce`: this enqueue joined the key's waiting task (its due time and payload moved). */
+  joined?: boolean;
 }
 
 /** One task of `enqueueMany`: build it with `taskOf(definition, payload)` to have the payload checked. */

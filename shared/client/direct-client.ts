@@ -137,10 +137,10 @@ class DirectTaskClient implements DirectClient {
     const type = typeof typeOrDefinition === 'string' ? typeOrDefinition : typeOrDefinition?.name;
     return asClientCall(async () => {
       const input = directEnqueueInput(type, payload, options, await this.owner(), this.config);
-      const { task, created } = await this.runtime.submitter.enqueue(input);
+      const { task, created, joined } = await this.runtime.submitter.enqueue(input);
       // Sent before the answer: a caller in a Lambda is frozen once it returns (bounded: a kick is a hint).
       await this.kick?.settled();
-      return { task: clientTask(task), created };
+      return { task: clientTask(task), created, ...(joined ? { joined } : {}) };
     });
   }
 

@@ -15,8 +15,10 @@ export interface EnqueueBody {
   runAt?: string;
   maxAttempts?: number;
   timeoutSeconds?: number;
-  idempotencyKey: string;
+  /** Absent only with `debounce` (a debounce key names the task it joins; the API takes one or the other). */
+  idempotencyKey?: string;
   group?: string;
+  debounce?: { key: string; windowMs: number };
 }
 
 export interface PreparedEnqueue {
@@ -31,7 +33,8 @@ export function enqueueBodyOf(
   options: EnqueueOptions = {},
   newKey: IdGenerator,
 ): PreparedEnqueue {
-  const keyMadeByClient = options.idempotencyKey === undefined;
+  // A debounced enqueue carries no idempotency key: resent after a lost answer, it joins its own task.
+  const keyMadeByClient = options.idempotencyKey === undefined && options.debounce === undefined;
   return {
     keyMadeByClient,
     body: {
@@ -42,8 +45,9 @@ export function enqueueBodyOf(
       ...(options.runAt === undefined ? {} : { runAt: isoTime(options.runAt) }),
       ...(options.maxAttempts === undefined ? {} : { maxAttempts: options.maxAttempts }),
       ...(options.timeout === undefined ? {} : { timeoutSeconds: wholeSecondsUp(options.timeout) }),
-      idempotencyKey: options.idempotencyKey ?? newKey(),
+      ...(options.debounce === undefined ? { idempotencyKey: options.idempotencyKey ?? newKey() } : {}),
       ...(options.group === undefined ? {} : { group: options.group }),
+      ...(options.debounce === undefined ? {} : { debounce: options.debounce }),
     },
   };
 }

@@ -108,9 +108,10 @@ export function createClient(options: ClientOptions): LeaseholdClient {
     const type = typeof target === 'string' ? target : target.name;
     const { body, keyMadeByClient } = enqueueBodyOf(type, payload, enqueueOptions, newKey);
     const answer = await transport({ method: 'POST', route, path: 'tasks', body });
-    const { task } = decodeAnswer(answer, taskAnswerSchema, route);
+    const { task, joined } = decodeAnswer(answer, taskAnswerSchema, route);
     return {
       task: clientTask(task),
+      ...(joined ? { joined } : {}),
       created: createdByThisCall(
         answer.status === 201 ? 'created' : 'existing',
         keyMadeByClient,

@@ -202,3 +202,21 @@ export const holdsGroupSlot =
   (claimId: string): ConditionPart =>
   (e) =>
     `${e.name('claimId')} = ${e.value(claimId)}`;
+
+/**
+ * A debounce join: the task has never started (QUEUED with no attempt spent). A claim landing first
+ * makes it RUNNING, a cancel CANCELLED, and the join is refused: the enqueue then starts a new task.
+ */
+export const neverStarted: ConditionPart = (e) =>
+  `${e.name('status')} = ${e.value(TaskStatus.QUEUED)} AND ${e.name('attempts')} = ${e.value(0)}`;
+
+/**
+ * Moving a debounce key to its next generation: only from the generation this enqueuer read, so two
+ * enqueuers that both found the task started move it once, and both then meet at the new task.
+ */
+export const generationAsSeen =
+  (generation: number): ConditionPart =>
+  (e) =>
+    generation === 0
+      ? `attribute_not_exists(${e.name('generation')}) OR ${e.name('generation')} = ${e.value(0)}`
+      : `${e.name('generation')} = ${e.value(generation)}`;

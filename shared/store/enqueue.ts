@@ -4,90 +4,29 @@
  * task is read first, so a repeat writes nothing and a refused one no payload.
  */
 import { IdempotencyConflictError, LeaseholdError } from '../errors.js';
-import { idempotentTaskId, requestFingerprint } from '../ids.js';
-import { shardForId, taskKey } from '../table-layout.js';
+import { idempotentTaskId } from '../ids.js';
+import { taskKey } from '../table-layout.js';
 import type { Task } from '../task-model.js';
 import { writeTargetOf, type StoreContext } from './context.js';
 import { conditionalPut } from './conditional-write.js';
 import { enqueueInput, parseInput, type EnqueueInput } from '../task-inputs.js';
-import { bodyExpiry, fitsInline, payloadSortKey } from './body-layout.js';
 import { expireBody, putBody } from './task-body.js';
 import { readTaskItem } from './task-reads.js';
 import { CostCount, countCost } from './cost-meter.js';
 import { withPutCost } from './recorded-cost.js';
 import { toTask, type TaskItem } from './task-item.js';
 import { applyTransition, conditionOf, enqueued } from './transitions.js';
-import { rotationForTask } from '../group-rules.js';
+import { newTask, type EnqueueResult } from './new-task.js';
+import { enqueueDebounced } from './debounce.js';
 
-export interface EnqueueResult {
-  task: Task;
-  /** False when an idempotency key matched an earlier enqueue and that task was returned. */
-  created: boolean;
-}
+export type { EnqueueResult } from './new-task.js';
 
 export async function enqueue(ctx: StoreContext, rawInput: EnqueueInput): Promise<EnqueueResult> {
   const input = parseInput(enqueueInput, 'enqueue', rawInput);
+  if (input.debounce) return enqueueDebounced(ctx, input, input.debounce);
   const now = ctx.clock.now();
   const id = input.idempotencyKey ? idempotentTaskId(input.owner, input.idempotencyKey) : ctx.newId();
-  const availableAt = input.availableAt ?? now + (input.delayMs ?? 0);
-  const payloadText = JSON.stringify(input.payload ?? null);
-  const requestHash = requestFingerprint({
-    type: input.type,
-    payload: input.payload ?? null,
-    priority: input.priority,
-    availableAt: input.availableAt,
-    delayMs: input.delayMs,
-    maxAttempts: input.maxAttempts,
-    timeoutMs: input.timeoutMs,
-    ...(input.group === undefined ? {} : { group: input.group }),
-  });
-  const shard = shardForId(id);
-  // A grouped task, or any task of a type with fair shares, waits in a rotation (group-rules.ts).
-  const rotation = rotationForTask(ctx.typeGrouping, {
-    type: input.type,
-    owner: input.owner,
-    group: input.group,
-  });
-  const record: Omit<TaskItem, 'status' | 'ownerPk' | 'ownerSk'> = {
-    ...(taskKey(id) as { pk: string; sk: string }),
-    id,
-    type: input.type,
-    priority: input.priority,
-    // A payload too large for the task item is written first, into its own item (task-body.ts).
-    ...(fitsInline(payloadText)
-      ? { payload: payloadText }
-      : {
-          payloadBytes: Buffer.byteLength(payloadText),
-          // The payload item's TTL, so a later write that makes the task due later knows to move it.
-          payloadUntil: bodyExpiry(Math.max(now, availableAt), ctx.config),
-        }),
-    owner: input.owner,
-    shard,
-    ...(rotation === undefined ? {} : { rotation }),
-    ...(input.group === undefined ? {} : { group: input.group }),
-    attempts: 0,
-    maxAttempts: input.maxAttempts ?? ctx.config.defaultMaxAttempts,
-    createdAt: now,
-    updatedAt: now,
-    availableAt,
-    // Fencing tokens of a task id only ever grow. A random id is never reused; an idempotent one comes
-    // back when its key is used again after the record expired, so its tokens start from the clock,
-    // above every token the earlier record can have handed out (one per claim).
-    leaseToken: input.idempotencyKey === undefined ? 0 : now,
-    writeId: '',
-    ...(input.timeoutMs === undefined ? {} : { timeoutMs: input.timeoutMs }),
-    ...(input.idempotencyKey === undefined ? {} : { idempotencyKey: input.idempotencyKey, requestHash }),
-  };
-  // Status, owner keys, and the ready index when due or the delay index until promoted.
-  const placed = enqueued(record, now);
-  const payloadItem =
-    record.payloadBytes === undefined
-      ? undefined
-      : {
-          key: payloadSortKey(record.requestHash),
-          fields: { payload: payloadText },
-          expiresAt: record.payloadUntil!,
-        };
+  const { record, placed, payloadItem, payloadText, requestHash } = newTask(ctx, input, id, now);
   // A repeated key with a payload kept apart: the task already there answers it, before a payload item
   // (up to 256 KB) is written that its put would then refuse.
   if (payloadItem && input.idempotencyKey) {

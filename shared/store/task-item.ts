@@ -81,6 +81,7 @@ export function toTask(
     ...optional('timeoutMs', item.timeoutMs),
     ...optional('idempotencyKey', item.idempotencyKey),
     ...optional('group', item.group),
+    ...optional('debounceKey', item.debounceKey),
     ...optional('startedAt', item.startedAt),
     ...optional('finishedAt', item.finishedAt),
     ...optional('leaseOwner', item.leaseOwner),

@@ -84,7 +84,8 @@ export class TaskRequests implements Pick<TaskReads, 'get' | 'list' | 'stats'>, 
     // Checked before the mark too: a bad input writes nothing, not even the mark.
     if (input.group !== undefined) await this.markGrouped(parseInput(enqueueInput, 'enqueue', input).type);
     const result = await enqueue(this.ctx, input);
-    if (!result.created) return result;
+    // A debounce join moved the task's due time: claimers and timekeepers hear of it as of a new task.
+    if (!result.created && !result.joined) return result;
     const { id, type, availableAt, priority, createdAt, group } = result.task;
     const ready = availableAt <= this.ctx.clock.now();
     // A rotated task is never offered by key: it waits its rotation's turn (and its group's slot).

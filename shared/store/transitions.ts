@@ -45,6 +45,7 @@ import {
   hasStatus,
   holdsLease,
   isNotRotated,
+  neverStarted,
   itemIsNew,
   leaseAsObserved,
   stillDelayedAndDue,
@@ -102,6 +103,30 @@ export function enqueued(
       ...queuedAt(task, task.availableAt, now),
     },
     require: [replacing ? unchangedSince(replacing.writeId) : itemIsNew],
+  };
+}
+
+/**
+ * A debounce join: the waiting task takes the newest enqueue's payload and is due `availableAt`
+ * (windowMs after it), in the delay index (out of the ready index if it was there), only if it never
+ * started (neverStarted).
+ */
+export function debounceJoined(
+  task: Place,
+  payload: Record<string, unknown>,
+  availableAt: number,
+  now: number,
+): Transition {
+  return {
+    assign: {
+      ...payload,
+      availableAt,
+      updatedAt: now,
+      [INDEX.ready.partition]: undefined,
+      [INDEX.ready.sort]: undefined,
+      ...queuedAt(task, availableAt, now),
+    },
+    require: [neverStarted],
   };
 }
 

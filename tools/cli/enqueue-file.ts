@@ -25,6 +25,7 @@ export const taskLineSchema = z
     timeoutSeconds: z.number().optional(),
     idempotencyKey: z.string().optional(),
     group: z.string().optional(),
+    debounce: z.object({ key: z.string(), windowMs: z.number() }).strict().optional(),
   })
   .strict();
 

@@ -38,6 +38,7 @@ const USAGE = `Usage: leasehold <command> [options]
   dynamodb [--port N] [--data-dir DIR]     run a standalone dynalite that several stacks can share
   sim [--data-dir DIR] [-c leasehold:<setting>=V]  run what \`cdk deploy\` creates, locally (see the README)
   enqueue <type> [payload-json] [--priority N] [--delay SECONDS] [--key KEY] [--group GROUP] [--max-attempts N]
+                [--debounce KEY --window MS]    collapse enqueues of KEY within MS into one task (the last payload)
   enqueue --file FILE.jsonl [--concurrency N]
                                            one task per line, each line the JSON body of POST /tasks:
                                            {"type":"demo.echo","payload":{"n":1},"priority":5,
@@ -91,6 +92,8 @@ const options = {
   delay: { type: 'string' },
   key: { type: 'string' },
   group: { type: 'string' },
+  debounce: { type: 'string' },
+  window: { type: 'string' },
   'max-attempts': { type: 'string' },
   file: { type: 'string' },
   concurrency: { type: 'string' },
@@ -276,7 +279,13 @@ async function runApiCommand(
         }
       }
       const delaySeconds = intFlag(flags.delay, 'delay');
-      const { task, created } = await client.enqueue(type, payload, {
+      const windowMs = intFlag(flags.window, 'window');
+      if ((flags.debounce === undefined) !== (windowMs === undefined))
+        throw new UsageError('give --debounce KEY and --window MS together');
+      const { task, created, joined } = await client.enqueue(type, payload, {
+        ...(flags.debounce !== undefined && windowMs !== undefined
+          ? { debounce: { key: flags.debounce, windowMs } }
+          : {}),
         ...definedOnly({
           priority: intFlag(flags.priority, 'priority'),
           delay: delaySeconds === undefined ? undefined : delaySeconds * 1000,
@@ -286,9 +295,9 @@ async function runApiCommand(
         }),
       });
       show(
-        { task, created },
+        { task, created, ...(joined ? { joined } : {}) },
         () =>
-          `${created ? 'queued' : 'already queued (same idempotency key)'} ${task.id} (${task.type}, ${task.status})`,
+          `${created ? 'queued' : joined ? 'joined the waiting task of its debounce key' : 'already queued (same idempotency key)'} ${task.id} (${task.type}, ${task.status})`,
       );
       return 0;
     }

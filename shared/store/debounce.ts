@@ -1,0 +1,145 @@
+/**
+ * Debounce: enqueues with the same key (per owner and type) within `windowMs` of each other collapse
+ * into one task, due `windowMs` after the last of them, with the last payload. Once that task starts,
+ * the next enqueue of the key makes a new one.
+ *
+ * A key has generations. A small pointer item (`DEBOUNCE#<digest of owner, type, key>`) holds the
+ * current generation; generation g's task has a deterministic id (ids.ts debounceTaskId), so enqueuers
+ * racing on one generation meet at the same item. An enqueue reads the pointer (consistent), then:
+ * - joins generation g's task with one conditional update (neverStarted: QUEUED, no attempt spent),
+ *   which moves its due time and payload (transitions.ts debounceJoined);
+ * - if that task is not there, creates it (a put with itemIsNew; one refused meets the racer's task and
+ *   joins it);
+ * - if it started (or ended, or was cancelled), moves the pointer to g + 1 (generationAsSeen, so two
+ *   enqueuers move it once) and goes round again.
+ * No step needs a transaction: a crash between them leaves at most a generation without a task, which
+ * the next enqueue creates.
+ */
+import { LeaseholdError } from '../errors.js';
+import { debouncePointerId, debounceTaskId, requestFingerprint } from '../ids.js';
+import { KEY, taskKey } from '../table-layout.js';
+import { writeTargetOf, type StoreContext } from './context.js';
+import { conditionalPut, conditionalUpdate, readItem } from './conditional-write.js';
+import { generationAsSeen } from './conditions.js';
+import { CostCount, countCost } from './cost-meter.js';
+import { bodyExpiry, fitsInline, payloadSortKey } from './body-layout.js';
+import { expireBody, putBody } from './task-body.js';
+import { withPutCost } from './recorded-cost.js';
+import { toTask, type TaskItem } from './task-item.js';
+import { applyTransition, asUpdate, conditionOf, debounceJoined } from './transitions.js';
+import { newTask, type EnqueueResult, type ParsedEnqueue } from './new-task.js';
+import { Expression } from './update-expression.js';
+
+/** Rounds of read, join or create, move on: more means other enqueuers keep starting the key's tasks. */
+const MAX_ROUNDS = 5;
+
+const pointerKey = (input: ParsedEnqueue, key: string) => ({
+  [KEY.partition]: `DEBOUNCE#${debouncePointerId(input.owner, input.type, key)}`,
+  [KEY.sort]: 'GENERATION',
+});
+
+export async function enqueueDebounced(
+  ctx: StoreContext,
+  input: ParsedEnqueue,
+  debounce: { key: string; windowMs: number },
+): Promise<EnqueueResult> {
+  const target = writeTargetOf(ctx, 'request');
+  const pointer = pointerKey(input, debounce.key);
+  for (let round = 0; round < MAX_ROUNDS; round++) {
+    const seen = await readItem<{ generation?: number }>(target, pointer);
+    const generation = seen?.generation ?? 0;
+    const id = debounceTaskId(input.owner, input.type, debounce.key, generation);
+    const joined = await join(ctx, input, id, debounce.windowMs);
+    if (joined.outcome === 'joined') return { task: joined.task, created: false, joined: true };
+    if (joined.outcome === 'missing') {
+      const created = await create(ctx, input, id);
+      if (created) return { task: created, created: true };
+      continue; // another enqueue created it first: join it
+    }
+    // Started (or over): the key's next enqueue is a new task, in the next generation.
+    await conditionalUpdate(
+      target,
+      pointer,
+      new Expression().require(generationAsSeen(generation)).assign({ generation: generation + 1 }),
+      { resends: 1 },
+    );
+  }
+  throw new DebounceContendedError(debounce.key);
+}
+
+/**
+ * Joins task `id` if it has not started: its due time moves to windowMs from now and it takes this
+ * enqueue's payload. A payload kept apart is written first under a name of its own (the task then names
+ * it); the one it replaces is marked for TTL.
+ */
+async function join(
+  ctx: StoreContext,
+  input: ParsedEnqueue,
+  id: string,
+  windowMs: number,
+): Promise<{ outcome: 'joined'; task: ReturnType<typeof toTask> } | { outcome: 'missing' | 'started' }> {
+  const now = ctx.clock.now();
+  const current = await readItem<TaskItem>(writeTargetOf(ctx, 'request'), taskKey(id));
+  if (!current) return { outcome: 'missing' };
+  if (current.status !== 'QUEUED' || current.attempts !== 0) return { outcome: 'started' };
+  const availableAt = now + windowMs;
+  const payloadText = JSON.stringify(input.payload ?? null);
+  let payload: Record<string, unknown>;
+  if (fitsInline(payloadText)) {
+    payload = { payload: payloadText, payloadBytes: undefined, payloadUntil: undefined };
+  } else {
+    // Named by this enqueue alone (its fingerprint and time): a resend writes the same item.
+    const requestHash = requestFingerprint({ payload: input.payload ?? null, at: now, id: ctx.newId() });
+    const payloadUntil = bodyExpiry(availableAt, ctx.config);
+    await putBody(ctx, id, payloadSortKey(requestHash), { payload: payloadText }, payloadUntil, 'request');
+    payload = { payload: undefined, payloadBytes: Buffer.byteLength(payloadText), payloadUntil, requestHash };
+  }
+  const written = await conditionalUpdate<TaskItem>(
+    writeTargetOf(ctx, 'request'),
+    taskKey(id),
+    asUpdate(debounceJoined(current, payload, availableAt, now)),
+    { resends: 1 },
+  );
+  if (!written.applied) {
+    if (payload.requestHash !== undefined)
+      await expireBody(ctx, id, payloadSortKey(payload.requestHash as string));
+    return { outcome: 'started' };
+  }
+  // The payload item the task named before (if any) is named by nothing now.
+  if (current.payloadBytes !== undefined && current.requestHash !== written.item.requestHash)
+    await expireBody(ctx, id, payloadSortKey(current.requestHash)).catch(() => undefined);
+  return { outcome: 'joined', task: toTask(written.item, { ...written.item, payload: payloadText }) };
+}
+
+/** Creates generation's task `id`; undefined when another enqueue created it first. */
+async function create(ctx: StoreContext, input: ParsedEnqueue, id: string) {
+  const { record, placed, payloadItem, payloadText } = newTask(ctx, input, id, ctx.clock.now());
+  const payloadWrite = new CostCount();
+  if (payloadItem)
+    await countCost(payloadWrite, () =>
+      putBody(ctx, id, payloadItem.key, payloadItem.fields, payloadItem.expiresAt, 'request'),
+    );
+  const item = withPutCost(applyTransition(record, placed) as TaskItem, payloadWrite.snapshot());
+  const put = await conditionalPut<TaskItem>(
+    writeTargetOf(ctx, 'request'),
+    taskKey(id),
+    item,
+    conditionOf(placed),
+  );
+  if (put.applied) return toTask(put.item, { ...put.item, payload: payloadText });
+  if (payloadItem) await expireBody(ctx, id, payloadItem.key);
+  return undefined;
+}
+
+/** Every round met a task that had just started: other enqueuers of the key keep starting its tasks. */
+export class DebounceContendedError extends LeaseholdError {
+  override name = 'DebounceContendedError';
+  override readonly code = 'DEBOUNCE_CONTENDED';
+  /** A race with concurrent requests: sent again, it settles. */
+  override readonly status = 409;
+  constructor(readonly key: string) {
+    super(
+      `The debounce key "${key}" changed under this enqueue ${MAX_ROUNDS} times; send the request again.`,
+    );
+  }
+}

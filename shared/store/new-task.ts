@@ -1,0 +1,99 @@
+/** A new task's item as enqueue writes it (enqueue.ts, and debounce.ts for a key's new generation). */
+import type * as z from 'zod';
+import { requestFingerprint } from '../ids.js';
+import { shardForId, taskKey } from '../table-layout.js';
+import type { Task } from '../task-model.js';
+import type { enqueueInput } from '../task-inputs.js';
+import { rotationForTask } from '../group-rules.js';
+import type { StoreContext } from './context.js';
+import { bodyExpiry, fitsInline, payloadSortKey } from './body-layout.js';
+import type { TaskItem } from './task-item.js';
+import { enqueued, type Transition } from './transitions.js';
+
+export interface EnqueueResult {
+  task: Task;
+  /** False when an idempotency key matched an earlier enqueue and that task was returned. */
+  created: boolean;
+  /** A debounced enqueue joined this waiting task of its key (its due time and payload moved). */
+  joined?: boolean;
+}
+
+/** A new task as enqueue writes it: its item, its placing edge, and its payload item when kept apart. */
+export interface NewTask {
+  record: Omit<TaskItem, 'status' | 'ownerPk' | 'ownerSk'>;
+  placed: Transition;
+  payloadItem: { key: string; fields: { payload: string }; expiresAt: number } | undefined;
+  payloadText: string;
+  requestHash: string;
+}
+
+/** The item of a new task `id` for a checked input, due at its `availableAt` (or now + delay, or the debounce window). */
+export function newTask(ctx: StoreContext, input: ParsedEnqueue, id: string, now: number): NewTask {
+  const availableAt = input.availableAt ?? now + (input.delayMs ?? input.debounce?.windowMs ?? 0);
+  const payloadText = JSON.stringify(input.payload ?? null);
+  const requestHash = requestFingerprint({
+    type: input.type,
+    payload: input.payload ?? null,
+    priority: input.priority,
+    availableAt: input.availableAt,
+    delayMs: input.delayMs,
+    maxAttempts: input.maxAttempts,
+    timeoutMs: input.timeoutMs,
+    ...(input.group === undefined ? {} : { group: input.group }),
+  });
+  const shard = shardForId(id);
+  // A grouped task, or any task of a type with fair shares, waits in a rotation (group-rules.ts).
+  const rotation = rotationForTask(ctx.typeGrouping, {
+    type: input.type,
+    owner: input.owner,
+    group: input.group,
+  });
+  // A debounced task's payload item is named by its own fingerprint: a join writes another beside it.
+  const bodyHash =
+    input.idempotencyKey !== undefined || input.debounce !== undefined ? requestHash : undefined;
+  const record: Omit<TaskItem, 'status' | 'ownerPk' | 'ownerSk'> = {
+    ...(taskKey(id) as { pk: string; sk: string }),
+    id,
+    type: input.type,
+    priority: input.priority,
+    // A payload too large for the task item is written first, into its own item (task-body.ts).
+    ...(fitsInline(payloadText)
+      ? { payload: payloadText }
+      : {
+          payloadBytes: Buffer.byteLength(payloadText),
+          // The payload item's TTL, so a later write that makes the task due later knows to move it.
+          payloadUntil: bodyExpiry(Math.max(now, availableAt), ctx.config),
+        }),
+    owner: input.owner,
+    shard,
+    ...(rotation === undefined ? {} : { rotation }),
+    ...(input.group === undefined ? {} : { group: input.group }),
+    ...(input.debounce === undefined ? {} : { debounceKey: input.debounce.key }),
+    attempts: 0,
+    maxAttempts: input.maxAttempts ?? ctx.config.defaultMaxAttempts,
+    createdAt: now,
+    updatedAt: now,
+    availableAt,
+    // Fencing tokens of a task id only ever grow. A random id is never reused; an idempotent (or
+    // debounced) one comes back when its key is used again after the record expired, so its tokens
+    // start from the clock, above every token the earlier record can have handed out (one per claim).
+    leaseToken: input.idempotencyKey === undefined && input.debounce === undefined ? 0 : now,
+    writeId: '',
+    ...(input.timeoutMs === undefined ? {} : { timeoutMs: input.timeoutMs }),
+    ...(input.idempotencyKey === undefined ? {} : { idempotencyKey: input.idempotencyKey }),
+    ...(bodyHash === undefined ? {} : { requestHash: bodyHash }),
+  };
+  // Status, owner keys, and the ready index when due or the delay index until promoted.
+  const placed = enqueued(record, now);
+  const payloadItem =
+    record.payloadBytes === undefined
+      ? undefined
+      : {
+          key: payloadSortKey(record.requestHash),
+          fields: { payload: payloadText },
+          expiresAt: record.payloadUntil!,
+        };
+  return { record, placed, payloadItem, payloadText, requestHash };
+}
+
+export type ParsedEnqueue = z.output<typeof enqueueInput>;
