@@ -61,9 +61,10 @@ export const FUNCTION_ACCESS: Record<FunctionName, TableAccess> = {
     leadingKeys: WORKER_PARTITIONS,
     readOnlyKeys: WORKER_READ_ONLY_PARTITIONS,
   },
-  // sweep (lease and delay indexes + batch read), fixes and promotions, queue-depth counts (ready index)
+  // sweep (lease and delay indexes + batch read), fixes and promotions, queue-depth counts (ready index,
+  // and the type controls: which types have rotated tasks to count)
   recovery: {
-    table: ['dynamodb:BatchGetItem', 'dynamodb:UpdateItem'],
+    table: ['dynamodb:BatchGetItem', 'dynamodb:Query', 'dynamodb:UpdateItem'],
     indexes: {
       [INDEX.lease.name]: ['dynamodb:Query'],
       [INDEX.delay.name]: ['dynamodb:Query'],

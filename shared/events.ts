@@ -73,6 +73,8 @@ export interface LeaseEventMap {
      * it by this key (one conditional write) without reading the index, which may not show it yet.
      */
     readySk?: string;
+    /** It waits in a rotation (a group's, or an owner's fair share): no shard of its type holds it. */
+    rotated?: boolean;
   };
   /** A delayed task or a retry moved into the ready index by this process's timekeeper (worker/timekeeper.ts). */
   'task:promoted': { taskId: string };

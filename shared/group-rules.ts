@@ -14,26 +14,10 @@
  * from the task item itself, so no write frees it: a finish, a retry and a recovered lease all free it.
  */
 import * as z from 'zod';
+import { ownerDigest } from './ids.js';
+import { DEFAULT_GROUP_CONCURRENCY, MAX_GROUP_CONCURRENCY } from './group-name.js';
 import type { LeaseholdConfig } from './config.js';
 import { LEASED_STATUSES, type TaskStatus } from './task-model.js';
-
-export const MAX_GROUP_CHARS = 128;
-/** The most tasks of one group that may run at once: the slots are read with one Query per visit. */
-export const MAX_GROUP_CONCURRENCY = 100;
-export const DEFAULT_GROUP_CONCURRENCY = 1;
-
-/**
- * A group name: printable ASCII without spaces. The space ends a rotation key in a ready sort key, so
- * a name without one can never reach into another group's entries.
- */
-export const groupSchema = z
-  .string()
-  .min(1, 'must not be empty')
-  .max(MAX_GROUP_CHARS, `must be at most ${MAX_GROUP_CHARS} characters`)
-  .regex(
-    /^[!-~]+$/,
-    'must be printable ASCII without spaces (letters, digits and punctuation such as - _ . : / @)',
-  );
 
 /** What the definitions declare of groups: each type's `groupConcurrency`, and the types with fair shares. */
 export interface TypeGrouping {
@@ -67,11 +51,12 @@ export const groupConcurrencySchema = z
 
 /**
  * The rotation a task waits in: its group (named within its owner, as idempotency keys are, so no
- * caller can hold up another's group), or, ungrouped in a type with fair shares, its owner. Owners are
- * percent-encoded: the key then holds no space, and its first `/` after the kind ends the owner.
+ * caller can hold up another's group), or, ungrouped in a type with fair shares, its owner. The owner
+ * goes in as a digest (ids.ts ownerDigest: 22 characters of [A-Za-z0-9_-]), so the key holds no space
+ * whatever the owner holds, and stays far below the index's 1,024-byte sort key with any owner.
  */
 export function rotationKeyOf(owner: string, group: string | undefined): string {
-  const who = encodeURIComponent(owner);
+  const who = ownerDigest(owner);
   return group === undefined ? `o/${who}` : `g/${who}/${group}`;
 }
 

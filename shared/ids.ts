@@ -45,6 +45,14 @@ export function debounceTaskId(owner: string, type: string, key: string, generat
   return `debounce-${digest.slice(0, 32)}`;
 }
 
+/**
+ * A short, fixed-size name for an owner inside a key (a rotation key: group-rules.ts): 22 characters of
+ * [A-Za-z0-9_-] (128 bits of SHA-256), whatever the owner holds, so two owners never share one.
+ */
+export function ownerDigest(owner: string): string {
+  return createHash('sha256').update(owner).digest('base64url').slice(0, 22);
+}
+
 /** The partition of a debounce key's generation pointer (per owner and type). */
 export function debouncePointerId(owner: string, type: string, key: string): string {
   const digest = createHash('sha256')

@@ -4,7 +4,7 @@ import { MAX_DURATION_MS } from './durations.js';
 import { ValidationError } from './errors.js';
 import { PRIORITY_LIMIT } from './table-layout.js';
 import { TaskStatus } from './task-model.js';
-import { groupSchema } from './group-rules.js';
+import { groupSchema } from './group-name.js';
 
 export const MAX_PAYLOAD_BYTES = 256 * 1024;
 export const MAX_RESULT_BYTES = 64 * 1024;

@@ -25,7 +25,7 @@ describe('grouped demo.sleep tasks on running workers', () => {
       (
         await w.submitter.enqueue({
           type: 'demo.sleep',
-          payload: { ms: 300 },
+          payload: { ms: 500 },
           owner: 'o',
           ...(group ? { group } : {}),
         })

@@ -3,7 +3,7 @@ import * as z from 'zod';
 import { PRIORITY_LIMIT } from '../table-layout.js';
 import { TaskStatus } from '../task-model.js';
 import { debounceSchema, idempotencyKeySchema, payloadShape } from '../task-inputs.js';
-import { groupSchema } from '../group-rules.js';
+import { groupSchema } from '../group-name.js';
 
 export const MAX_BODY_BYTES = 256 * 1024;
 /** The most tasks one POST /tasks/batch takes (the whole body still at most MAX_BODY_BYTES). */

@@ -340,6 +340,12 @@ export class ClaimRound {
         tried: this.tried,
         take: (heads) => this.take(heads),
         window: () => this.window(),
+        // A type whose concurrency or rate limit is full this round: no group slot taken for nothing.
+        mayAdmit: async (type) => {
+          const admitted = await this.gate.mayAdmit(type);
+          if (!admitted) this.limitedTypes.add(type);
+          return admitted;
+        },
       }),
     );
   }

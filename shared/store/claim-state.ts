@@ -2,7 +2,7 @@
  * What a worker's claims remember from one round to the next: whether it is contended, where it
  * starts, heads it read but did not take, and partitions it found empty.
  */
-import { RotationCursors } from './rotation-cursors.js';
+import { RotationCursors, type DeferredRotation } from './rotation-cursors.js';
 import { fnv1a } from '../ids.js';
 import {
   othersHeadDue,
@@ -156,27 +156,34 @@ export class ClaimState {
   }
 
   /**
-   * Whether this worker takes the head `headId` of `rotation` now (rotation-round.ts): an unplaced
+   * Whether this worker takes `rotation` (in `partition`, of `type`) now (rotation-round.ts): an unplaced
    * worker always; a placed one at once when the rotation is its own (a hash of the key names one place,
-   * rotationRank 0), and a visitor once the head waited its turn in the line of places (othersHeadDue),
-   * as with other places' shard heads. So placed workers reading the same rotation page take different
-   * rotations instead of racing for the same group slots, and a rotation whose place is gone or busy is
-   * still served within a few steps.
+   * rotationRank 0), and a visitor once it waited its turn in the line of places (othersHeadDue), as
+   * with other places' shard heads. So placed workers reading the same rotation page take different
+   * rotations instead of racing for the same group slots; one whose place is gone or busy is taken by
+   * a visitor within a few steps (rotation-round.ts revisits the deferred ones that came due).
    */
-  takesRotationNow(rotation: string, headId: string, now: number): boolean {
+  takesRotationNow(type: string, partition: string, rotation: string, now: number): boolean {
     if (!this.place) return true;
     const rank = rotationRank(rotation, this.place);
     if (rank === 0) return true;
-    const firstSeenAt = this.othersSeen.get(headId) ?? now;
+    const firstSeenAt = this.rotations.firstSeen(type, partition, rotation, now);
     if (othersHeadDue(firstSeenAt, now, rank)) {
-      this.othersSeen.delete(headId);
+      this.rotations.forget(partition, rotation);
       return true;
     }
-    if (!this.othersSeen.has(headId)) this.othersSeen.set(headId, now);
     const dueAt = firstSeenAt + othersHeadWaitMs(rank);
     this.deferringUntil = Math.min(this.deferringUntil ?? dueAt, dueAt);
-    this.forgetOldestSeen();
     return false;
+  }
+
+  /** The rotations this worker left to other places that have waited their turn by `now`. */
+  dueDeferredRotations(now: number): DeferredRotation[] {
+    const place = this.place;
+    if (!place) return [];
+    return this.rotations
+      .deferredRotations()
+      .filter((d) => othersHeadDue(d.firstSeenAt, now, rotationRank(d.rotation, place)));
   }
 
   /**

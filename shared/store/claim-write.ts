@@ -3,7 +3,7 @@
  * read, the undo of a claim whose outcome was never learned. Each ends in an Attempt and never throws:
  * the round (claim-round.ts) decides what to do with it.
  */
-import { claimLeaseUsable } from '../lease-rules.js';
+import { claimLeaseUsable, leaseExpiry } from '../lease-rules.js';
 import { delaySweepPartition, shardForId, taskKey } from '../table-layout.js';
 import type { Task } from '../task-model.js';
 import { writeTargetOf, type StoreContext } from './context.js';
@@ -68,7 +68,11 @@ interface ClaimWrite {
   startAt: number;
   edge: Transition;
   /** A grouped head: a slot of its group is taken first, and the claim written with the slot's claim id. */
-  group?: { rotation: string; edgeWith: (groupClaim: string) => Transition };
+  group?: {
+    rotation: string;
+    /** The claim's edge once its group's slot is taken: its start and lease run from then. */
+    edgeWith: (groupClaim: string, now: number, leaseUntil: number) => Transition;
+  };
   unknown: Omit<UnknownClaim, 'writeId' | 'leaseUntil'>;
 }
 
@@ -90,7 +94,7 @@ export function headClaim(
       ? {
           group: {
             rotation,
-            edgeWith: (claimId) => claimEdge(c, workerId, now, leaseUntil, config, claimId),
+            edgeWith: (claimId, at, until) => claimEdge(c, workerId, at, until, config, claimId),
           },
         }
       : {}),
@@ -157,13 +161,15 @@ const CLAIM_INDEX_WRITES = 2;
 async function claimWrite(
   ctx: StoreContext,
   write: ClaimWrite,
-  leaseUntil: number,
+  readLeaseUntil: number,
   gate: SlotGate,
   onUnknown: OnUnknownClaim,
 ): Promise<Exclude<Attempt, { outcome: 'won' }> | { outcome: 'taken'; claimed: Claimed; item: TaskItem }> {
   let slots: SlotLease[] = [];
   let start: RateTake | undefined;
   let groupSlot: GroupTake | undefined;
+  let leaseUntil = readLeaseUntil;
+  let startAt = write.startAt;
   // What a claim that did not apply gives back: its group's slot, its start, its slots.
   const giveBack = async () => {
     if (groupSlot) await giveBackGroupSlot(ctx, groupSlot);
@@ -175,6 +181,10 @@ async function claimWrite(
       // The group's slot first: a busy group then costs no concurrency slot or rate start.
       groupSlot = await takeGroupSlot(ctx, write.slotsOf, write.group.rotation, write.taskId, gate.holder);
       if (!groupSlot) return { outcome: 'busy' };
+      // The start and the lease run from now, after the slot's reads: a start recorded before it would
+      // seem to overlap the group's previous run, whose end that slot read saw.
+      startAt = ctx.clock.now();
+      leaseUntil = leaseExpiry(startAt, ctx.config);
     }
     if (write.slotsOf !== undefined) {
       const taken = await gate.acquire(write.slotsOf, write.taskId, leaseUntil);
@@ -184,7 +194,7 @@ async function claimWrite(
       }
       slots = taken;
       // The rate limit's start after the slots: a start is spent only on a claim that has its slots.
-      const rate = await gate.rates.take(write.slotsOf, write.taskId, write.startAt);
+      const rate = await gate.rates.take(write.slotsOf, write.taskId, startAt);
       if (rate === 'none') {
         await giveBack();
         return { outcome: 'limited' };
@@ -195,7 +205,8 @@ async function claimWrite(
     await giveBack().catch(() => undefined);
     return { outcome: 'error', error };
   }
-  const edge = groupSlot && write.group ? write.group.edgeWith(groupSlot.claimId) : write.edge;
+  const edge =
+    groupSlot && write.group ? write.group.edgeWith(groupSlot.claimId, startAt, leaseUntil) : write.edge;
   ctx.events.emit('claim:intent', { taskId: write.taskId });
   let written: WriteResult<TaskItem>;
   try {

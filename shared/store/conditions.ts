@@ -164,12 +164,13 @@ export const rateTokenTakenBy =
 /**
  * A claim admitted by a group slot: no claimer has fenced this claim off since (it took the slot over,
  * judging the claim had not landed). Without it a claim write delayed past that judgement (a paused
- * process, a slow resend) would land and run a second task of the group beside the new holder's.
+ * process, a slow resend) would land and run a second task of the group beside the new holder's. The
+ * fenced claims are a set: a later fence of another claim must not lift an earlier one.
  */
 export const groupClaimNotVoided =
   (claimId: string): ConditionPart =>
   (e) =>
-    `attribute_not_exists(${e.name('groupVoid')}) OR ${e.name('groupVoid')} <> ${e.value(claimId)}`;
+    `attribute_not_exists(${e.name('groupVoids')}) OR NOT contains(${e.name('groupVoids')}, ${e.value(claimId)})`;
 
 /**
  * Fencing a group claim off: only while that claim has not landed on the task (a landed claim runs, and

@@ -132,7 +132,7 @@ async function fenceOff(ctx: StoreContext, taskId: string, claimId: string): Pro
   const fenced = await conditionalUpdate(
     writeTargetOf(ctx),
     taskKey(taskId),
-    new Expression().require(groupClaimNotLanded(claimId)).assign({ groupVoid: claimId }),
+    new Expression().require(groupClaimNotLanded(claimId)).add('groupVoids', new Set([claimId])),
     { resends: 1 },
   );
   return fenced.applied;

@@ -45,6 +45,8 @@
  * oldest of its lowest priority (one more probe when the lane was not read to its end), so a task of
  * a middle priority deeper than that is not seen.
  */
+import { readTypeControls } from './type-controls.js';
+import { rotationDepth } from './rotation-depth.js';
 import {
   delaySweepPartition,
   lanePartition,
@@ -135,8 +137,13 @@ export async function queueDepth(
 ): Promise<QueueDepth> {
   const shards = Array.from({ length: SHARD_COUNT }, (_, s) => s);
   const unique = [...new Set(types)];
+  // Which types have rotated tasks (marked in the type controls, or declared with fair shares): only
+  // their rotation partitions are counted, so a deployment without groups reads one small Query more.
+  const controls = await readTypeControls(ctx);
+  const rotated = (type: string) =>
+    controls.get(type)?.grouped === true || ctx.typeGrouping.fairShares.includes(type);
   const [perType, leased, delayed] = await Promise.all([
-    Promise.all(unique.map((type) => typeDepth(ctx, type, limits, firstShards(type)))),
+    Promise.all(unique.map((type) => typeDepth(ctx, type, limits, firstShards(type), rotated(type)))),
     readGroup(ctx, LEASE_INDEX, shards.map(leaseSweepPartition), limits, false, sweepHeads?.lease),
     readGroup(ctx, DELAY_INDEX, shards.map(delaySweepPartition), limits, true, sweepHeads?.delay),
   ]);
@@ -166,10 +173,14 @@ async function typeDepth(
   type: string,
   limits: DepthLimits,
   first: readonly number[] | undefined,
+  hasRotations: boolean,
 ): Promise<TypeDepth> {
   const shardPartitions = Array.from({ length: SHARD_COUNT }, (_, s) => shardPartition(type, s));
-  const looked = first && (await firstLook(ctx, type, first, limits));
-  if (looked && looked.empty) return { ready: 0, basis: 'counted', oldestDueAt: undefined };
+  const [looked, rotated] = await Promise.all([
+    first && firstLook(ctx, type, first, limits),
+    hasRotations ? rotationDepth(ctx, type, limits.deep) : { count: 0, basis: 'counted' as const },
+  ]);
+  if (looked && looked.empty) return { ready: rotated.count, basis: rotated.basis, oldestDueAt: undefined };
   const [shards, lane] = await Promise.all([
     readGroup(ctx, READY_INDEX, shardPartitions, limits, true, looked?.shards),
     readGroup(ctx, READY_INDEX, [lanePartition(type)], limits, true, looked && [looked.lane]),
@@ -177,9 +188,10 @@ async function typeDepth(
   // A shard holds one priority, so its first entry is its oldest due; the lane's are looked for.
   const heads = shards.reads.flatMap((r) => (r.points[0] === undefined ? [] : [r.points[0]]));
   const dueTimes = [...heads, ...(await laneOldest(ctx, type, lane))].map(dueTimeOf);
+  // Rotated tasks are counted, but give no oldest due time (their keys are ordered by rotation first).
   return {
-    ready: shards.count.count + lane.count.count,
-    basis: worseBasis(shards.count.basis, lane.count.basis),
+    ready: shards.count.count + lane.count.count + rotated.count,
+    basis: worseBasis(worseBasis(shards.count.basis, lane.count.basis), rotated.basis),
     oldestDueAt: dueTimes.length > 0 ? Math.min(...dueTimes) : undefined,
   };
 }

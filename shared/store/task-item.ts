@@ -31,8 +31,8 @@ export interface TaskItem extends Omit<Task, 'payload' | 'result'> {
   rotation?: string;
   /** The claim id of the group slot that admitted its current or last claim (group-slots.ts). */
   groupClaim?: string;
-  /** A claim id fenced off by a claimer that took over its slot: a late write of that claim is refused. */
-  groupVoid?: string;
+  /** Claim ids fenced off by claimers that took over their slots: a late write of one is refused. */
+  groupVoids?: Set<string>;
   requestHash?: string;
   /** Id of the last write made to the item: a read-back compares it to tell our own applied write from someone else's. */
   writeId?: string;

@@ -81,8 +81,11 @@ export class TaskRequests implements Pick<TaskReads, 'get' | 'list' | 'stats'>, 
 
   /** A new task due now readies the queue (claimers look again at once); a delayed one waits for its promotion. */
   async enqueue(input: EnqueueInput): Promise<EnqueueResult> {
-    // Checked before the mark too: a bad input writes nothing, not even the mark.
-    if (input.group !== undefined) await this.markGrouped(parseInput(enqueueInput, 'enqueue', input).type);
+    // A type with rotated tasks is marked before the first is written, so claimers read its rotations
+    // (checked first: a bad input writes nothing, not even the mark).
+    const fair = this.ctx.typeGrouping.fairShares.includes(input.type);
+    if (input.group !== undefined || fair)
+      await this.markGrouped(parseInput(enqueueInput, 'enqueue', input).type);
     const result = await enqueue(this.ctx, input);
     // A debounce join moved the task's due time: claimers and timekeepers hear of it as of a new task.
     if (!result.created && !result.joined) return result;
@@ -94,6 +97,7 @@ export class TaskRequests implements Pick<TaskReads, 'get' | 'list' | 'stats'>, 
       taskId: id,
       type,
       availableAt,
+      ...(rotated ? { rotated } : {}),
       ...(ready && priority === DEFAULT_PRIORITY && !rotated
         ? { readySk: readySortKey(priority, availableAt, createdAt, id) }
         : {}),

@@ -56,7 +56,8 @@ export class Expression {
     return this;
   }
 
-  add(attribute: string, n: number): this {
+  /** ADD: a number to a counter, or strings to a string set (created if absent). */
+  add(attribute: string, n: number | Set<string>): this {
     this.adds.push(`${this.name(attribute)} ${this.value(n)}`);
     return this;
   }

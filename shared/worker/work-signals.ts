@@ -154,7 +154,7 @@ export class RunSignals {
     if (enqueued.readySk !== undefined) {
       const { taskId: id, type, readySk } = enqueued;
       if (this.takeByKey(enqueued, { id, type, readySk })) this.offeredIds.add(id);
-    } else if (this.deps.pause.waiting) {
+    } else if (this.deps.pause.waiting && enqueued.rotated !== true) {
       takenByAWorker.add(enqueued);
       this.deps.memory.lookFirst(enqueued.type, shardForId(enqueued.taskId));
     }
