@@ -32,9 +32,16 @@ export function keySequencer() {
   };
 }
 
-/** The idempotency key of a task as sent, before it is checked (a task that fails its check writes nothing). */
-export function rawIdempotencyKey(item: unknown): string | undefined {
+/**
+ * What orders tasks of one batch, as sent, before they are checked (a task that fails its check writes
+ * nothing): its idempotency key, or its type and debounce key. Tasks that share one go one after
+ * another in the order sent, so a repeat meets its first, and a debounce burst ends on its last payload.
+ */
+export function sequenceKeyOf(item: unknown, type: unknown): string | undefined {
   if (typeof item !== 'object' || item === null) return undefined;
-  const key = (item as { idempotencyKey?: unknown }).idempotencyKey;
-  return typeof key === 'string' ? key : undefined;
+  const { idempotencyKey, debounce } = item as { idempotencyKey?: unknown; debounce?: { key?: unknown } };
+  if (typeof idempotencyKey === 'string') return `idempotency\u0000${idempotencyKey}`;
+  if (typeof debounce === 'object' && debounce !== null && typeof debounce.key === 'string')
+    return `debounce\u0000${String(type)}\u0000${debounce.key}`;
+  return undefined;
 }

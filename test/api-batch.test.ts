@@ -198,6 +198,20 @@ describe('POST /tasks/batch: each task answered on its own', () => {
 });
 
 describe('POST /tasks/batch: per-task idempotency', () => {
+  it('a batch of one debounce key ends on its last payload (made in the order sent)', async () => {
+    const tasks = Array.from({ length: 16 }, (_, i) => ({
+      type: 'demo.echo',
+      payload: { i },
+      debounce: { key: 'batch-key', windowMs: 60_000 },
+    }));
+    const answer = await call({ method: 'POST', path: '/tasks/batch', body: { tasks } });
+    expect(answer.status).toBe(200);
+    const ids = new Set(answer.body.results.map((r: { task: { id: string } }) => r.task.id));
+    expect(ids.size).toBe(1);
+    const read = await call({ method: 'GET', path: `/tasks/${[...ids][0]}` });
+    expect(read.body.task.payload).toEqual({ i: 15 });
+  });
+
   it('the same batch sent again (a lost answer, retried) creates nothing: every task is existing, same ids', async () => {
     const tasks = Array.from({ length: 20 }, (_, n) => ({
       type: 'demo.echo',

@@ -8,6 +8,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ValidationError } from '../shared/errors.js';
 import { ClaimState } from '../shared/store/claim-state.js';
 import { TaskStatus } from '../shared/task-model.js';
+import { conditionalUpdate } from '../shared/store/conditional-write.js';
+import { writeTargetOf } from '../shared/store/context.js';
+import type { TaskItem } from '../shared/store/task-item.js';
+import { asUpdate, debounceJoined } from '../shared/store/transitions.js';
+import { taskKey } from '../shared/table-layout.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { createTestStore, type TestStore } from './support/test-store.js';
 
@@ -67,6 +72,48 @@ describe('debounced enqueues (dynalite or DynamoDB Local)', () => {
     const again = await debounced(s, { n: 3 });
     expect([again.joined, again.task.id]).toEqual([true, next.task.id]);
     expect((await s.store.get({ id: first.task.id })).status).toBe(TaskStatus.RUNNING);
+  });
+
+  it('joins a task already promoted to the ready index: out of it, delayed again', async () => {
+    const s = await createTestStore(server.endpoint);
+    const first = await debounced(s, { n: 1 });
+    s.clock.advance(WINDOW);
+    expect(await s.store.promote({ id: first.task.id })).toBe(true);
+    const ready = (await s.scanAll()).find((i) => i.id === first.task.id)!;
+    expect(ready.readyPk).toBeDefined();
+    const joined = await debounced(s, { n: 2 });
+    expect([joined.joined, joined.task.id]).toEqual([true, first.task.id]);
+    const item = (await s.scanAll()).find((i) => i.id === first.task.id)!;
+    expect([item.readyPk, item.delayAt]).toEqual([undefined, s.clock.now() + WINDOW]);
+    expect(await claimAll(s)).toEqual([]);
+  });
+
+  it('never joins a task that ran, even once a retry gave its attempts back', async () => {
+    const s = await createTestStore(server.endpoint);
+    const first = await debounced(s, { n: 1 });
+    s.clock.advance(WINDOW);
+    await s.store.promote({ id: first.task.id });
+    const [claimed] = await claimAll(s);
+    await s.store.fail({ lease: claimed!.lease, error: 'boom', retryable: false });
+    const retried = await s.store.retry({ id: first.task.id });
+    expect([retried.status, retried.attempts]).toEqual([TaskStatus.QUEUED, 0]);
+    const next = await debounced(s, { n: 2 });
+    expect([next.created, next.task.id === first.task.id]).toEqual([true, false]);
+  });
+
+  it('a join built on an older read (a resend of a join whose answer was lost) is refused', async () => {
+    const s = await createTestStore(server.endpoint);
+    const first = await debounced(s, { n: 1 });
+    const stale = (await s.scanAll()).find((i) => i.id === first.task.id)! as unknown as TaskItem;
+    s.clock.advance(1_000);
+    await debounced(s, { n: 2 });
+    const resend = await conditionalUpdate(
+      writeTargetOf(s.store.ctx),
+      taskKey(first.task.id),
+      asUpdate(debounceJoined(stale, { payload: '{"n":1}' }, s.clock.now() + WINDOW, s.clock.now())),
+    );
+    expect(resend.applied).toBe(false);
+    expect((await s.store.get({ id: first.task.id })).payload).toEqual({ n: 2 });
   });
 
   it('a key is per owner and type', async () => {

@@ -7,7 +7,7 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { LeaseholdConfig } from '../config.js';
 import type { TaskSubmitter } from '../tasks/task-submitter.js';
-import { forEachBounded, keySequencer, rawIdempotencyKey } from '../bounded-work.js';
+import { forEachBounded, keySequencer, sequenceKeyOf } from '../bounded-work.js';
 import { enqueueRequest } from './enqueue-request.js';
 import { errorResponse } from './error-response.js';
 import type { BatchAnswer, BatchItemResult, Problem, TaskJson } from './response-schemas.js';
@@ -33,10 +33,11 @@ export async function enqueueBatch(
   deps: BatchEnqueueDeps,
 ): Promise<BatchAnswer> {
   const results: BatchItemResult[] = new Array<BatchItemResult>(items.length);
-  // Tasks that share a key go one after another, in the order sent (bounded-work.ts).
+  // Tasks that share an idempotency or debounce key go one after another, in the order sent (bounded-work.ts).
   const inKeyOrder = keySequencer();
   await forEachBounded(items.length, BATCH_CONCURRENCY, async (index) => {
-    results[index] = await inKeyOrder(rawIdempotencyKey(items[index]), () =>
+    const item = items[index] as { type?: unknown } | undefined;
+    results[index] = await inKeyOrder(sequenceKeyOf(item, item?.type), () =>
       enqueueItem(index, items[index], owner, deps),
     );
   });

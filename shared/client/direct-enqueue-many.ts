@@ -8,7 +8,7 @@
  */
 import * as z from 'zod';
 import { BATCH_CONCURRENCY } from '../api/batch-enqueue.js';
-import { forEachBounded, keySequencer, rawIdempotencyKey } from '../bounded-work.js';
+import { forEachBounded, keySequencer, sequenceKeyOf } from '../bounded-work.js';
 import { ValidationError } from '../errors.js';
 import type {
   BatchOutcome,
@@ -108,7 +108,7 @@ function checkedTask(item: unknown): BatchTask {
   );
 }
 
-const keyOf = (task: BatchTask) => rawIdempotencyKey(task?.options);
+const keyOf = (task: BatchTask) => sequenceKeyOf(task?.options, task?.type);
 
 async function* eachOf<T>(source: Iterable<T> | AsyncIterable<T>): AsyncGenerator<T> {
   for await (const item of source) yield item;

@@ -45,7 +45,11 @@ export function enqueueBodyOf(
       ...(options.runAt === undefined ? {} : { runAt: isoTime(options.runAt) }),
       ...(options.maxAttempts === undefined ? {} : { maxAttempts: options.maxAttempts }),
       ...(options.timeout === undefined ? {} : { timeoutSeconds: wholeSecondsUp(options.timeout) }),
-      ...(options.debounce === undefined ? { idempotencyKey: options.idempotencyKey ?? newKey() } : {}),
+      // A caller's key is always sent (with a debounce the API refuses it, naming `debounce`); the
+      // client's own only without a debounce.
+      ...(options.idempotencyKey !== undefined || options.debounce === undefined
+        ? { idempotencyKey: options.idempotencyKey ?? newKey() }
+        : {}),
       ...(options.group === undefined ? {} : { group: options.group }),
       ...(options.debounce === undefined ? {} : { debounce: options.debounce }),
     },

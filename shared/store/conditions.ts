@@ -205,11 +205,13 @@ export const holdsGroupSlot =
     `${e.name('claimId')} = ${e.value(claimId)}`;
 
 /**
- * A debounce join: the task has never started (QUEUED with no attempt spent). A claim landing first
- * makes it RUNNING, a cancel CANCELLED, and the join is refused: the enqueue then starts a new task.
+ * A debounce join: the task waits and has never started. A claim landing first makes it RUNNING and
+ * sets `startedAt`, a cancel makes it CANCELLED, and the join is refused: the enqueue then makes a new
+ * task. `startedAt` rather than the attempts: a retry, a release or an undone claim gives attempts
+ * back, and a join must never move a task that already ran (its payload would never run again).
  */
 export const neverStarted: ConditionPart = (e) =>
-  `${e.name('status')} = ${e.value(TaskStatus.QUEUED)} AND ${e.name('attempts')} = ${e.value(0)}`;
+  `${e.name('status')} = ${e.value(TaskStatus.QUEUED)} AND attribute_not_exists(${e.name('startedAt')})`;
 
 /**
  * Moving a debounce key to its next generation: only from the generation this enqueuer read, so two

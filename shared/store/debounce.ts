@@ -30,8 +30,8 @@ import { applyTransition, asUpdate, conditionOf, debounceJoined } from './transi
 import { newTask, type EnqueueResult, type ParsedEnqueue } from './new-task.js';
 import { Expression } from './update-expression.js';
 
-/** Rounds of read, join or create, move on: more means other enqueuers keep starting the key's tasks. */
-const MAX_ROUNDS = 5;
+/** Rounds of read, then join, create or move on: more means other enqueuers keep moving the key's task. */
+const MAX_ROUNDS = 8;
 
 const pointerKey = (input: ParsedEnqueue, key: string) => ({
   [KEY.partition]: `DEBOUNCE#${debouncePointerId(input.owner, input.type, key)}`,
@@ -51,6 +51,7 @@ export async function enqueueDebounced(
     const id = debounceTaskId(input.owner, input.type, debounce.key, generation);
     const joined = await join(ctx, input, id, debounce.windowMs);
     if (joined.outcome === 'joined') return { task: joined.task, created: false, joined: true };
+    if (joined.outcome === 'changed') continue; // another join moved it: read again and join after it
     if (joined.outcome === 'missing') {
       const created = await create(ctx, input, id);
       if (created) return { task: created, created: true };
@@ -70,46 +71,64 @@ export async function enqueueDebounced(
 /**
  * Joins task `id` if it has not started: its due time moves to windowMs from now and it takes this
  * enqueue's payload. A payload kept apart is written first under a name of its own (the task then names
- * it); the one it replaces is marked for TTL.
+ * it); the one the join replaced is marked for TTL. `changed`: the task moved since it was read (another
+ * join): read again.
  */
 async function join(
   ctx: StoreContext,
   input: ParsedEnqueue,
   id: string,
   windowMs: number,
-): Promise<{ outcome: 'joined'; task: ReturnType<typeof toTask> } | { outcome: 'missing' | 'started' }> {
+): Promise<
+  { outcome: 'joined'; task: ReturnType<typeof toTask> } | { outcome: 'missing' | 'started' | 'changed' }
+> {
   const now = ctx.clock.now();
   const current = await readItem<TaskItem>(writeTargetOf(ctx, 'request'), taskKey(id));
   if (!current) return { outcome: 'missing' };
-  if (current.status !== 'QUEUED' || current.attempts !== 0) return { outcome: 'started' };
+  if (!waitsUnstarted(current)) return { outcome: 'started' };
   const availableAt = now + windowMs;
   const payloadText = JSON.stringify(input.payload ?? null);
   let payload: Record<string, unknown>;
+  let written: string | undefined;
   if (fitsInline(payloadText)) {
-    payload = { payload: payloadText, payloadBytes: undefined, payloadUntil: undefined };
+    payload = {
+      payload: payloadText,
+      payloadBytes: undefined,
+      payloadUntil: undefined,
+      requestHash: undefined,
+    };
   } else {
-    // Named by this enqueue alone (its fingerprint and time): a resend writes the same item.
-    const requestHash = requestFingerprint({ payload: input.payload ?? null, at: now, id: ctx.newId() });
+    // Named by this enqueue alone: a resend writes the same item, no other request names it.
+    written = requestFingerprint({ payload: input.payload ?? null, request: ctx.newId() });
     const payloadUntil = bodyExpiry(availableAt, ctx.config);
-    await putBody(ctx, id, payloadSortKey(requestHash), { payload: payloadText }, payloadUntil, 'request');
-    payload = { payload: undefined, payloadBytes: Buffer.byteLength(payloadText), payloadUntil, requestHash };
+    await putBody(ctx, id, payloadSortKey(written), { payload: payloadText }, payloadUntil, 'request');
+    payload = {
+      payload: undefined,
+      payloadBytes: Buffer.byteLength(payloadText),
+      payloadUntil,
+      requestHash: written,
+    };
   }
-  const written = await conditionalUpdate<TaskItem>(
+  const joined = await conditionalUpdate<TaskItem>(
     writeTargetOf(ctx, 'request'),
     taskKey(id),
     asUpdate(debounceJoined(current, payload, availableAt, now)),
-    { resends: 1 },
+    { resends: 1, needCurrent: true },
   );
-  if (!written.applied) {
-    if (payload.requestHash !== undefined)
-      await expireBody(ctx, id, payloadSortKey(payload.requestHash as string));
-    return { outcome: 'started' };
+  if (!joined.applied) {
+    // Ours is named by nothing, unless the task names it (our write applied, then moved on unheard).
+    if (written !== undefined && joined.current?.requestHash !== written)
+      await expireBody(ctx, id, payloadSortKey(written));
+    return { outcome: joined.current && waitsUnstarted(joined.current) ? 'changed' : 'started' };
   }
-  // The payload item the task named before (if any) is named by nothing now.
-  if (current.payloadBytes !== undefined && current.requestHash !== written.item.requestHash)
+  // The payload item the task named before is named by nothing now (the join replaced exactly that task).
+  if (current.payloadBytes !== undefined)
     await expireBody(ctx, id, payloadSortKey(current.requestHash)).catch(() => undefined);
-  return { outcome: 'joined', task: toTask(written.item, { ...written.item, payload: payloadText }) };
+  return { outcome: 'joined', task: toTask(joined.item, { ...joined.item, payload: payloadText }) };
 }
+
+/** A task a join may move: waiting, never started (conditions.ts neverStarted). */
+const waitsUnstarted = (task: TaskItem) => task.status === 'QUEUED' && task.startedAt === undefined;
 
 /** Creates generation's task `id`; undefined when another enqueue created it first. */
 async function create(ctx: StoreContext, input: ParsedEnqueue, id: string) {

@@ -48,9 +48,14 @@ export function newTask(ctx: StoreContext, input: ParsedEnqueue, id: string, now
     owner: input.owner,
     group: input.group,
   });
-  // A debounced task's payload item is named by its own fingerprint: a join writes another beside it.
+  // An idempotent task's payload item is named by its fingerprint (a repeat meets it); a debounced one's
+  // by this request alone, so racing creators never share one that the loser then marks for TTL.
   const bodyHash =
-    input.idempotencyKey !== undefined || input.debounce !== undefined ? requestHash : undefined;
+    input.debounce !== undefined
+      ? requestFingerprint({ requestHash, request: ctx.newId() })
+      : input.idempotencyKey !== undefined
+        ? requestHash
+        : undefined;
   const record: Omit<TaskItem, 'status' | 'ownerPk' | 'ownerSk'> = {
     ...(taskKey(id) as { pk: string; sk: string }),
     id,

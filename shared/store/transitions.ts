@@ -112,7 +112,7 @@ export function enqueued(
  * started (neverStarted).
  */
 export function debounceJoined(
-  task: Place,
+  task: Place & Pick<TaskItem, 'writeId'>,
   payload: Record<string, unknown>,
   availableAt: number,
   now: number,
@@ -126,7 +126,9 @@ export function debounceJoined(
       [INDEX.ready.sort]: undefined,
       ...queuedAt(task, availableAt, now),
     },
-    require: [neverStarted],
+    // unchangedSince: the task is as this join read it, so a resend of an earlier join whose answer
+    // was lost cannot apply after a later one and bring back an older payload.
+    require: [neverStarted, unchangedSince(task.writeId)],
   };
 }
 
