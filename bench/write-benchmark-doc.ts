@@ -390,7 +390,7 @@ function rateLimits(_find: Find, report: BenchReport): string | undefined {
 function groups(_find: Find, report: BenchReport): string | undefined {
   return figureList(report, (m) => m.group.startsWith('15.'), '### 15. Groups', [
     '- 4 workers, each with its own SDK client, drain no-op tasks spread over 1, 10 and 1,000 groups, one task of a group at a time (`groupConcurrency` 1), and the same tasks without a group in the same run.',
-    "- Writes per task beyond an ungrouped task: the group's slot take (`shared/store/group-slots.ts`), plus a give-back for each claim that lost its race after taking a slot. Nothing is written when a grouped task ends.",
+    "- Writes per task beyond an ungrouped task: the group's slot take (`shared/store/group-slots.ts`), plus a refused take each time two workers race for one group's slot (billed like a lost claim race), and a give-back for each claim that lost its race after taking a slot. Nothing is written when a grouped task ends. With many small groups the races grow: each worker takes the groups its place owns at once and others' only after a wait, which keeps them rare, not absent.",
     '- One group is serial by definition: its rate is one task after another, each waiting for the last to finish.',
   ]);
 }
