@@ -17,7 +17,7 @@ import * as z from 'zod';
 import { ownerDigest } from './ids.js';
 import { DEFAULT_GROUP_CONCURRENCY, MAX_GROUP_CONCURRENCY } from './group-name.js';
 import type { LeaseholdConfig } from './config.js';
-import { LEASED_STATUSES, type TaskStatus } from './task-model.js';
+import { isTerminal, LEASED_STATUSES, type TaskStatus } from './task-model.js';
 
 /** What the definitions declare of groups: each type's `groupConcurrency`, and the types with fair shares. */
 export interface TypeGrouping {
@@ -122,6 +122,21 @@ export function judgeGroupSlot(
   if (holder === undefined) return 'free';
   return 'voidFirst';
 }
+
+/**
+ * Whether the slot's last claim was of the very task a claimer holds as its group's head, and that task
+ * has since finished: the claimer read a stale head (the task ran meanwhile). Taking the slot would be a
+ * write, and the claim of a finished task a refused one and a give-back: three writes for no start.
+ */
+export const headAlreadyRan = (
+  slot: GroupSlotSeen | undefined,
+  holder: GroupHolderSeen | undefined,
+  candidateId: string,
+): boolean =>
+  slot?.taskId === candidateId &&
+  holder !== undefined &&
+  holder.groupClaim === slot.claimId &&
+  isTerminal(holder.status);
 
 /** Whether a slot's claim may still be landing on its task (so the slot is held, whatever the task shows). */
 export const groupClaimMayBeLanding = (

@@ -15,6 +15,7 @@ import {
   rotationOfSortKey,
   rotationSortKey,
   groupClaimPendingMs,
+  headAlreadyRan,
   type TypeGrouping,
 } from '../shared/group-rules.js';
 import { ValidationError } from '../shared/errors.js';
@@ -67,6 +68,14 @@ describe('group rules (pure, fixed clock)', () => {
       rotationKeyOf('o', 'g'),
     );
     expect(rotationForTask(grouping, { type: 'fair', owner: 'o' })).toBe(rotationKeyOf('o', undefined));
+  });
+
+  it('tells a stale head (its own last claim ran it, and it finished) from a retried one', () => {
+    const slot = { claimId: 'c1', taskId: 't1', takenAt: 0 };
+    expect(headAlreadyRan(slot, { status: TaskStatus.SUCCESS, groupClaim: 'c1' }, 't1')).toBe(true);
+    expect(headAlreadyRan(slot, { status: TaskStatus.QUEUED, groupClaim: 'c1' }, 't1')).toBe(false);
+    expect(headAlreadyRan(slot, { status: TaskStatus.SUCCESS, groupClaim: 'c1' }, 't2')).toBe(false);
+    expect(headAlreadyRan(slot, { status: TaskStatus.SUCCESS, groupClaim: 'c0' }, 't1')).toBe(false);
   });
 
   it('judges a slot from the claim it admitted, as its task shows it', () => {
@@ -153,6 +162,16 @@ describe('grouped claims (dynalite or DynamoDB Local)', () => {
       expect(s.meter.count('Query')).toBeLessThanOrEqual(24);
     },
   );
+
+  it('takes no slot for a head that already ran (a stale read): no write', async () => {
+    const s = await createTestStore(server.endpoint);
+    const [first] = await enqueueGroup(s, 'g', 2);
+    const [won] = await claimRound(s, new ClaimState());
+    await done(s, won!);
+    s.meter.reset();
+    expect(await takeGroupSlot(s.store.ctx, 'job', rotationKeyOf('o', 'g'), first!, 'stale')).toBeUndefined();
+    expect(s.meter.count('UpdateItem', 'PutItem')).toBe(0);
+  });
 
   it('counts rotated tasks in the queue depth, so the scheduled tick sees their type waiting', async () => {
     const s = await createTestStore(server.endpoint);

@@ -9,6 +9,7 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import {
   groupConcurrencyOf,
+  headAlreadyRan,
   judgeGroupSlot,
   type GroupHolderSeen,
   type GroupSlotSeen,
@@ -70,7 +71,10 @@ export async function takeGroupSlot(
   );
   for (const index of order) {
     const seen = slots.get(index);
-    if (!(await slotIsFree(ctx, seen))) continue;
+    const verdict = await slotVerdict(ctx, seen, taskId);
+    // The head in hand already ran (a stale read): no slot is taken for it, nor any other of the group's.
+    if (verdict === 'ran') return undefined;
+    if (verdict !== 'free') continue;
     const claimId = ctx.newId();
     const taken = await conditionalUpdate(
       writeTargetOf(ctx),
@@ -86,23 +90,32 @@ export async function takeGroupSlot(
   return undefined;
 }
 
-/** Whether a slot may be taken now, after the write its verdict asks for (a recovery, a fence). */
-async function slotIsFree(ctx: StoreContext, seen: SlotItem | undefined): Promise<boolean> {
-  if (seen?.claimId === undefined) return true;
+/**
+ * Whether a slot may be taken now (`free`, after the write its verdict asks for: a recovery, a fence),
+ * or not (`held`), or whether the task in hand, `taskId`, is the one its last claim ran, finished since
+ * (`ran`: headAlreadyRan).
+ */
+async function slotVerdict(
+  ctx: StoreContext,
+  seen: SlotItem | undefined,
+  taskId: string,
+): Promise<'free' | 'held' | 'ran'> {
+  if (seen?.claimId === undefined) return 'free';
   const holder = seen.taskId === undefined ? undefined : await readHolder(ctx, seen.taskId);
+  if (headAlreadyRan(seen, holder, taskId)) return 'ran';
   switch (judgeGroupSlot(seen, holder, ctx.clock.now(), ctx.config)) {
     case 'free':
-      return true;
+      return 'free';
     case 'held':
-      return false;
+      return 'held';
     case 'recoverFirst':
       // Outside the claim's cost: that task (perhaps another owner's) is not the one being claimed. The
       // slot is not taken now: the recovered task is back at the group's head, before the one in hand,
       // and the next visit takes it (the slot is free then: its claim no longer runs).
       await uncounted(() => recoverTask(ctx, seen.taskId!, holder?.leaseOwner ?? ''));
-      return false;
+      return 'held';
     case 'voidFirst':
-      return fenceOff(ctx, seen.taskId!, seen.claimId);
+      return (await fenceOff(ctx, seen.taskId!, seen.claimId)) ? 'free' : 'held';
   }
 }
 
