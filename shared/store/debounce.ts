@@ -19,15 +19,13 @@ import { LeaseholdError } from '../errors.js';
 import { debouncePointerId, debounceTaskId, requestFingerprint } from '../ids.js';
 import { KEY, taskKey } from '../table-layout.js';
 import { writeTargetOf, type StoreContext } from './context.js';
-import { conditionalPut, conditionalUpdate, readItem } from './conditional-write.js';
+import { conditionalUpdate, readItem } from './conditional-write.js';
 import { generationAsSeen } from './conditions.js';
-import { CostCount, countCost } from './cost-meter.js';
 import { bodyExpiry, fitsInline, payloadSortKey } from './body-layout.js';
 import { expireBody, putBody } from './task-body.js';
-import { withPutCost } from './recorded-cost.js';
 import { toTask, type TaskItem } from './task-item.js';
-import { applyTransition, asUpdate, conditionOf, debounceJoined } from './transitions.js';
-import { newTask, type EnqueueResult, type ParsedEnqueue } from './new-task.js';
+import { asUpdate, debounceJoined } from './transitions.js';
+import { newTask, putNewTask, type EnqueueResult, type ParsedEnqueue } from './new-task.js';
 import { Expression } from './update-expression.js';
 
 /** Rounds of read, then join, create or move on: more means other enqueuers keep moving the key's task. */
@@ -132,19 +130,9 @@ const waitsUnstarted = (task: TaskItem) => task.status === 'QUEUED' && task.star
 
 /** Creates generation's task `id`; undefined when another enqueue created it first. */
 async function create(ctx: StoreContext, input: ParsedEnqueue, id: string) {
-  const { record, placed, payloadItem, payloadText } = newTask(ctx, input, id, ctx.clock.now());
-  const payloadWrite = new CostCount();
-  if (payloadItem)
-    await countCost(payloadWrite, () =>
-      putBody(ctx, id, payloadItem.key, payloadItem.fields, payloadItem.expiresAt, 'request'),
-    );
-  const item = withPutCost(applyTransition(record, placed) as TaskItem, payloadWrite.snapshot());
-  const put = await conditionalPut<TaskItem>(
-    writeTargetOf(ctx, 'request'),
-    taskKey(id),
-    item,
-    conditionOf(placed),
-  );
+  const built = newTask(ctx, input, id, ctx.clock.now());
+  const { payloadItem, payloadText } = built;
+  const { put } = await putNewTask(ctx, built);
   if (put.applied) return toTask(put.item, { ...put.item, payload: payloadText });
   if (payloadItem) await expireBody(ctx, id, payloadItem.key);
   return undefined;

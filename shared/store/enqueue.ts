@@ -10,13 +10,11 @@ import type { Task } from '../task-model.js';
 import { writeTargetOf, type StoreContext } from './context.js';
 import { conditionalPut } from './conditional-write.js';
 import { enqueueInput, parseInput, type EnqueueInput } from '../task-inputs.js';
-import { expireBody, putBody } from './task-body.js';
+import { expireBody } from './task-body.js';
 import { readTaskItem } from './task-reads.js';
-import { CostCount, countCost } from './cost-meter.js';
-import { withPutCost } from './recorded-cost.js';
 import { toTask, type TaskItem } from './task-item.js';
-import { applyTransition, conditionOf, enqueued } from './transitions.js';
-import { newTask, type EnqueueResult } from './new-task.js';
+import { conditionOf, enqueued } from './transitions.js';
+import { newTask, putNewTask, type EnqueueResult } from './new-task.js';
 import { enqueueDebounced } from './debounce.js';
 
 export type { EnqueueResult } from './new-task.js';
@@ -26,7 +24,8 @@ export async function enqueue(ctx: StoreContext, rawInput: EnqueueInput): Promis
   if (input.debounce) return enqueueDebounced(ctx, input, input.debounce);
   const now = ctx.clock.now();
   const id = input.idempotencyKey ? idempotentTaskId(input.owner, input.idempotencyKey) : ctx.newId();
-  const { record, placed, payloadItem, payloadText, requestHash } = newTask(ctx, input, id, now);
+  const built = newTask(ctx, input, id, now);
+  const { payloadItem, payloadText, requestHash } = built;
   // A repeated key with a payload kept apart: the task already there answers it, before a payload item
   // (up to 256 KB) is written that its put would then refuse.
   if (payloadItem && input.idempotencyKey) {
@@ -37,18 +36,8 @@ export async function enqueue(ctx: StoreContext, rawInput: EnqueueInput): Promis
       return { task: toTask(earlier, { ...earlier, payload: payloadText }), created: false };
     }
   }
-  // The task's cost starts with its enqueue: the payload item's write as DynamoDB reports it, and the
-  // put by rule (it cannot report itself before it is sent).
-  const payloadWrite = new CostCount();
-  if (payloadItem)
-    await countCost(payloadWrite, () =>
-      putBody(ctx, id, payloadItem.key, payloadItem.fields, payloadItem.expiresAt, 'request'),
-    );
-  const item = withPutCost(applyTransition(record, placed) as TaskItem, payloadWrite.snapshot());
+  const { item, put } = await putNewTask(ctx, built, { needCurrent: true });
   const key = taskKey(id);
-  const put = await conditionalPut<TaskItem>(writeTargetOf(ctx, 'request'), key, item, conditionOf(placed), {
-    needCurrent: true,
-  });
   // The task as this request wrote it, or as an earlier request of the same fingerprint (so the same payload) did.
   const shown = (i: TaskItem) => toTask(i, { ...i, payload: payloadText });
   if (put.applied) return { task: shown(put.item), created: true };

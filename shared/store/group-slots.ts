@@ -6,20 +6,14 @@
  * it. So a grouped start costs one small write more than an ungrouped one, and a dead holder's slot
  * frees when its lease is recovered.
  */
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
-import {
-  groupConcurrencyOf,
-  headAlreadyRan,
-  judgeGroupSlot,
-  type GroupHolderSeen,
-  type GroupSlotSeen,
-} from '../group-rules.js';
+import { groupConcurrencyOf, headAlreadyRan, judgeGroupSlot, type GroupSlotSeen } from '../group-rules.js';
 import { groupSlotPartition, KEY, slotSortKey, taskKey } from '../table-layout.js';
 import { writeTargetOf, type StoreContext } from './context.js';
 import { conditionalUpdate } from './conditional-write.js';
 import { groupClaimNotLanded, groupSlotAsSeen, holdsGroupSlot } from './conditions.js';
 import { uncounted } from './cost-meter.js';
 import { deadline } from './dynamo.js';
+import { readTaskItem } from './task-reads.js';
 import { readPartitionItems } from './partition-items.js';
 import { recoverTask } from './recovery.js';
 import { Expression } from './update-expression.js';
@@ -101,7 +95,11 @@ async function slotVerdict(
   taskId: string,
 ): Promise<'free' | 'held' | 'ran'> {
   if (seen?.claimId === undefined) return 'free';
-  const holder = seen.taskId === undefined ? undefined : await readHolder(ctx, seen.taskId);
+  // The admitted task as it is now (consistent): its status, its group claim, its lease.
+  const holder =
+    seen.taskId === undefined
+      ? undefined
+      : await readTaskItem(ctx, seen.taskId, deadline(ctx.config.requestDeadlineMs));
   if (headAlreadyRan(seen, holder, taskId)) return 'ran';
   switch (judgeGroupSlot(seen, holder, ctx.clock.now(), ctx.config)) {
     case 'free':
@@ -117,24 +115,6 @@ async function slotVerdict(
     case 'voidFirst':
       return (await fenceOff(ctx, seen.taskId!, seen.claimId)) ? 'free' : 'held';
   }
-}
-
-/** The admitted task as it is now (consistent): its status, its group claim, its lease. */
-async function readHolder(
-  ctx: StoreContext,
-  taskId: string,
-): Promise<(GroupHolderSeen & { leaseOwner?: string }) | undefined> {
-  const out = await ctx.doc.send(
-    new GetCommand({
-      TableName: ctx.tableName,
-      Key: taskKey(taskId),
-      ConsistentRead: true,
-      ProjectionExpression: '#s, groupClaim, leaseUntil, leaseOwner',
-      ExpressionAttributeNames: { '#s': 'status' },
-    }),
-    deadline(ctx.config.requestDeadlineMs),
-  );
-  return out.Item as (GroupHolderSeen & { leaseOwner?: string }) | undefined;
 }
 
 /**

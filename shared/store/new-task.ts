@@ -5,10 +5,14 @@ import { shardForId, taskKey } from '../table-layout.js';
 import type { Task } from '../task-model.js';
 import type { enqueueInput } from '../task-inputs.js';
 import { rotationForTask } from '../group-rules.js';
-import type { StoreContext } from './context.js';
+import { writeTargetOf, type StoreContext } from './context.js';
+import { conditionalPut, type WriteResult } from './conditional-write.js';
+import { CostCount, countCost } from './cost-meter.js';
+import { withPutCost } from './recorded-cost.js';
+import { putBody } from './task-body.js';
 import { bodyExpiry, fitsInline, payloadSortKey } from './body-layout.js';
 import type { TaskItem } from './task-item.js';
-import { enqueued, type Transition } from './transitions.js';
+import { applyTransition, conditionOf, enqueued, type Transition } from './transitions.js';
 
 export interface EnqueueResult {
   task: Task;
@@ -102,3 +106,30 @@ export function newTask(ctx: StoreContext, input: ParsedEnqueue, id: string, now
 }
 
 export type ParsedEnqueue = z.output<typeof enqueueInput>;
+
+/**
+ * Writes a new task: its payload item first when kept apart (an UpdateItem of its own key), then the
+ * task item with a put conditioned on its edge. Its cost starts with this: the payload item's write as
+ * DynamoDB reports it, and the put by rule (it cannot report itself before it is sent).
+ */
+export async function putNewTask(
+  ctx: StoreContext,
+  task: NewTask,
+  options: { needCurrent?: boolean } = {},
+): Promise<{ item: TaskItem; put: WriteResult<TaskItem> }> {
+  const { record, placed, payloadItem } = task;
+  const payloadWrite = new CostCount();
+  if (payloadItem)
+    await countCost(payloadWrite, () =>
+      putBody(ctx, record.id, payloadItem.key, payloadItem.fields, payloadItem.expiresAt, 'request'),
+    );
+  const item = withPutCost(applyTransition(record, placed) as TaskItem, payloadWrite.snapshot());
+  const put = await conditionalPut<TaskItem>(
+    writeTargetOf(ctx, 'request'),
+    taskKey(record.id),
+    item,
+    conditionOf(placed),
+    options,
+  );
+  return { item, put };
+}

@@ -24,7 +24,7 @@ import { OutcomeRecorder, type OutcomeFlush } from '../stats/outcome-recorder.js
 import { readStats, type QueueStats, type StatsInput } from '../stats/stats-reader.js';
 import type { RateLimit } from '../rate-rules.js';
 import { readTypesOverview, type TypesOverview } from '../stats/type-overview.js';
-import { NO_GROUPING, type TypeGrouping } from '../group-rules.js';
+import { NO_GROUPING, rotationForTask, type TypeGrouping } from '../group-rules.js';
 import {
   markTypeGrouped,
   readClaimControls,
@@ -83,16 +83,15 @@ export class TaskRequests implements Pick<TaskReads, 'get' | 'list' | 'stats'>, 
   async enqueue(input: EnqueueInput): Promise<EnqueueResult> {
     // A type with rotated tasks is marked before the first is written, so claimers read its rotations
     // (checked first: a bad input writes nothing, not even the mark).
-    const fair = this.ctx.typeGrouping.fairShares.includes(input.type);
-    if (input.group !== undefined || fair)
+    if (rotationForTask(this.ctx.typeGrouping, input) !== undefined)
       await this.markGrouped(parseInput(enqueueInput, 'enqueue', input).type);
     const result = await enqueue(this.ctx, input);
     // A debounce join moved the task's due time: claimers and timekeepers hear of it as of a new task.
     if (!result.created && !result.joined) return result;
-    const { id, type, availableAt, priority, createdAt, group } = result.task;
+    const { id, type, availableAt, priority, createdAt } = result.task;
     const ready = availableAt <= this.ctx.clock.now();
     // A rotated task is never offered by key: it waits its rotation's turn (and its group's slot).
-    const rotated = group !== undefined || this.ctx.typeGrouping.fairShares.includes(type);
+    const rotated = rotationForTask(this.ctx.typeGrouping, result.task) !== undefined;
     this.ctx.events.emit('task:enqueued', {
       taskId: id,
       type,
