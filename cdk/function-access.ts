@@ -50,13 +50,20 @@ export const FUNCTION_ACCESS: Record<FunctionName, TableAccess> = {
   },
   // claim (ready heads, slot and fleet-seat partitions on the table), lease writes, read-backs, a
   // payload kept apart (read at claim) and a result or error kept apart (an UpdateItem that creates
-  // its item, so the worker needs no PutItem: shared/store/body-layout.ts); the
-  // timekeeper (seat 0) reads the delay index and promotes what falls due
+  // its item: shared/store/body-layout.ts); the timekeeper (seat 0) reads the delay index and promotes
+  // what falls due; flows: a handler's children (PutItem, store/children.ts), a parent's children read
+  // when it runs again (BatchGetItem), its steps (a Query of its partition, store/steps.ts)
   // Task handlers run inside the worker with this role (docs/security.md): its item actions are held to
   // the partitions the worker itself uses (review 2, LOW-4), so a handler cannot touch schedule
   // definitions or fires.
   worker: {
-    table: ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem'],
+    table: [
+      'dynamodb:BatchGetItem',
+      'dynamodb:GetItem',
+      'dynamodb:PutItem',
+      'dynamodb:Query',
+      'dynamodb:UpdateItem',
+    ],
     indexes: { [INDEX.ready.name]: ['dynamodb:Query'], [INDEX.delay.name]: ['dynamodb:Query'] },
     leadingKeys: WORKER_PARTITIONS,
     readOnlyKeys: WORKER_READ_ONLY_PARTITIONS,

@@ -92,6 +92,12 @@ export const settings = {
     schema: positiveInt,
     default: 10,
   },
+  flowCheckMs: {
+    audience: 'protocol',
+    env: 'LEASEHOLD_FLOW_CHECK_MS',
+    schema: positiveMs,
+    default: 60_000,
+  },
   clockSkewMs: {
     audience: 'protocol',
     env: 'LEASEHOLD_CLOCK_SKEW_MS',

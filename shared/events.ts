@@ -6,10 +6,11 @@
  */
 
 import type { TaskCost } from './store/task-cost.js';
-export type OutcomeWriteKind = 'complete' | 'fail' | 'finish-cancel' | 'release';
+export type OutcomeWriteKind = 'complete' | 'fail' | 'finish-cancel' | 'release' | 'wait-children';
 export type RecoveryAction = 'requeued' | 'failed' | 'cancelled';
 /** Where an attempt left its task: a final status, back in the queue for another attempt, or given back unspent. */
-export type FinishedStatus = 'SUCCESS' | 'FAILED' | 'CANCELLED' | 'RETRYING' | 'RELEASED';
+export type FinishedStatus =
+  'SUCCESS' | 'FAILED' | 'CANCELLED' | 'RETRYING' | 'RELEASED' | 'WAITING_CHILDREN';
 
 export interface LeaseEventMap {
   /** Before a claim write is sent: a writer killed in flight leaves its outcome unknown. */

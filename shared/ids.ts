@@ -97,3 +97,13 @@ export function fnv1a(text: string): number {
   for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 16777619);
   return h >>> 0;
 }
+
+/**
+ * The id of child `index` of a parent: the same parent and number always give the same id, so a flow
+ * sent again (its idempotency key) or a handler's retried `ctx.enqueueChildren` meets the children it
+ * wrote before instead of making them twice, and a parent can read its children without storing their ids.
+ */
+export function childTaskId(parentId: string, index: number): string {
+  const digest = createHash('sha256').update(parentId).update('\u0000').update(String(index)).digest('hex');
+  return `child-${digest.slice(0, 32)}`;
+}

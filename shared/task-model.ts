@@ -7,6 +7,8 @@ export const TaskStatus = {
   FAILED: 'FAILED',
   CANCEL_REQUESTED: 'CANCEL_REQUESTED',
   CANCELLED: 'CANCELLED',
+  /** A parent of a flow waiting for its children to end: claimable again once the last has (flow-rules.ts). */
+  WAITING_CHILDREN: 'WAITING_CHILDREN',
 } as const;
 export type TaskStatus = (typeof TaskStatus)[keyof typeof TaskStatus];
 
@@ -57,6 +59,12 @@ export interface Task {
   progressNote?: string;
   result?: unknown;
   error?: string;
+  /** The parent it is a child of, in a flow (its end counts towards the parent's readiness). */
+  parentId?: string;
+  /** A child whose FAILED or CANCELLED end does not fail its parent. */
+  optional?: boolean;
+  /** Its children, if it is a parent: how many, and how many have not ended (or not yet been counted). */
+  children?: { total: number; pending: number };
   /** What it cost so far: DynamoDB requests and units, handler milliseconds (shared/store/task-cost.ts). */
   cost?: TaskCost;
 }

@@ -104,4 +104,61 @@ export const demoLimited = defineTask({
   handler: (payload) => payload,
 });
 
-export const demoTasks = [demoEcho, demoSleep, demoFail, demoReport, demoBlock, demoLimited];
+/**
+ * A parent: returns `{ sum }`, the sum of its children's `result.n` (children of a flow from POST /flows,
+ * e.g. demo.echo tasks with payload `{ n }`); its payload is null or `{}`. With `{ spawn: [n, ...] }` and no children yet, it enqueues
+ * one demo.echo child per number itself and waits for them (ctx.enqueueChildren, ctx.waitForChildren).
+ */
+export const demoSum = defineTask({
+  name: 'demo.sum',
+  schema: z
+    .object({ spawn: z.array(z.number()).min(1).max(1000).optional() })
+    .strict()
+    .nullable(),
+  handler: async (payload, ctx) => {
+    if (ctx.children.length === 0 && payload?.spawn) {
+      await ctx.enqueueChildren(payload.spawn.map((n) => ({ type: 'demo.echo', payload: { n } })));
+      return ctx.waitForChildren();
+    }
+    let sum = 0;
+    for (const child of ctx.children) {
+      const n = (child.result as { n?: unknown } | undefined)?.n;
+      if (typeof n === 'number') sum += n;
+    }
+    return { sum };
+  },
+});
+
+/**
+ * Durable steps: runs steps `a`, `b` and `c` (ctx.step), throwing once, on its first attempt only, right
+ * after the step named by `failOnceAfter`. Returns the steps whose functions ran in its last attempt
+ * (`executed`) and those it got from storage (`replayed`): after a failure after `b`, a and b replayed.
+ */
+export const demoSteps = defineTask({
+  name: 'demo.steps',
+  schema: z.object({ failOnceAfter: z.string().max(128) }).strict(),
+  handler: async ({ failOnceAfter }, ctx) => {
+    const names = ['a', 'b', 'c'];
+    const executed: string[] = [];
+    for (const name of names) {
+      await ctx.step(name, () => {
+        executed.push(name);
+        return { step: name, attempt: ctx.attempt };
+      });
+      if (name === failOnceAfter && ctx.attempt === 1)
+        throw new Error(`demo.steps: failing once, after step ${name}`);
+    }
+    return { executed, replayed: names.filter((n) => !executed.includes(n)) };
+  },
+});
+
+export const demoTasks = [
+  demoEcho,
+  demoSleep,
+  demoFail,
+  demoReport,
+  demoBlock,
+  demoLimited,
+  demoSum,
+  demoSteps,
+];

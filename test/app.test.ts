@@ -34,6 +34,8 @@ describe('building the app from a parsed configuration and the task definitions'
       'demo.report',
       'demo.block',
       'demo.limited',
+      'demo.sum',
+      'demo.steps',
     ]);
   });
 

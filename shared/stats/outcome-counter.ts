@@ -22,6 +22,7 @@ const OUTCOME_OF: Record<FinishedStatus, Outcome | undefined> = {
   RETRYING: 'retried',
   CANCELLED: 'cancelled',
   RELEASED: undefined,
+  WAITING_CHILDREN: undefined,
 };
 
 export const emptyCounts = (): OutcomeCounts => ({ succeeded: 0, failed: 0, retried: 0, cancelled: 0 });

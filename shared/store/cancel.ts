@@ -1,4 +1,7 @@
-/** Cancel requests from users: QUEUED ends CANCELLED at once; RUNNING becomes CANCEL_REQUESTED for its holder to act on. */
+/**
+ * Cancel requests from users: QUEUED (or a parent waiting for its children) ends CANCELLED at once;
+ * RUNNING becomes CANCEL_REQUESTED for its holder to act on. A parent's children are cancelled after it.
+ */
 import { recordingCost } from './recorded-cost.js';
 import { TaskNotFoundError, TaskStateConflictError } from '../errors.js';
 import { taskKey } from '../table-layout.js';
@@ -10,12 +13,38 @@ import { readTaskItem } from './task-reads.js';
 import { toTask, type TaskItem } from './task-item.js';
 import { asUpdate, cancelledQueued, cancelRequested } from './transitions.js';
 import { LeaseholdError } from '../errors.js';
+import { forEachBounded } from '../bounded-work.js';
+import { childTaskId } from '../ids.js';
+import { cancelledWaiting } from './flow-transitions.js';
+import { countChildEnd } from './child-ends.js';
 
 export async function requestCancel(
   ctx: StoreContext,
   rawInput: { id: string; owner?: string },
 ): Promise<Task> {
   const { id, owner } = parseInput(taskRefInput, 'requestCancel', rawInput);
+  const task = await cancelTask(ctx, id, owner);
+  // A parent's cancel reaches its children: those waiting end CANCELLED, those running are asked to stop.
+  if (task.children) await cancelChildren(ctx, id, task.children.total);
+  return task;
+}
+
+/** Children a cancel works on at once (each is a read and a write, and its own children after). */
+const PARALLEL_CHILD_CANCELS = 10;
+
+async function cancelChildren(ctx: StoreContext, parentId: string, count: number): Promise<void> {
+  await forEachBounded(count, PARALLEL_CHILD_CANCELS, async (i) => {
+    try {
+      await requestCancel(ctx, { id: childTaskId(parentId, i) });
+    } catch (error) {
+      // Ended already, or never written (a flow's send that failed part way): nothing to cancel.
+      if (error instanceof TaskStateConflictError || error instanceof TaskNotFoundError) return;
+      throw error;
+    }
+  });
+}
+
+async function cancelTask(ctx: StoreContext, id: string, owner: string | undefined): Promise<Task> {
   // The status can move between our read and our write (a claim, a completion); each write is
   // conditioned on the status it was chosen for, and a refused one is decided again from a fresh read.
   let item = await readTaskItem(ctx, id);
@@ -28,7 +57,12 @@ export async function requestCancel(
       );
     if (item.status === TaskStatus.CANCEL_REQUESTED) return toTask(item);
     const now = ctx.clock.now();
-    const t = item.status === TaskStatus.QUEUED ? cancelledQueued(now, ctx.config) : cancelRequested(now);
+    const t =
+      item.status === TaskStatus.QUEUED
+        ? cancelledQueued(now, ctx.config)
+        : item.status === TaskStatus.WAITING_CHILDREN
+          ? cancelledWaiting(now, ctx.config)
+          : cancelRequested(now);
     const written = await conditionalUpdate<TaskItem>(
       writeTargetOf(ctx, 'request'),
       taskKey(id),
@@ -45,6 +79,9 @@ export async function requestCancel(
           by: 'request',
           owner: written.item.owner,
         });
+      // A child's end counts on its parent (best effort: recovery's look at the parent makes a missed count).
+      if (written.item.status === TaskStatus.CANCELLED)
+        await countChildEnd(ctx, written.item).catch(() => undefined);
       return toTask(written.item);
     }
     item = written.current;

@@ -38,6 +38,12 @@ import {
 export interface Claimed {
   task: Task;
   lease: Lease;
+  /**
+   * A parent's children as the claim found them: how many, and the number its handler's
+   * ctx.enqueueChildren starts from this round (an attempt retried before it waited meets the children
+   * the earlier one wrote: flow-transitions.ts waitingForChildren).
+   */
+  family?: { count: number; base: number };
 }
 
 export type Attempt =
@@ -269,7 +275,7 @@ async function withPayload(ctx: StoreContext, claimed: Claimed, item: TaskItem):
     await fail(ctx, { lease, error: payloadMissing(ctx, item), retryable: false }).catch(() => undefined);
     return { outcome: 'dropped' };
   }
-  return { outcome: 'won', claimed: { lease, task: toTask(item, { ...item, payload }) } };
+  return { outcome: 'won', claimed: { ...claimed, lease, task: toTask(item, { ...item, payload }) } };
 }
 
 const payloadMissing = (ctx: StoreContext, item: TaskItem) =>
@@ -325,5 +331,8 @@ function claimedFrom(item: TaskItem, slots: SlotLease[]): Claimed {
       maxAttempts: item.maxAttempts,
       slots,
     },
+    ...(item.childCount === undefined
+      ? {}
+      : { family: { count: item.childCount, base: item.childBase ?? 0 } }),
   };
 }

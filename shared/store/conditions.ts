@@ -223,3 +223,67 @@ export const generationAsSeen =
     generation === 0
       ? `attribute_not_exists(${e.name('generation')}) OR ${e.name('generation')} = ${e.value(0)}`
       : `${e.name('generation')} = ${e.value(generation)}`;
+
+// --- flows (flow-rules.ts) ---
+
+/**
+ * Counting a child's end on its parent: that child (its number) was not counted before. The worker
+ * counts it after the child's outcome write, recovery's look at a waiting parent counts what a dead
+ * writer left; a resend after a lost answer, or both of them, must not count one end twice.
+ */
+export const childNotCounted =
+  (index: number): ConditionPart =>
+  (e) =>
+    `attribute_not_exists(${e.name('childrenEnded')}) OR NOT contains(${e.name('childrenEnded')}, ${e.value(index)})`;
+
+/**
+ * Counting a child's end: the parent is there and has not ended. It may be RUNNING or QUEUED (its
+ * handler enqueued the child and has not yet asked to wait, or that attempt failed): the count still
+ * holds for its next wait. A parent that ended (cancelled, failed) needs no count, and no item is made.
+ */
+export const parentNotEnded: ConditionPart = (e) =>
+  `${e.name('status')} IN (${[
+    TaskStatus.QUEUED,
+    TaskStatus.RUNNING,
+    TaskStatus.CANCEL_REQUESTED,
+    TaskStatus.WAITING_CHILDREN,
+  ]
+    .map((s) => e.value(s))
+    .join(', ')})`;
+
+/**
+ * A parent's readiness (QUEUED, or FAILED by a child): it still waits, and every child's end has been
+ * counted. Two writers that both saw the counter reach 0 (the last child's, recovery's) move it once.
+ */
+export const waitsWithAllChildrenCounted: ConditionPart = (e) =>
+  `${e.name('status')} = ${e.value(TaskStatus.WAITING_CHILDREN)} AND ${e.name('childrenPending')} <= ${e.value(0)}`;
+
+/**
+ * Raising a parent's child count (ctx.enqueueChildren): from the count its holder knows. The holder is
+ * the only writer of the count, so this fails only on a resend of its own raise, which the write id settles.
+ */
+export const childCountIs =
+  (count: number): ConditionPart =>
+  (e) =>
+    count === 0
+      ? `attribute_not_exists(${e.name('childCount')}) OR ${e.name('childCount')} = ${e.value(0)}`
+      : `${e.name('childCount')} = ${e.value(count)}`;
+
+/**
+ * Recovery's look at a waiting parent moves its next look: only from the one it read, so two sweeps
+ * that both found it due move it once (and count its children once: childNotCounted).
+ */
+export const flowCheckAsSeen =
+  (sweepAt: number): ConditionPart =>
+  (e) =>
+    `${e.name('status')} = ${e.value(TaskStatus.WAITING_CHILDREN)} AND ${e.name(INDEX.lease.sort)} = ${e.value(sweepAt)}`;
+
+/**
+ * A step's result (ctx.step): no attempt with a newer token stored that step. A stale holder (its lease
+ * lost, the task claimed again) cannot overwrite what the newer attempt stored and relies on; its own
+ * resend after a lost answer (same token) writes the same result again.
+ */
+export const noNewerStep =
+  (token: number): ConditionPart =>
+  (e) =>
+    `attribute_not_exists(${e.name('token')}) OR ${e.name('token')} <= ${e.value(token)}`;

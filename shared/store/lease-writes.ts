@@ -31,6 +31,7 @@ import { CostCount, countCost } from './cost-meter.js';
 import { addCost } from './task-cost.js';
 import { leaseIndexItem, recordingCost } from './recorded-cost.js';
 import { toTask, type TaskItem } from './task-item.js';
+import { countChildEnd } from './child-ends.js';
 import {
   asUpdate,
   cancelledRunning,
@@ -53,7 +54,7 @@ export type RenewOutcome =
  * it, or throws LeaseLostError. The primitive settles lost answers (resent under the same write id,
  * read back when refused).
  */
-async function writeUnderLease(
+export async function writeUnderLease(
   ctx: StoreContext,
   lease: Lease,
   t: Transition,
@@ -211,12 +212,20 @@ async function writeApart(
  * under this lease returned (recorded-cost.ts).
  */
 async function settle(ctx: StoreContext, lease: Lease, t: Transition): Promise<Task> {
+  return toTask(await settleUnderLease(ctx, lease, t));
+}
+
+/** settle(), answering the item after the write (a parent's wait goes on from it: children.ts). */
+export async function settleUnderLease(ctx: StoreContext, lease: Lease, t: Transition): Promise<TaskItem> {
   const held = ctx.heldItems.take(lease.taskId, lease.token);
   const recorded = recordingCost(t, held ?? leaseIndexItem(lease), lease.unrecorded, held !== undefined);
   const item = await writeUnderLease(ctx, lease, recorded, { resends: 2 });
   // The outcome is written; a slot that cannot be given back now runs out with its lease instead.
   await releaseSlots(ctx, lease.owner, lease.slots).catch(() => undefined);
-  return toTask(item);
+  // A child's end counts on its parent. Best effort: a count not made is made by recovery's look at
+  // the waiting parent (child-ends.ts), and the outcome stands either way.
+  if (item.parentId !== undefined) await countChildEnd(ctx, item).catch(() => undefined);
+  return item;
 }
 
 /** Fail and release only apply to RUNNING (their edges say so); when a cancel was requested meanwhile, the task ends CANCELLED instead. */

@@ -10,6 +10,8 @@ import type { Task } from '../task-model.js';
 import type { ClaimResult } from './claim.js';
 import type { ClaimState } from './claim-state.js';
 import type { EnqueueResult } from './enqueue.js';
+import type { FlowResult } from './flow-enqueue.js';
+import type { FlowInput } from '../flow-inputs.js';
 import type { ClaimControls } from './type-controls.js';
 import type {
   ClaimInput,
@@ -23,6 +25,8 @@ import type {
 
 export type { FailInput };
 import type { RenewOutcome } from './lease-writes.js';
+import type { StoredStep } from './steps.js';
+import type { ChildView, EnqueueChildrenInput, RaisedChildren } from './children.js';
 import type { QueueDepth } from './queue-depth.js';
 import type { QueueSummary } from './queue-summary.js';
 import type { RecoveryReport } from './recovery.js';
@@ -52,6 +56,12 @@ export interface LeaseStore {
    * rotations are read); optional: a stand-in store pauses none and groups none.
    */
   claimControls?(): Promise<ClaimControls>;
+  /** Flows and steps (store/children.ts, store/steps.ts); optional: a stand-in store has none. */
+  readSteps?(taskId: string): Promise<Map<string, StoredStep>>;
+  writeStep?(lease: Pick<Lease, 'taskId' | 'token'>, name: string, result: string): Promise<void>;
+  enqueueChildren?(input: EnqueueChildrenInput): Promise<RaisedChildren>;
+  waitForChildren?(input: { lease: Lease; childCount: number }): Promise<Task>;
+  readChildren?(parentId: string, count: number): Promise<ChildView[]>;
 }
 
 /** What the API reads. */
@@ -66,6 +76,8 @@ export interface TaskReads {
 /** What the API and schedules change. */
 export interface TaskCommands {
   enqueue(input: EnqueueInput): Promise<EnqueueResult>;
+  /** A flow: a root and its children, written whole or not at all (flow-enqueue.ts). */
+  enqueueFlow?(input: FlowInput): Promise<FlowResult>;
   requestCancel(input: { id: string; owner?: string }): Promise<Task>;
   /** Puts a FAILED or CANCELLED task back in the queue with a fresh attempt budget. */
   retry(input: { id: string; owner?: string }): Promise<Task>;

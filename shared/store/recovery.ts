@@ -32,6 +32,8 @@ import {
   type Transition,
 } from './transitions.js';
 import { readiedEvent, type ReadyKey } from './readied-event.js';
+import { checkWaitingParent, countChildEnd } from './child-ends.js';
+import { TaskStatus } from '../task-model.js';
 
 export interface RecoveryReport {
   requeued: number;
@@ -40,6 +42,8 @@ export interface RecoveryReport {
   promoted: number;
   /** Candidates that turned out live, or that another sweep or their holder fixed first. */
   skipped: number;
+  /** Parents waiting for their children that this sweep looked at (and counted or moved on: child-ends.ts). */
+  flowChecks: number;
   /** Query pages read (each at most one batch). */
   batches: number;
   /** True when the item budget ran out before every shard was swept. */
@@ -75,6 +79,7 @@ export async function recoverExpired(ctx: StoreContext, reuse: SweepReuse = {}):
     failed: 0,
     cancelled: 0,
     promoted: 0,
+    flowChecks: 0,
     skipped: 0,
     batches: 0,
     truncated: false,
@@ -189,6 +194,13 @@ async function sweepPartition(
       // Settled one by one, so a fix that applied is reported even when another one failed.
       const fixes = await Promise.allSettled(
         items.map(async (item) => {
+          // A parent waiting for its children, due for recovery's look (child-ends.ts).
+          if (item.status === TaskStatus.WAITING_CHILDREN) {
+            const check = await checkWaitingParent(ctx, item);
+            if (check === 'skipped') report.skipped++;
+            else report.flowChecks++;
+            return;
+          }
           const action = await fixExpired(ctx, item, now);
           report[action]++;
           if (action === 'skipped') return;
@@ -242,8 +254,12 @@ async function fixExpired(ctx: StoreContext, item: TaskItem, now: number): Promi
   // A fix whose answer was lost, then refused on the resend, is still reported as the fix it was.
   // The fix records its own cost on the task (the item it read back prices it: recorded-cost.ts).
   const recorded = recordingCost(t, item, undefined);
-  if (!(await conditionalUpdate(writeTargetOf(ctx, 'request'), taskKey(item.id), asUpdate(recorded))).applied)
-    return 'skipped';
+  const written = await conditionalUpdate<TaskItem>(
+    writeTargetOf(ctx, 'request'),
+    taskKey(item.id),
+    asUpdate(recorded),
+  );
+  if (!written.applied) return 'skipped';
   ctx.events.emit('recover:fix', {
     taskId: item.id,
     token: item.leaseToken,
@@ -262,6 +278,9 @@ async function fixExpired(ctx: StoreContext, item: TaskItem, now: number): Promi
     owner: item.owner,
     ...(fix === 'failed' && decision.action === 'fail' ? { error: decision.error } : {}),
   });
+  // A child that ended here counts on its parent (best effort: the parent's own look makes a missed count).
+  if (fix !== 'requeued' && item.parentId !== undefined)
+    await countChildEnd(ctx, written.item).catch(() => undefined);
   return fix;
 }
 

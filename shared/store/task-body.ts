@@ -30,7 +30,7 @@ export interface OutcomeItem {
 /**
  * Writes a body item. No condition: its key is its own (body-layout.ts), so a resend writes the same
  * content and the SDK's retries need no read-back. An UpdateItem that creates the item rather than a
- * put, so the worker's role needs no PutItem (it never creates tasks); it returns nothing (a 256 KB
+ * put (the worker puts only the tasks a handler enqueues as children); it returns nothing (a 256 KB
  * payload need not come back). Under a deadline: the SDK's request timeout only warns.
  */
 export async function putBody(

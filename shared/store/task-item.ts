@@ -9,7 +9,7 @@ import { COST_ATTRIBUTES, costOfItem } from './task-cost.js';
  * Attributes of a task item: the Task fields, with JSON values (payload, result) stored as text so any
  * JSON survives unchanged, plus the keys and bookkeeping only the store uses.
  */
-export interface TaskItem extends Omit<Task, 'payload' | 'result'> {
+export interface TaskItem extends Omit<Task, 'payload' | 'result' | 'children'> {
   pk: string;
   sk: string;
   /** The payload's JSON text when it fits in the task item (task-body.ts); else `payloadBytes` tells its size. */
@@ -34,6 +34,22 @@ export interface TaskItem extends Omit<Task, 'payload' | 'result'> {
   /** Claim ids fenced off by claimers that took over their slots: a late write of one is refused. */
   groupVoids?: Set<string>;
   requestHash?: string;
+  /** A child's number in its parent (flow-rules.ts): its id is childTaskId(parentId, childIndex). */
+  childIndex?: number;
+  /** A parent's children so far (numbered 0..childCount-1), and how many of them have not been counted ended. */
+  childCount?: number;
+  childrenPending?: number;
+  /** The numbers of the children whose ends were counted (each once: conditions.ts childNotCounted). */
+  childrenEnded?: Set<number>;
+  /** How many counted children failed it (not optional, FAILED or CANCELLED), and the last one's text. */
+  childFailures?: number;
+  childFailure?: string;
+  /** The child count when the parent last asked to wait: a retried attempt numbers its children from here. */
+  childBase?: number;
+  /** A flow root's fingerprint of the whole flow as sent: a resend of its idempotency key must match it. */
+  flowHash?: string;
+  /** How many times recovery looked at this waiting parent (its next look backs off: nextFlowCheck). */
+  flowChecks?: number;
   /** Id of the last write made to the item: a read-back compares it to tell our own applied write from someone else's. */
   writeId?: string;
   readyPk?: string;
@@ -82,6 +98,14 @@ export function toTask(
     ...optional('idempotencyKey', item.idempotencyKey),
     ...optional('group', item.group),
     ...optional('debounceKey', item.debounceKey),
+    ...optional('parentId', item.parentId),
+    ...optional('optional', item.optional),
+    ...optional(
+      'children',
+      item.childCount === undefined
+        ? undefined
+        : { total: item.childCount, pending: Math.max(0, item.childrenPending ?? 0) },
+    ),
     ...optional('startedAt', item.startedAt),
     ...optional('finishedAt', item.finishedAt),
     ...optional('leaseOwner', item.leaseOwner),

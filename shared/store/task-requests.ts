@@ -14,6 +14,8 @@ import { DEFAULT_PRIORITY, readySortKey } from '../table-layout.js';
 import { requestCancel } from './cancel.js';
 import type { StoreConfig, StoreContext } from './context.js';
 import { enqueue, type EnqueueResult } from './enqueue.js';
+import { enqueueFlow, type FlowResult } from './flow-enqueue.js';
+import { flowInput, type FlowInput, type FlowNode } from '../flow-inputs.js';
 import { enqueueInput, parseInput, type EnqueueInput, type ListInput } from '../task-inputs.js';
 import type { OutcomeFlusher, TaskCommands, TaskReads } from './ports.js';
 import { retryTask } from './retry.js';
@@ -33,6 +35,19 @@ import {
   type PauseChange,
   type TypeControl,
 } from './type-controls.js';
+
+/** The types of a flow's tasks that wait in rotations (their type must be marked before they are written). */
+function rotatedTypes(
+  node: FlowNode,
+  owner: string,
+  grouping: TypeGrouping,
+  into = new Set<string>(),
+): Set<string> {
+  if (rotationForTask(grouping, { type: node.task.type, owner, group: node.task.group }) !== undefined)
+    into.add(node.task.type);
+  for (const child of node.children ?? []) rotatedTypes(child, owner, grouping, into);
+  return into;
+}
 
 export interface TaskStoreOptions {
   doc: DynamoDBDocumentClient;
@@ -102,6 +117,26 @@ export class TaskRequests implements Pick<TaskReads, 'get' | 'list' | 'stats'>, 
         : {}),
     });
     if (ready) this.ctx.events.emit('task:readied', { taskId: id });
+    return result;
+  }
+
+  /**
+   * A flow (POST /flows): its tasks written parents first (flow-enqueue.ts). Each leaf due now is
+   * announced as a new task is, so claimers in this process and the kick see it.
+   */
+  async enqueueFlow(input: FlowInput): Promise<FlowResult> {
+    const parsed = parseInput(flowInput, 'enqueueFlow', input);
+    for (const type of rotatedTypes(parsed.root, parsed.owner, this.ctx.typeGrouping))
+      await this.markGrouped(type);
+    const result = await enqueueFlow(this.ctx, parsed);
+    for (const task of result.written)
+      if (!task.parent)
+        this.ctx.events.emit('task:enqueued', {
+          taskId: task.id,
+          type: task.type,
+          availableAt: task.availableAt,
+        });
+    if (result.written.some((t) => !t.parent)) this.ctx.events.emit('task:readied', {});
     return result;
   }
 

@@ -20,6 +20,14 @@ import { queueDepth, type QueueDepth } from './queue-depth.js';
 import { writeQueueSummary, type QueueSummary } from './queue-summary.js';
 import { TaskRequests } from './task-requests.js';
 import { readiedEvent, type ReadyKey } from './readied-event.js';
+import { readSteps, writeStep, type StoredStep } from './steps.js';
+import {
+  enqueueChildren,
+  readChildren,
+  waitForChildren,
+  type ChildView,
+  type RaisedChildren,
+} from './children.js';
 
 export type { TaskStoreOptions } from './task-requests.js';
 
@@ -53,6 +61,26 @@ export class TaskStore
 
   finishCancel(input: { lease: Lease }): Promise<Task> {
     return finishCancel(this.ctx, input);
+  }
+
+  readSteps(taskId: string): Promise<Map<string, StoredStep>> {
+    return readSteps(this.ctx, taskId);
+  }
+
+  writeStep(lease: Pick<Lease, 'taskId' | 'token'>, name: string, result: string): Promise<void> {
+    return writeStep(this.ctx, lease, name, result);
+  }
+
+  enqueueChildren(input: Parameters<typeof enqueueChildren>[1]): Promise<RaisedChildren> {
+    return enqueueChildren(this.ctx, input);
+  }
+
+  waitForChildren(input: { lease: Lease; childCount: number }): Promise<Task> {
+    return this.readied(waitForChildren(this.ctx, input));
+  }
+
+  readChildren(parentId: string, count: number): Promise<ChildView[]> {
+    return readChildren(this.ctx, parentId, count);
   }
 
   async promote(input: { id: string }): Promise<boolean> {

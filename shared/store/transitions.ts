@@ -16,6 +16,8 @@
  *   until a promotion (by key, or by recovery's sweep) moves it to the ready index.
  * - A leased task (RUNNING, CANCEL_REQUESTED) is in the lease index only: `sweepPk` = `LEASE#<shard>`,
  *   leaseUntil <= `sweepAt` <= leaseUntil + sweepSlackMs (lease-rules.ts), with leaseOwner and leaseUntil.
+ * - A parent waiting for its children (WAITING_CHILDREN, flow-transitions.ts) is in the lease index only,
+ *   with no lease fields: `sweepPk` = `LEASE#<shard>`, `sweepAt` = recovery's next look at it.
  * - A terminal task (SUCCESS, FAILED, CANCELLED) is in neither index, has no lease fields, and has
  *   finishedAt and its TTL (`expiresAt`, epoch seconds, from finishedFields).
  * - Every task is in the owner index (`ownerPk` = one of its owner's shards, from its id; `ownerSk`);
@@ -67,6 +69,8 @@ export interface Transition {
   copy?: Record<string, string>;
   /** ADD: counters moved inside DynamoDB (the fencing token, attempts). */
   add?: Record<string, number>;
+  /** ADD: numbers into a number set (a parent's counted children: flow-transitions.ts). */
+  addToSet?: Record<string, Set<number>>;
   /** The named condition parts, all of which must hold. Under a lease the fence (holdsLease) is always last. */
   require: ConditionPart[];
 }
@@ -74,7 +78,7 @@ export interface Transition {
 /** The ready keys a delayed task carries until it is promoted (copied into readyPk/readySk without a read). */
 export const DUE_READY = { partition: 'dueReadyPk', sort: 'dueReadySk' } as const;
 
-type Place = Pick<TaskItem, 'id' | 'type' | 'shard' | 'priority' | 'createdAt' | 'rotation'>;
+export type Place = Pick<TaskItem, 'id' | 'type' | 'shard' | 'priority' | 'createdAt' | 'rotation'>;
 /** What a lease carries to place its task without a read, and its fence. */
 export type LeaseRef = Pick<
   Lease,
@@ -89,6 +93,12 @@ export type ObservedLease = Place &
 
 // --- the edges, in the order a task meets them ---
 
+/** A new task's keys in the owner index, written once, at enqueue. */
+export const ownerKeys = (task: Pick<TaskItem, 'id' | 'owner' | 'createdAt'>) => ({
+  [INDEX.owner.partition]: taskOwnerPartitionOf(task.owner, task.id),
+  [INDEX.owner.sort]: ownerSortKey(task.createdAt, task.id),
+});
+
 /** A new task (or one replacing an expired record of the same idempotent id, read a moment ago): QUEUED, ready when due, else delayed. */
 export function enqueued(
   task: Place & Pick<TaskItem, 'availableAt' | 'owner'>,
@@ -98,8 +108,7 @@ export function enqueued(
   return {
     assign: {
       status: TaskStatus.QUEUED,
-      [INDEX.owner.partition]: taskOwnerPartitionOf(task.owner, task.id),
-      [INDEX.owner.sort]: ownerSortKey(task.createdAt, task.id),
+      ...ownerKeys(task),
       ...queuedAt(task, task.availableAt, now),
     },
     require: [replacing ? unchangedSince(replacing.writeId) : itemIsNew],
@@ -476,6 +485,7 @@ export function asUpdate(t: Transition): Expression {
   for (const [target, source] of Object.entries(t.copy ?? {})) e.copy(target, source);
   e.assign(t.assign);
   for (const [attribute, n] of Object.entries(t.add ?? {})) e.add(attribute, n);
+  for (const [attribute, members] of Object.entries(t.addToSet ?? {})) e.add(attribute, members);
   return e;
 }
 
@@ -504,13 +514,15 @@ export function applyTransition<T extends object>(item: T, t: Transition): T {
   }
   for (const [attribute, n] of Object.entries(t.add ?? {}))
     after[attribute] = (typeof before[attribute] === 'number' ? (before[attribute] as number) : 0) + n;
+  for (const [attribute, members] of Object.entries(t.addToSet ?? {}))
+    after[attribute] = new Set([...((before[attribute] as Set<number> | undefined) ?? []), ...members]);
   return after as T;
 }
 
 // --- the pieces the edges share ---
 
 /** Removed whenever a task leaves its lease (terminal, requeued or released): the lease and its lease-index entry. */
-const LEASE_LEFT = {
+export const LEASE_LEFT = {
   leaseOwner: undefined,
   leaseUntil: undefined,
   [INDEX.lease.partition]: undefined,
@@ -545,13 +557,13 @@ function leaseTaken(
 }
 
 /** Every write under a lease: the writer holds this very claim (see holdsLease). Always the last part. */
-const fence = (lease: LeaseRef): ConditionPart => holdsLease(lease.owner, lease.token);
+export const fence = (lease: LeaseRef): ConditionPart => holdsLease(lease.owner, lease.token);
 
 /** Recovery: the lease is exactly as it was read back. */
 const observed = (task: ObservedLease): ConditionPart =>
   leaseAsObserved(task.leaseToken, task.status, task.leaseUntil!);
 
-const placeOf = (lease: LeaseRef): Place => ({
+export const placeOf = (lease: LeaseRef): Place => ({
   id: lease.taskId,
   type: lease.type,
   shard: lease.shard,
@@ -561,7 +573,7 @@ const placeOf = (lease: LeaseRef): Place => ({
 });
 
 /** A task's ready keys: its shard or lane, or its rotation's partition when it waits in one (group-rules.ts). */
-function readyKeys(task: Place, availableAt: number): Record<string, string> {
+export function readyKeys(task: Place, availableAt: number): Record<string, string> {
   const claimKey = readySortKey(task.priority, availableAt, task.createdAt, task.id);
   if (task.rotation !== undefined)
     return {

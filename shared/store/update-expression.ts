@@ -56,8 +56,8 @@ export class Expression {
     return this;
   }
 
-  /** ADD: a number to a counter, or strings to a string set (created if absent). */
-  add(attribute: string, n: number | Set<string>): this {
+  /** ADD: a number to a counter, or strings or numbers to a set (created if absent). */
+  add(attribute: string, n: number | Set<string> | Set<number>): this {
     this.adds.push(`${this.name(attribute)} ${this.value(n)}`);
     return this;
   }

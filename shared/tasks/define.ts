@@ -2,6 +2,7 @@
 import type * as z from 'zod';
 import type { BackoffPolicy } from '../lease-rules.js';
 import type { RateLimit } from '../rate-rules.js';
+import type { ChildView } from '../store/children.js';
 
 /** What a handler can use while it runs. */
 export interface TaskContext {
@@ -35,7 +36,50 @@ export interface TaskContext {
    */
   previous?: { progress: number; note?: string };
   logger: TaskLogger;
+  /**
+   * A durable step: the first time, runs `fn` and stores its JSON result with the task (under this
+   * attempt's token); on a later attempt, or after waiting for children, returns the stored result
+   * without running `fn` again. Names are unique per task; a result has the payload's size limit; a
+   * step whose `fn` throws is not stored.
+   */
+  step<T>(name: string, fn: () => T | Promise<T>): Promise<T>;
+  /**
+   * Enqueues children of this task (each `{ type, payload, ... }`, `optional: true` for one whose failure
+   * must not fail this task); their ids, in order. Then `return ctx.waitForChildren()`. A retried attempt
+   * that enqueues the same children again meets those written before (their ids are this task's).
+   */
+  enqueueChildren(children: ChildTask[]): Promise<string[]>;
+  /**
+   * Returned from the handler (`return ctx.waitForChildren()`): ends this attempt without using it up,
+   * and the task waits (WAITING_CHILDREN) without holding an invocation. When every child has ended it
+   * runs again, with `ctx.children` filled in. Only after this attempt enqueued children.
+   */
+  waitForChildren(): WaitForChildren;
+  /**
+   * This task's children, in the order they were enqueued, each with its id, type, status and result
+   * (or error): empty for a task without children.
+   */
+  children: ChildView[];
 }
+
+/** A child for ctx.enqueueChildren: a task as enqueued, and whether its failure may be ignored. */
+export interface ChildTask {
+  type: string;
+  payload?: unknown;
+  priority?: number;
+  maxAttempts?: number;
+  timeoutMs?: number;
+  group?: string;
+  /** Its FAILED or CANCELLED end does not fail the parent. */
+  optional?: boolean;
+}
+
+/** What `ctx.waitForChildren()` returns, for the handler to return. */
+export class WaitForChildren {
+  readonly waitForChildren = true;
+}
+
+export type { ChildView };
 
 export interface TaskLogger {
   debug(message: string, extra?: Record<string, unknown>): void;

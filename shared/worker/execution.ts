@@ -31,9 +31,24 @@ import {
 } from './outcome.js';
 import { sanitizeProgress } from './progress.js';
 import type { TimerSet } from './timers.js';
+import { FlowContext, FlowsUnsupportedError } from './flow-context.js';
+import type { ChildView } from '../store/children.js';
 
 export interface ExecutionDeps {
-  store: Pick<LeaseStore, 'complete' | 'fail' | 'release' | 'finishCancel'>;
+  store: Pick<
+    LeaseStore,
+    | 'complete'
+    | 'fail'
+    | 'release'
+    | 'finishCancel'
+    | 'readSteps'
+    | 'writeStep'
+    | 'enqueueChildren'
+    | 'waitForChildren'
+    | 'readChildren'
+  >;
+  /** The definitions of this deployment's types: children enqueued by a handler are checked against them. */
+  definitionOf?: (type: string) => TaskDefinition | undefined;
   keeper: LeaseKeeper;
   events: LeaseEvents;
   clock: Clock;
@@ -61,6 +76,9 @@ export class Execution {
   );
   private readonly logger: TaskLogger;
   private warnedProgress = false;
+  private readonly flow: FlowContext;
+  private readonly family: Claimed['family'];
+  private children: ChildView[] = [];
 
   /** Hands the lease to the keeper, which renews it from its next round; the handler runs at start(). */
   constructor(
@@ -68,6 +86,7 @@ export class Execution {
     claimed: Claimed,
   ) {
     this.task = claimed.task;
+    this.family = claimed.family;
     this.kept = deps.keeper.track(claimed.lease, {
       lost: () => this.abort('lease-lost'),
       cancelRequested: () => this.abort('cancel-requested'),
@@ -79,6 +98,20 @@ export class Execution {
       attempt: this.task.attempts,
       token: claimed.lease.token,
     });
+    const { store } = deps;
+    this.flow = new FlowContext(
+      store.readSteps && store.writeStep && store.enqueueChildren
+        ? {
+            readSteps: (id) => store.readSteps!(id),
+            writeStep: (lease, name, result) => store.writeStep!(lease, name, result),
+            enqueueChildren: (input) => store.enqueueChildren!(input),
+          }
+        : undefined,
+      this.task,
+      () => this.kept.lease,
+      claimed.family,
+      deps.definitionOf ?? (() => undefined),
+    );
   }
 
   /** Runs the handler and writes the outcome; the same promise on every call. */
@@ -127,6 +160,14 @@ export class Execution {
         error: new NonRetryableError(`payload does not match the schema: ${parsed.error.message}`),
         retryable: false,
       };
+    // A parent running again after its children ended reads them first (ctx.children).
+    if (this.family && this.family.count > 0 && this.deps.store.readChildren) {
+      try {
+        this.children = await this.deps.store.readChildren(this.task.id, this.family.count);
+      } catch (error) {
+        return { kind: 'rejected', error, retryable: true };
+      }
+    }
     const marker = { taskId: this.task.id, token: this.kept.lease.token };
     this.deps.events.emit('handler:start', {
       ...marker,
@@ -173,6 +214,10 @@ export class Execution {
         signal.throwIfAborted();
       },
       logger: this.logger,
+      step: (name, fn) => this.flow.step(name, fn),
+      enqueueChildren: (children) => this.flow.enqueueChildren(children),
+      waitForChildren: () => this.flow.waitForChildren(),
+      children: this.children,
     };
   }
 
@@ -256,6 +301,9 @@ export class Execution {
         return store.finishCancel({ lease });
       case 'release':
         return store.release({ lease, ...(progress ? { progress } : {}) });
+      case 'wait-children':
+        if (!store.waitForChildren) throw new FlowsUnsupportedError();
+        return store.waitForChildren({ lease, childCount: this.flow.childCount });
     }
   }
 
@@ -270,6 +318,8 @@ export class Execution {
 
 /** Where the outcome write left the task, as the 'task:finished' event names it. */
 function finishedStatus(write: OutcomeWriteKind, status: string): FinishedStatus {
+  // Waiting, or ready again at once (its children had all ended): either way the attempt ended unspent.
+  if (write === 'wait-children') return 'WAITING_CHILDREN';
   if (write === 'release' && status === TaskStatus.QUEUED) return 'RELEASED';
   if (status === TaskStatus.QUEUED) return 'RETRYING';
   if (status === TaskStatus.SUCCESS || status === TaskStatus.FAILED || status === TaskStatus.CANCELLED)

@@ -1,5 +1,6 @@
 /** What the worker writes when a handler settles: a pure decision from how it ended and why it was aborted. */
 import { describeError, LeaseholdError } from '../errors.js';
+import { WaitForChildren } from '../tasks/define.js';
 
 /** Why a handler's signal aborted. */
 export type AbortReason = 'lease-lost' | 'cancel-requested' | 'timeout' | 'shutdown';
@@ -23,7 +24,9 @@ export type OutcomeWrite =
   | { write: 'complete'; result: unknown }
   | { write: 'fail'; error: string; retryable: boolean }
   | { write: 'finish-cancel' }
-  | { write: 'release' };
+  | { write: 'release' }
+  /** The handler returned ctx.waitForChildren(): the attempt ends unspent and the task waits. */
+  | { write: 'wait-children' };
 
 export function decideOutcome(
   end: HandlerEnd,
@@ -31,7 +34,10 @@ export function decideOutcome(
   timeoutMs: number,
 ): OutcomeWrite {
   // Work that finished is recorded as done, whatever else happened meanwhile; if the lease is gone the token refuses it.
-  if (end.kind === 'resolved') return { write: 'complete', result: end.result };
+  if (end.kind === 'resolved')
+    return end.result instanceof WaitForChildren
+      ? { write: 'wait-children' }
+      : { write: 'complete', result: end.result };
   switch (abortReason) {
     case 'cancel-requested':
       return { write: 'finish-cancel' };

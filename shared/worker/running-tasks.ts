@@ -59,6 +59,7 @@ export class RunningTasks {
         timers: this.deps.timers,
         logger,
         definition,
+        definitionOf: (type) => registry.get(type),
         timeoutMs: effectiveTimeoutMs(task.timeoutMs, definition?.timeoutMs, config),
         graceMs: config.heartbeatIntervalMs,
         onRetryScheduled: (retry) => run.timekeeper.expect(retry.id, retry.availableAt),

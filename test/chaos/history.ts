@@ -4,7 +4,7 @@
  * harness checks the protocol's invariants from these histories and a final scan, nothing else.
  */
 import { appendFileSync } from 'node:fs';
-import type { LeaseEvents } from '../../shared/events.js';
+import type { LeaseEvents, OutcomeWriteKind } from '../../shared/events.js';
 
 export type HistoryEvent =
   | { ev: 'claim'; task: string; token: number; leaseUntil: number; startedAt?: number }
@@ -20,7 +20,7 @@ export type HistoryEvent =
       ev: 'write';
       task: string;
       token: number;
-      write: 'complete' | 'fail' | 'finish-cancel' | 'release';
+      write: OutcomeWriteKind;
       outcome: 'sent' | 'ok' | 'refused' | 'error';
       status?: string;
     }

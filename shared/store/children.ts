@@ -1,0 +1,175 @@
+/**
+ * A running parent's side of a flow: enqueueing children from its handler, ending its attempt to wait
+ * for them, and reading them when it runs again (ctx.enqueueChildren, ctx.waitForChildren, ctx.children).
+ *
+ * Order of writes, and the race each closes:
+ * 1. the parent's child count is raised first, under its lease (childrenRaised), so a child that ends
+ *    before the parent waits is counted against a count that includes it;
+ * 2. then the children are put, numbered from the round's base: an attempt retried before it waited
+ *    gives the same numbers, so the same ids (childTaskId), and meets the children written before;
+ * 3. the wait (waitingForChildren) gives the attempt back and leaves the lease; when every child was
+ *    counted already, the parent is made ready at once (settleReadiness).
+ */
+import * as z from 'zod';
+import { forEachBounded } from '../bounded-work.js';
+import { MAX_CHILDREN } from '../flow-rules.js';
+import { flowTaskFields } from '../flow-inputs.js';
+import { childTaskId } from '../ids.js';
+import { rotationForTask } from '../group-rules.js';
+import { ValidationError } from '../errors.js';
+import { KEY, taskKey } from '../table-layout.js';
+import { parseInput, type Lease } from '../task-inputs.js';
+import type { TaskStatus } from '../task-model.js';
+import { outcomeSortKey } from './body-layout.js';
+import type { StoreContext } from './context.js';
+import { settleReadiness } from './child-ends.js';
+import { childrenRaised, waitingForChildren } from './flow-transitions.js';
+import { newTask, putNewTask, type ParsedEnqueue } from './new-task.js';
+import { readItems } from './task-reads.js';
+import type { OutcomeItem } from './task-body.js';
+import { toTask, type TaskItem } from './task-item.js';
+import type { Task } from '../task-model.js';
+import { settleUnderLease, writeUnderLease } from './lease-writes.js';
+
+/** Children of one ctx.enqueueChildren call, checked whole before anything is written. */
+export const childrenInput = z
+  .array(flowTaskFields)
+  .min(1, 'must list at least one child')
+  .max(MAX_CHILDREN, `must list at most ${MAX_CHILDREN} children`);
+export type ChildInput = z.input<typeof flowTaskFields>;
+
+/** Puts written at once (as a flow's from the API). */
+const PARALLEL_PUTS = 25;
+
+export interface RaisedChildren {
+  /** The ids of the children, in the order given. */
+  ids: string[];
+  /** The parent's child count after this call. */
+  count: number;
+  /** The lease with what the raise cost, for the outcome write to record. */
+  lease: Lease;
+}
+
+/**
+ * Writes `children` of the parent held by `lease`, numbered from `from` (the round's base plus what this
+ * attempt enqueued before). `known`: the parent's child count as its holder knows it.
+ */
+export interface EnqueueChildrenInput {
+  lease: Lease;
+  /** The parent task's owner: its children's. */
+  parentOwner: string;
+  children: ChildInput[];
+  from: number;
+  known: number;
+}
+
+export async function enqueueChildren(
+  ctx: StoreContext,
+  input: EnqueueChildrenInput,
+): Promise<RaisedChildren> {
+  const children = parseInput(childrenInput, 'enqueueChildren', input.children);
+  const { lease, from, known } = input;
+  const to = from + children.length;
+  if (to > MAX_CHILDREN)
+    throw new ValidationError('enqueueChildren', [
+      {
+        path: 'children',
+        message: `would give the task ${to} children; a task may have at most ${MAX_CHILDREN}`,
+      },
+    ]);
+  // A rotated child (a group, or a type with fair shares) waits in a rotation only a marked type's
+  // claimers read, and the worker may not mark types (an operator's partition): refused, nothing written.
+  const rotated = children.flatMap((c, i) =>
+    rotationForTask(ctx.typeGrouping, { type: c.type, owner: input.parentOwner, group: c.group }) ===
+    undefined
+      ? []
+      : [
+          {
+            path: `${i}.group`,
+            message: `a child enqueued by a handler cannot wait in a rotation (a group, or type ${c.type} with fairShares): send grouped work as a flow (POST /flows) or enqueue it through the API`,
+          },
+        ],
+  );
+  if (rotated.length > 0) throw new ValidationError('enqueueChildren', rotated);
+  const now = ctx.clock.now();
+  // Only ever up: a retried attempt's children below `known` are there already (their puts are refused).
+  if (to > known) await writeUnderLease(ctx, lease, childrenRaised(lease, known, to, now), { resends: 2 });
+  const ids = children.map((_, i) => childTaskId(lease.taskId, from + i));
+  await forEachBounded(children.length, PARALLEL_PUTS, async (i) => {
+    const { optional, ...fields } = children[i]!;
+    const enqueue: ParsedEnqueue = { ...fields, owner: input.parentOwner, priority: fields.priority ?? 0 };
+    const built = newTask(ctx, enqueue, ids[i]!, now);
+    const record = built.record as TaskItem;
+    record.leaseToken = now;
+    record.parentId = lease.taskId;
+    record.childIndex = from + i;
+    if (optional) record.optional = true;
+    // Refused: written by an earlier attempt of this parent (same number, same id).
+    await putNewTask(ctx, built);
+  });
+  return { ids, count: Math.max(known, to), lease };
+}
+
+/**
+ * Ends the holder's attempt to wait for the parent's children; makes the parent ready at once when they
+ * have all been counted already. The task as it stands after.
+ */
+export async function waitForChildren(
+  ctx: StoreContext,
+  input: { lease: Lease; childCount: number },
+): Promise<Task> {
+  const now = ctx.clock.now();
+  const t = waitingForChildren(input.lease, input.childCount, now, now + ctx.config.flowCheckMs);
+  const item = await settleUnderLease(ctx, input.lease, t);
+  const moved = await settleReadiness(ctx, item).catch(() => undefined);
+  return toTask(moved ?? item);
+}
+
+/** A child as its parent's handler sees it (ctx.children). */
+export interface ChildView {
+  id: string;
+  type: string;
+  status: TaskStatus;
+  optional?: boolean;
+  result?: unknown;
+  error?: string;
+}
+
+/** The parent's children 0..count-1, with their results: their items, then the result items they name. */
+export async function readChildren(ctx: StoreContext, parentId: string, count: number): Promise<ChildView[]> {
+  const ids = Array.from({ length: count }, (_, i) => childTaskId(parentId, i));
+  const items = await readItems<TaskItem>(ctx, ids.map(taskKey));
+  const byId = new Map(items.map((i) => [i.id, i]));
+  const apart = items.flatMap((i) =>
+    [i.resultToken, i.errorToken]
+      .filter((t): t is number => t !== undefined)
+      .map((t) => ({ [KEY.partition]: taskKey(i.id)[KEY.partition]!, [KEY.sort]: outcomeSortKey(t) })),
+  );
+  const outcomes = apart.length === 0 ? [] : await readItems<OutcomeItem>(ctx, apart);
+  const outcomeOf = new Map(outcomes.map((o) => [`${o.pk} ${o.sk}`, o]));
+  const body = (item: TaskItem, token: number | undefined) =>
+    token === undefined
+      ? undefined
+      : outcomeOf.get(`${taskKey(item.id)[KEY.partition]} ${outcomeSortKey(token)}`);
+  return ids.flatMap((id) => {
+    const item = byId.get(id);
+    // Not there: a flow's send that failed part way (its key's resend writes it), or expired.
+    if (!item) return [];
+    const task = toTask(item, {
+      ...(item.resultToken === undefined
+        ? { result: item.result }
+        : { result: body(item, item.resultToken)?.result }),
+      error: body(item, item.errorToken)?.error ?? item.error,
+    });
+    return [
+      {
+        id,
+        type: task.type,
+        status: task.status,
+        ...(task.optional ? { optional: true } : {}),
+        ...('result' in task ? { result: task.result } : {}),
+        ...(task.error === undefined ? {} : { error: task.error }),
+      },
+    ];
+  });
+}

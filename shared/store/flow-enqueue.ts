@@ -1,0 +1,131 @@
+/**
+ * A flow from the API: every task of it checked first (flow-inputs.ts: a bad one writes nothing), then
+ * written top down, parents before their children, so a child that ends at once is counted on a parent
+ * that is there. A parent is written WAITING_CHILDREN with its child count; a leaf QUEUED. N tasks cost
+ * N puts (and a payload item each when a payload is too large to keep inline, as for any task).
+ *
+ * Ids: the root's is random, or from its idempotency key; child i of a parent is childTaskId(parent, i).
+ * So a flow sent again with its key meets every task its first send wrote, and writes what that send
+ * did not (a put refused because the task is there is a task written before).
+ */
+import { forEachBounded } from '../bounded-work.js';
+import { IdempotencyConflictError } from '../errors.js';
+import { flowInput, type FlowInput, type FlowNode } from '../flow-inputs.js';
+import { childTaskId, idempotentTaskId, requestFingerprint } from '../ids.js';
+import { parseInput } from '../task-inputs.js';
+import type { Task } from '../task-model.js';
+import type { StoreContext } from './context.js';
+import { enqueuedWaiting } from './flow-transitions.js';
+import { newTask, putNewTask, type NewTask, type ParsedEnqueue } from './new-task.js';
+import { readTaskItem } from './task-reads.js';
+import { toTask, type TaskItem } from './task-item.js';
+
+/** The ids of a flow, shaped as it was sent. */
+export interface FlowIds {
+  id: string;
+  children?: FlowIds[];
+}
+
+export interface FlowResult {
+  /** The root task as written (or as the first send of its idempotency key wrote it). */
+  task: Task;
+  ids: FlowIds;
+  /** False when the idempotency key matched an earlier send of this flow. */
+  created: boolean;
+  /** Every task of the flow that this call wrote (a resend writes only what the first send did not). */
+  written: { id: string; type: string; availableAt: number; parent: boolean }[];
+}
+
+/** Puts written at once: a 1,000-task flow takes a few seconds, not one round trip per task in turn. */
+const PARALLEL_PUTS = 25;
+
+interface Placed {
+  built: NewTask;
+  level: number;
+}
+
+export async function enqueueFlow(ctx: StoreContext, rawInput: FlowInput): Promise<FlowResult> {
+  const input = parseInput(flowInput, 'enqueueFlow', rawInput);
+  const now = ctx.clock.now();
+  const rootId = input.idempotencyKey ? idempotentTaskId(input.owner, input.idempotencyKey) : ctx.newId();
+  const flowHash = requestFingerprint(input.root);
+  const placed: Placed[] = [];
+  const ids = place(ctx, input, input.root, rootId, undefined, 0, now, placed);
+  const root = placed[0]!.built;
+  (root.record as TaskItem).flowHash = flowHash;
+
+  let created = true;
+  if (input.idempotencyKey) {
+    const earlier = await readTaskItem(ctx, rootId);
+    if (earlier) {
+      if (earlier.flowHash !== flowHash)
+        throw new IdempotencyConflictError(input.idempotencyKey, toTask(earlier));
+      created = false;
+    }
+  }
+  const written: FlowResult['written'] = [];
+  let rootItem: TaskItem | undefined;
+  const depth = Math.max(...placed.map((p) => p.level));
+  for (let level = 0; level <= depth; level++) {
+    const tasks = placed.filter((p) => p.level === level);
+    await forEachBounded(tasks.length, PARALLEL_PUTS, async (i) => {
+      const { built } = tasks[i]!;
+      const { item, put } = await putNewTask(ctx, built, { needCurrent: level === 0 });
+      if (level === 0) rootItem = put.applied ? item : (put.current ?? item);
+      if (put.applied)
+        written.push({
+          id: item.id,
+          type: item.type,
+          availableAt: item.availableAt,
+          parent: item.childCount !== undefined,
+        });
+      // Refused: the task is there, written by an earlier send of this flow (its ids are its key's).
+    });
+  }
+  return {
+    task: toTask(rootItem!, rootItem!),
+    ids,
+    created: created && written.some((w) => w.id === rootId),
+    written,
+  };
+}
+
+/** Builds the item of `node` (id `id`) and of its children below it, in `placed`; returns its ids. */
+function place(
+  ctx: StoreContext,
+  input: { owner: string; idempotencyKey?: string | undefined },
+  node: FlowNode,
+  id: string,
+  parent: { id: string; index: number } | undefined,
+  level: number,
+  now: number,
+  placed: Placed[],
+): FlowIds {
+  const { optional, ...fields } = node.task;
+  const enqueue: ParsedEnqueue = {
+    ...fields,
+    owner: input.owner,
+    priority: fields.priority ?? 0,
+    ...(level === 0 && input.idempotencyKey ? { idempotencyKey: input.idempotencyKey } : {}),
+  };
+  const built = newTask(ctx, enqueue, id, now);
+  const record = built.record as TaskItem;
+  // Ids of a flow can come back (its key used again after the record expired): tokens start from the clock.
+  record.leaseToken = now;
+  if (parent) {
+    record.parentId = parent.id;
+    record.childIndex = parent.index;
+    if (optional) record.optional = true;
+  }
+  const children = node.children ?? [];
+  if (children.length > 0)
+    built.placed = enqueuedWaiting(record, children.length, now, now + ctx.config.flowCheckMs);
+  placed.push({ built, level });
+  if (children.length === 0) return { id };
+  return {
+    id,
+    children: children.map((child, index) =>
+      place(ctx, input, child, childTaskId(id, index), { id, index }, level + 1, now, placed),
+    ),
+  };
+}

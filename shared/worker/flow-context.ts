@@ -1,0 +1,130 @@
+/**
+ * What a handler's context adds for flows and steps (ctx.step, ctx.enqueueChildren,
+ * ctx.waitForChildren): the attempt's memory of its steps and of the children it numbered, over the
+ * store's writes under the attempt's lease (store/steps.ts, store/children.ts).
+ */
+import { LeaseholdError, ValidationError } from '../errors.js';
+import { MAX_PAYLOAD_BYTES } from '../task-inputs.js';
+import type { Lease } from '../task-inputs.js';
+import type { Task } from '../task-model.js';
+import type { StoredStep } from '../store/steps.js';
+import type { EnqueueChildrenInput, RaisedChildren } from '../store/children.js';
+import { WaitForChildren, type ChildTask, type TaskDefinition } from '../tasks/define.js';
+
+/** The store's side of flows and steps, as an execution uses it. */
+export interface FlowStore {
+  readSteps(taskId: string): Promise<Map<string, StoredStep>>;
+  writeStep(lease: Pick<Lease, 'taskId' | 'token'>, name: string, result: string): Promise<void>;
+  enqueueChildren(input: EnqueueChildrenInput): Promise<RaisedChildren>;
+}
+
+const STEP_NAME = /^[\x21-\x7e]{1,128}$/;
+
+export class FlowContext {
+  private steps: Promise<Map<string, StoredStep>> | undefined;
+  private readonly stepNames = new Set<string>();
+  /** The next child's number, and the parent's child count as this attempt knows it. */
+  private next: number;
+  private known: number;
+  private readonly base: number;
+
+  constructor(
+    private readonly store: FlowStore | undefined,
+    private readonly task: Task,
+    private readonly lease: () => Lease,
+    family: { count: number; base: number } | undefined,
+    private readonly definitionOf: (type: string) => TaskDefinition | undefined,
+  ) {
+    this.base = family?.base ?? 0;
+    this.next = this.base;
+    this.known = family?.count ?? 0;
+  }
+
+  /** How many children the parent has as this attempt knows it (the wait records it). */
+  get childCount(): number {
+    return this.known;
+  }
+
+  async step<T>(name: string, fn: () => T | Promise<T>): Promise<T> {
+    const store = this.need();
+    if (typeof name !== 'string' || !STEP_NAME.test(name))
+      throw new ValidationError('step', [
+        { path: 'name', message: 'must be 1-128 printable ASCII characters without spaces' },
+      ]);
+    if (this.stepNames.has(name))
+      throw new ValidationError('step', [
+        { path: 'name', message: `"${name}" is used twice in this attempt; step names are unique per task` },
+      ]);
+    this.stepNames.add(name);
+    // Read once per attempt, at its first step; a failed read is read again by the next step.
+    this.steps ??= store.readSteps(this.task.id).catch((error: unknown) => {
+      this.steps = undefined;
+      throw error;
+    });
+    const stored = (await this.steps).get(name);
+    if (stored) return JSON.parse(stored.result) as T;
+    const value = await fn();
+    const text = JSON.stringify(value ?? null);
+    if (Buffer.byteLength(text, 'utf8') > MAX_PAYLOAD_BYTES)
+      throw new ValidationError('step', [
+        { path: 'result', message: `is larger than ${MAX_PAYLOAD_BYTES} bytes as JSON, a payload's limit` },
+      ]);
+    await store.writeStep(this.lease(), name, text);
+    return JSON.parse(text) as T;
+  }
+
+  async enqueueChildren(children: ChildTask[]): Promise<string[]> {
+    const store = this.need();
+    if (!Array.isArray(children))
+      throw new ValidationError('enqueueChildren', [
+        { path: 'children', message: 'must be an array of tasks' },
+      ]);
+    // Each child's type and payload checked as an enqueue's are, before anything is written.
+    const problems = children.flatMap((child, i) => {
+      const definition = this.definitionOf(child.type);
+      if (!definition) return [{ path: `${i}.type`, message: `unknown task type "${child.type}"` }];
+      const parsed = definition.schema.safeParse(child.payload);
+      return parsed.success
+        ? []
+        : parsed.error.issues.map((issue) => ({
+            path: [i, 'payload', ...issue.path.map(String)].join('.'),
+            message: issue.message,
+          }));
+    });
+    if (problems.length > 0) throw new ValidationError('enqueueChildren', problems);
+    const raised = await store.enqueueChildren({
+      lease: this.lease(),
+      parentOwner: this.task.owner,
+      children,
+      from: this.next,
+      known: this.known,
+    });
+    this.next += children.length;
+    this.known = raised.count;
+    return raised.ids;
+  }
+
+  waitForChildren(): WaitForChildren {
+    if (this.next === this.base)
+      throw new ValidationError('waitForChildren', [
+        { path: 'children', message: 'this attempt enqueued no children: call ctx.enqueueChildren first' },
+      ]);
+    return new WaitForChildren();
+  }
+
+  private need(): FlowStore {
+    if (!this.store) throw new FlowsUnsupportedError();
+    return this.store;
+  }
+}
+
+/** The worker runs on a store without flows and steps (a test's stand-in): ctx.step and ctx.enqueueChildren cannot work. */
+export class FlowsUnsupportedError extends LeaseholdError {
+  override name = 'FlowsUnsupportedError';
+  override readonly code = 'FLOWS_UNSUPPORTED';
+  constructor() {
+    super(
+      'This worker’s store does not support flows and steps (ctx.step, ctx.enqueueChildren, ctx.waitForChildren).',
+    );
+  }
+}

@@ -1,0 +1,371 @@
+/**
+ * Flows (shared/store/flow-enqueue.ts, child-ends.ts, children.ts) on a store with a manual clock, on
+ * dynalite in `npm test` and on DynamoDB Local in `test:dynamodb-local`: a flow is written parents first
+ * and whole or not at all; a parent waits in WAITING_CHILDREN, out of every claim index, until each
+ * child's end is counted once; it then becomes QUEUED (or FAILED by a child that is not optional); a
+ * count left undone by a dead writer is made by recovery's look; a cancel reaches the children; a
+ * handler's own children (enqueueChildren, waitForChildren) and its retried attempt meet the same ids.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ValidationError } from '../shared/errors.js';
+import { ClaimState } from '../shared/store/claim-state.js';
+import { conditionalUpdate } from '../shared/store/conditional-write.js';
+import { writeTargetOf } from '../shared/store/context.js';
+import { countChildEnd } from '../shared/store/child-ends.js';
+import { asUpdate } from '../shared/store/transitions.js';
+import { childCounted } from '../shared/store/flow-transitions.js';
+import type { TaskItem } from '../shared/store/task-item.js';
+import { childTaskId } from '../shared/ids.js';
+import { taskKey } from '../shared/table-layout.js';
+import { TaskStatus } from '../shared/task-model.js';
+import type { Claimed } from '../shared/store/claim-write.js';
+import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
+import { createTestStore, type TestStore } from './support/test-store.js';
+
+let server: TestDynamo;
+beforeAll(async () => {
+  server = await startTestDynamo();
+});
+afterAll(() => server.close());
+
+const leaf = (n: number, extra: Record<string, unknown> = {}) => ({
+  task: { type: 'leaf', payload: { n }, ...extra },
+});
+
+async function claimAll(s: TestStore, types = ['leaf', 'sum']): Promise<Claimed[]> {
+  return (await s.store.claim({ workerId: 'w', types, max: 50 }, new ClaimState())).claimed;
+}
+
+const item = async (s: TestStore, id: string) =>
+  (await s.scanAll()).find((i) => i.pk === taskKey(id).pk && i.sk === 'TASK') as TaskItem | undefined;
+
+describe('flows from the store (dynalite or DynamoDB Local)', () => {
+  it('a parent waits out of every claim index, and runs once after its last child ends, with their results', async () => {
+    const s = await createTestStore(server.endpoint);
+    const flow = await s.store.enqueueFlow({
+      owner: 'o',
+      root: { task: { type: 'sum' }, children: [leaf(1), leaf(2), leaf(3)] },
+    });
+    expect(flow.created).toBe(true);
+    const ids = flow.ids.children!.map((c) => c.id);
+    expect(ids).toEqual([0, 1, 2].map((i) => childTaskId(flow.task.id, i)));
+    expect(flow.task.status).toBe(TaskStatus.WAITING_CHILDREN);
+    expect(flow.task.children).toEqual({ total: 3, pending: 3 });
+    const parentItem = await item(s, flow.task.id);
+    expect(parentItem).not.toHaveProperty('readyPk');
+    expect(parentItem).not.toHaveProperty('delayPk');
+
+    // Only the children are claimable; the parent stays waiting until the last one ends.
+    const first = await claimAll(s);
+    expect(first.map((c) => c.task.id).sort()).toEqual([...ids].sort());
+    expect(first.every((c) => c.task.parentId === flow.task.id)).toBe(true);
+    const resultOf = new Map(first.map((c, i) => [c.task.id, { n: i }]));
+    for (const c of first.slice(0, 2))
+      await s.store.complete({ lease: c.lease, result: resultOf.get(c.task.id) });
+    expect((await s.store.get({ id: flow.task.id })).status).toBe(TaskStatus.WAITING_CHILDREN);
+    expect((await s.store.get({ id: flow.task.id })).children).toEqual({ total: 3, pending: 1 });
+    expect(await claimAll(s)).toEqual([]);
+    await s.store.complete({ lease: first[2]!.lease, result: resultOf.get(first[2]!.task.id) });
+    const parent = await s.store.get({ id: flow.task.id });
+    expect(parent.status).toBe(TaskStatus.QUEUED);
+    expect(parent.children).toEqual({ total: 3, pending: 0 });
+
+    const [claimedParent] = await claimAll(s);
+    expect(claimedParent!.task.id).toBe(flow.task.id);
+    expect(claimedParent!.family).toEqual({ count: 3, base: 3 });
+    const children = await s.store.readChildren(flow.task.id, 3);
+    expect(children.map((c) => [c.id, c.type, c.status])).toEqual(ids.map((id) => [id, 'leaf', 'SUCCESS']));
+    expect(children.map((c) => c.result)).toEqual(ids.map((id) => resultOf.get(id)));
+    const done = await s.store.complete({ lease: claimedParent!.lease, result: { ok: true } });
+    expect(done.status).toBe(TaskStatus.SUCCESS);
+  });
+
+  it('a child that fails fails its parent (CHILD_FAILED), unless it is optional', async () => {
+    const s = await createTestStore(server.endpoint);
+    const strict = await s.store.enqueueFlow({
+      owner: 'o',
+      root: { task: { type: 'sum' }, children: [leaf(1, { maxAttempts: 1 }), leaf(2)] },
+    });
+    const lenient = await s.store.enqueueFlow({
+      owner: 'o',
+      root: { task: { type: 'sum' }, children: [leaf(1, { maxAttempts: 1, optional: true }), leaf(2)] },
+    });
+    for (const c of await claimAll(s)) {
+      if ((c.task.payload as { n: number }).n === 1)
+        await s.store.fail({ lease: c.lease, error: 'boom', retryable: false });
+      else await s.store.complete({ lease: c.lease, result: { n: 2 } });
+    }
+    const failed = await s.store.get({ id: strict.task.id });
+    expect(failed.status).toBe(TaskStatus.FAILED);
+    expect(failed.error).toMatch(/^CHILD_FAILED: child child-\w+ \(leaf\) ended FAILED: boom/);
+    const queued = await s.store.get({ id: lenient.task.id });
+    expect(queued.status).toBe(TaskStatus.QUEUED);
+    const children = await s.store.readChildren(lenient.task.id, 2);
+    expect(children.map((c) => [c.status, c.optional ?? false])).toEqual([
+      [TaskStatus.FAILED, true],
+      [TaskStatus.SUCCESS, false],
+    ]);
+    expect(children[0]!.error).toBe('boom');
+  });
+
+  it('counts a child once however often its end is counted (resent, repeated, recovery)', async () => {
+    const s = await createTestStore(server.endpoint);
+    const flow = await s.store.enqueueFlow({
+      owner: 'o',
+      root: { task: { type: 'sum' }, children: [leaf(1), leaf(2)] },
+    });
+    const [a] = await claimAll(s);
+    const ended = await s.store.complete({ lease: a!.lease, result: 1 });
+    const childItem = (await item(s, ended.id))!;
+    for (let i = 0; i < 3; i++) await countChildEnd(s.store.ctx, childItem);
+    await s.peer().recover();
+    // The count write itself, sent again: refused by its condition, nothing moves.
+    const again = await conditionalUpdate(
+      writeTargetOf(s.store.ctx),
+      taskKey(flow.task.id),
+      asUpdate(childCounted(childItem.childIndex!, undefined)),
+    );
+    expect(again.applied).toBe(false);
+    const parent = (await item(s, flow.task.id))!;
+    expect(parent.childrenPending).toBe(1);
+    expect([...parent.childrenEnded!]).toEqual([childItem.childIndex]);
+    expect(parent.status).toBe(TaskStatus.WAITING_CHILDREN);
+  });
+
+  it('recovery makes the count a dead writer left undone, and moves the parent on', async () => {
+    const s = await createTestStore(server.endpoint);
+    const flow = await s.store.enqueueFlow({
+      owner: 'o',
+      root: { task: { type: 'sum' }, children: [leaf(1)] },
+    });
+    const [child] = await claimAll(s);
+    // The child's end written, its count never made: the writer died between its two writes.
+    await conditionalUpdate(
+      writeTargetOf(s.store.ctx),
+      taskKey(child!.task.id),
+      asUpdate({
+        assign: {
+          status: TaskStatus.SUCCESS,
+          leaseOwner: undefined,
+          leaseUntil: undefined,
+          sweepPk: undefined,
+          sweepAt: undefined,
+        },
+        require: [],
+      }),
+    );
+    expect((await s.peer().recover()).flowChecks).toBe(0); // its look is not due yet
+    expect((await s.store.get({ id: flow.task.id })).status).toBe(TaskStatus.WAITING_CHILDREN);
+    s.clock.advance(s.config.flowCheckMs + s.config.clockSkewMs + 1);
+    const report = await s.peer().recover();
+    expect(report.flowChecks).toBe(1);
+    expect((await s.store.get({ id: flow.task.id })).status).toBe(TaskStatus.QUEUED);
+  });
+
+  it('a look that finds children still running sets the next one later, backed off', async () => {
+    const s = await createTestStore(server.endpoint);
+    const flow = await s.store.enqueueFlow({
+      owner: 'o',
+      root: { task: { type: 'sum' }, children: [leaf(1)] },
+    });
+    const first = (await item(s, flow.task.id))!.sweepAt!;
+    s.clock.advance(s.config.flowCheckMs + s.config.clockSkewMs + 1);
+    expect((await s.peer().recover()).flowChecks).toBe(1);
+    const parent = (await item(s, flow.task.id))!;
+    expect(parent.flowChecks).toBe(1);
+    expect(parent.sweepAt! - s.clock.now()).toBe(s.config.flowCheckMs);
+    expect(parent.sweepAt).toBeGreaterThan(first);
+    expect(parent.status).toBe(TaskStatus.WAITING_CHILDREN);
+    // The second look waits twice as long.
+    s.clock.advance(s.config.flowCheckMs + s.config.clockSkewMs + 1);
+    expect((await s.peer().recover()).flowChecks).toBe(1);
+    expect((await item(s, flow.task.id))!.sweepAt! - s.clock.now()).toBe(2 * s.config.flowCheckMs);
+  });
+
+  it('cancelling a parent cancels its waiting children and asks its running ones to stop', async () => {
+    const s = await createTestStore(server.endpoint);
+    const flow = await s.store.enqueueFlow({
+      owner: 'o',
+      root: {
+        task: { type: 'sum' },
+        children: [leaf(1), { task: { type: 'sum' }, children: [leaf(2)] }],
+      },
+    });
+    const running = await claimAll(s, ['leaf']);
+    expect(running).toHaveLength(2);
+    const cancelled = await s.store.requestCancel({ id: flow.task.id });
+    expect(cancelled.status).toBe(TaskStatus.CANCELLED);
+    const all = await Promise.all(
+      [flow.ids.children![0]!.id, flow.ids.children![1]!.id, flow.ids.children![1]!.children![0]!.id].map(
+        (id) => s.store.get({ id }),
+      ),
+    );
+    expect(all.map((t) => t.status)).toEqual([
+      TaskStatus.CANCEL_REQUESTED,
+      TaskStatus.CANCELLED,
+      TaskStatus.CANCEL_REQUESTED,
+    ]);
+  });
+
+  it('refuses a bad flow whole, naming the child and field, and writes nothing', async () => {
+    const s = await createTestStore(server.endpoint);
+    const before = (await s.scanAll()).length;
+    const refusals = [
+      {
+        root: { task: { type: 'sum' }, children: [leaf(1), { task: { type: 'bad type' } }] },
+        path: 'root.children.1.task.type',
+      },
+      {
+        root: { task: { type: 'sum' }, children: [leaf(1), { task: { type: 'x', delayMs: 5 } }] },
+        path: 'root.children.1.task',
+      },
+      { root: { task: { type: 'sum', optional: true }, children: [leaf(1)] }, path: 'root.task.optional' },
+      { root: { task: { type: 'sum' }, children: [] }, path: 'root.children' },
+      {
+        root: {
+          task: { type: 'a' },
+          children: [
+            {
+              task: { type: 'b' },
+              children: [
+                {
+                  task: { type: 'c' },
+                  children: [
+                    { task: { type: 'd' }, children: [{ task: { type: 'e' }, children: [leaf(1)] }] },
+                  ],
+                },
+              ],
+            },
+          ],
+        },
+        path: 'root.children',
+        message: /nests 5 levels of children; a flow may nest at most 4/,
+      },
+      {
+        root: {
+          task: { type: 'a' },
+          children: Array.from({ length: 10 }, () => ({
+            task: { type: 'b' },
+            children: Array.from({ length: 100 }, (_, i) => leaf(i)),
+          })),
+        },
+        path: 'root.children',
+        message: /holds 1011 tasks; a flow may hold at most 1000/,
+      },
+    ];
+    for (const r of refusals) {
+      const error = await s.store.enqueueFlow({ owner: 'o', root: r.root } as never).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ValidationError);
+      const problems = (error as ValidationError).problems;
+      expect(problems.map((p) => p.path)).toContain(r.path);
+      if (r.message) expect(problems.map((p) => p.message).join(' ')).toMatch(r.message);
+    }
+    expect((await s.scanAll()).length).toBe(before);
+  });
+
+  it('a flow sent again with its idempotency key is answered, and writes what the first send did not', async () => {
+    const s = await createTestStore(server.endpoint);
+    const flow = {
+      owner: 'o',
+      idempotencyKey: 'render-7',
+      root: { task: { type: 'sum' }, children: [leaf(1), leaf(2)] },
+    };
+    const first = await s.store.enqueueFlow(flow);
+    // The first send "died" before its second child was written.
+    const { DeleteCommand } = await import('@aws-sdk/lib-dynamodb');
+    await s.doc.send(
+      new DeleteCommand({ TableName: s.config.tableName, Key: taskKey(first.ids.children![1]!.id) }),
+    );
+    const second = await s.store.enqueueFlow(flow);
+    expect(second.created).toBe(false);
+    expect(second.ids).toEqual(first.ids);
+    expect(second.written.map((w) => w.id)).toEqual([first.ids.children![1]!.id]);
+    const conflict = await s.store
+      .enqueueFlow({ ...flow, root: { ...flow.root, children: [leaf(9)] } })
+      .catch((e: unknown) => e);
+    expect(conflict).toMatchObject({ code: 'IDEMPOTENCY_CONFLICT' });
+  });
+
+  it('a handler’s own children: raised, written, waited for; a retried attempt meets the same ids', async () => {
+    const s = await createTestStore(server.endpoint);
+    const { task } = await s.store.enqueue({ type: 'sum', owner: 'o', payload: null, maxAttempts: 3 });
+    const [p1] = await claimAll(s, ['sum']);
+    const raised = await s.store.enqueueChildren({
+      lease: p1!.lease,
+      parentOwner: 'o',
+      children: [
+        { type: 'leaf', payload: { n: 1 } },
+        { type: 'leaf', payload: { n: 2 }, optional: true },
+      ],
+      from: 0,
+      known: 0,
+    });
+    expect(raised.ids).toEqual([childTaskId(task.id, 0), childTaskId(task.id, 1)]);
+    // The attempt dies before it waits; its lease runs out and recovery requeues the parent.
+    s.clock.advance(s.config.leaseTimeoutMs + s.config.clockSkewMs * 2 + 1);
+    await s.peer().recover();
+    const [p2] = await claimAll(s, ['sum']);
+    expect(p2!.task.id).toBe(task.id);
+    expect(p2!.family).toEqual({ count: 2, base: 0 });
+    // The retried attempt enqueues the same children again: the same ids, no new tasks.
+    const again = await s.store.enqueueChildren({
+      lease: p2!.lease,
+      parentOwner: 'o',
+      children: [
+        { type: 'leaf', payload: { n: 1 } },
+        { type: 'leaf', payload: { n: 2 }, optional: true },
+      ],
+      from: 0,
+      known: 2,
+    });
+    expect(again.ids).toEqual(raised.ids);
+    const leaves = await claimAll(s, ['leaf']);
+    expect(leaves.map((c) => c.task.id).sort()).toEqual([...raised.ids].sort());
+    // A child ends before its parent waits: counted all the same.
+    await s.store.complete({ lease: leaves[0]!.lease, result: { n: 1 } });
+    const waiting = await s.store.waitForChildren({ lease: p2!.lease, childCount: 2 });
+    expect(waiting.status).toBe(TaskStatus.WAITING_CHILDREN);
+    expect(waiting.attempts).toBe(1); // the wait gave its attempt back
+    await s.store.complete({ lease: leaves[1]!.lease, result: { n: 2 } });
+    const [p3] = await claimAll(s, ['sum']);
+    expect(p3!.family).toEqual({ count: 2, base: 2 });
+    expect((await s.store.readChildren(task.id, 2)).map((c) => c.result)).toEqual(
+      leaves.map((l) => ({ n: (l.task.payload as { n: number }).n })),
+    );
+  });
+
+  it('a wait whose children have all ended makes the parent ready at once', async () => {
+    const s = await createTestStore(server.endpoint);
+    await s.store.enqueue({ type: 'sum', owner: 'o', payload: null });
+    const [p] = await claimAll(s, ['sum']);
+    await s.store.enqueueChildren({
+      lease: p!.lease,
+      parentOwner: 'o',
+      children: [{ type: 'leaf' }],
+      from: 0,
+      known: 0,
+    });
+    const [c] = await claimAll(s, ['leaf']);
+    await s.store.complete({ lease: c!.lease, result: null });
+    const after = await s.store.waitForChildren({ lease: p!.lease, childCount: 1 });
+    expect(after.status).toBe(TaskStatus.QUEUED);
+  });
+});
+
+describe('steps (dynalite or DynamoDB Local)', () => {
+  it('stores a step under its token; a stale attempt cannot overwrite a newer one’s', async () => {
+    const s = await createTestStore(server.endpoint);
+    const { task } = await s.store.enqueue({ type: 'leaf', owner: 'o', payload: null });
+    await s.store.writeStep({ taskId: task.id, token: 5 }, 'charge', '{"id":"ch_1"}');
+    await s.store.writeStep({ taskId: task.id, token: 5 }, 'charge', '{"id":"ch_1"}'); // a resend
+    await s.store.writeStep({ taskId: task.id, token: 6 }, 'charge', '{"id":"ch_2"}');
+    const stale = await s.store
+      .writeStep({ taskId: task.id, token: 5 }, 'charge', '{"id":"ch_3"}')
+      .catch((e: unknown) => e);
+    expect(stale).toMatchObject({ code: 'STEP_FENCED' });
+    const steps = await s.store.readSteps(task.id);
+    expect([...steps.values()].map((st) => [st.name, st.result, st.token])).toEqual([
+      ['charge', '{"id":"ch_2"}', 6],
+    ]);
+  });
+});

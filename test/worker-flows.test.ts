@@ -1,0 +1,111 @@
+/**
+ * Flows and steps on running workers (real time, dynalite): a flow of demo.echo children under a
+ * demo.sum parent sums their results, the parent's handler running once and after the last child; a
+ * demo.sum that spawns its own children waits for them without holding its worker and runs again with
+ * ctx.children; demo.steps replays the steps an earlier attempt stored and runs only the rest.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TaskStatus, type Task } from '../shared/task-model.js';
+import { taskDefinitions } from '../tasks/catalog.js';
+import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
+import { createWorkerWorld, sleep, type WorkerWorld } from './support/worker-world.js';
+
+let server: TestDynamo;
+beforeAll(async () => {
+  server = await startTestDynamo();
+});
+afterAll(() => server.close());
+
+/** Runs two workers until `done`; the tasks then, and the ids of the handlers started, in order. */
+async function runUntil(
+  w: WorkerWorld,
+  ids: string[],
+  done: (tasks: Task[]) => boolean,
+): Promise<{ tasks: Task[]; starts: string[] }> {
+  const stop = new AbortController();
+  const starts: string[] = [];
+  const runs = ['w1', 'w2'].map((id) => {
+    const store = w.peer();
+    store.events.on('handler:start', ({ taskId }) => starts.push(taskId));
+    return w.worker(id, { store }).run({ stop: stop.signal, idleStopMs: Number.POSITIVE_INFINITY });
+  });
+  let tasks: Task[] = [];
+  for (const end = Date.now() + 20_000; Date.now() < end; await sleep(50)) {
+    tasks = await Promise.all(ids.map((id) => w.store.get({ id })));
+    if (done(tasks)) break;
+  }
+  stop.abort();
+  await Promise.all(runs);
+  return { tasks, starts };
+}
+
+describe('flows and steps on running workers', () => {
+  it('a flow’s parent sums its children once, after the last ends', { timeout: 30_000 }, async () => {
+    const w = await createWorkerWorld(server.endpoint, taskDefinitions);
+    const flow = await w.store.enqueueFlow({
+      owner: 'o',
+      root: {
+        task: { type: 'demo.sum', payload: null },
+        children: [1, 2, 3, 4].map((n) => ({ task: { type: 'demo.echo', payload: { n } } })),
+      },
+    });
+    const childIds = flow.ids.children!.map((c) => c.id);
+    const { tasks, starts } = await runUntil(
+      w,
+      [flow.task.id, ...childIds],
+      ([p]) => p!.status === TaskStatus.SUCCESS,
+    );
+    const [parent, ...children] = tasks;
+    expect(parent!.status).toBe(TaskStatus.SUCCESS);
+    expect(parent!.result).toEqual({ sum: 10 });
+    expect(starts.filter((id) => id === flow.task.id)).toHaveLength(1);
+    expect(parent!.attempts).toBe(1);
+    expect(children.map((c) => c.status)).toEqual(childIds.map(() => TaskStatus.SUCCESS));
+    // It started after its last child finished.
+    expect(parent!.startedAt).toBeGreaterThanOrEqual(Math.max(...children.map((c) => c.finishedAt!)));
+  });
+
+  it(
+    'a handler that enqueues children waits for them, then runs again with ctx.children',
+    { timeout: 30_000 },
+    async () => {
+      const w = await createWorkerWorld(server.endpoint, taskDefinitions);
+      const { task } = await w.submitter.enqueue({
+        type: 'demo.sum',
+        owner: 'o',
+        payload: { spawn: [5, 6, 7] },
+      });
+      const {
+        tasks: [parent],
+        starts,
+      } = await runUntil(w, [task.id], ([p]) => p!.status === TaskStatus.SUCCESS);
+      expect(parent!.result).toEqual({ sum: 18 });
+      expect(parent!.children).toEqual({ total: 3, pending: 0 });
+      // Twice: once to spawn, once to sum; the wait spent no attempt.
+      expect(starts.filter((id) => id === task.id)).toHaveLength(2);
+      expect(parent!.attempts).toBe(1);
+    },
+  );
+
+  it(
+    'demo.steps replays the steps its failed attempt stored, and runs only the rest',
+    { timeout: 30_000 },
+    async () => {
+      const w = await createWorkerWorld(server.endpoint, taskDefinitions);
+      const { task } = await w.submitter.enqueue({
+        type: 'demo.steps',
+        owner: 'o',
+        payload: { failOnceAfter: 'b' },
+      });
+      const {
+        tasks: [done],
+      } = await runUntil(w, [task.id], ([t]) => t!.status === TaskStatus.SUCCESS);
+      expect(done!.attempts).toBe(2);
+      expect(done!.result).toEqual({ executed: ['c'], replayed: ['a', 'b'] });
+      const steps = await w.store.readSteps(task.id);
+      expect([...steps.keys()].sort()).toEqual(['a', 'b', 'c']);
+      expect(JSON.parse(steps.get('a')!.result)).toEqual({ step: 'a', attempt: 1 });
+      expect(JSON.parse(steps.get('c')!.result)).toEqual({ step: 'c', attempt: 2 });
+    },
+  );
+});
