@@ -6,6 +6,7 @@
 import type { RateLimit } from '../../shared/rate-rules.js';
 import { mostStartsInWindow } from '../support/rate-window.js';
 import type { HistoryEvent } from './history.js';
+import { checkFlows } from './flow-checks.js';
 
 export type Recorded = HistoryEvent & { t: number; w: string; off: number };
 
@@ -18,6 +19,8 @@ export interface FinalTask {
   leaseToken: number;
   /** The task's group, when it was enqueued with one. */
   group?: string;
+  /** Its parent, when it is a child in a flow. */
+  parentId?: string;
 }
 
 export interface CheckInput {
@@ -71,6 +74,8 @@ export interface CheckResult {
     mostStartsPerWindow: Record<string, number>;
     /** The most valid leases of one group at once, by type. */
     peakGroupConcurrency: Record<string, number>;
+    /** Parents in flows, and their children, whose invariants were checked (flow-checks.ts). */
+    flows: { parents: number; children: number };
   };
 }
 
@@ -387,6 +392,10 @@ export function checkHistory(input: CheckInput): CheckResult {
         });
     }
   }
+  // 8. Flows: checked against the table's record of status changes (without it, against none).
+  const flows = checkFlows(tasks, input.statusWrites ?? []);
+  violations.push(...flows.violations);
+
   latencies.sort((a, b) => a - b);
   const pct = (p: number) =>
     latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? 0;
@@ -409,6 +418,7 @@ export function checkHistory(input: CheckInput): CheckResult {
       peakConcurrency,
       mostStartsPerWindow,
       peakGroupConcurrency,
+      flows: { parents: flows.parents, children: flows.children },
     },
   };
 }

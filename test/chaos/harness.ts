@@ -81,7 +81,10 @@ const LEASES = {
   LEASEHOLD_WORKER_CONCURRENCY: '8',
   LEASEHOLD_TYPE_CONCURRENCY: 'demo.fail=2',
   // The workers serve the types the run enqueues: polling idle types would only add load.
-  LEASEHOLD_WORKER_TYPES: 'demo.fail,demo.echo,demo.sleep,demo.limited',
+  LEASEHOLD_WORKER_TYPES: 'demo.fail,demo.echo,demo.sleep,demo.limited,demo.sum',
+  // Recovery looks at a waiting parent a second after it waits (then backs off): a count a killed
+  // worker left undone is made within the run.
+  LEASEHOLD_FLOW_CHECK_MS: '1000',
 };
 
 const TASK_TYPES = LEASES.LEASEHOLD_WORKER_TYPES.split(',');
@@ -210,7 +213,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosSummary> {
             enqueueOnce(enqueueStore, i + j, options.limitedEvery),
           ),
         );
-        enqueued.push(...batch.map((r) => r.task.id));
+        enqueued.push(...batch.flat());
       }
     };
     await enqueueWave();
@@ -284,10 +287,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosSummary> {
         if (line) history.push(JSON.parse(line) as Recorded);
     }
     const final = await finalTasks(store);
+    // The children parents enqueued themselves must end too.
+    const listed = new Set(enqueued);
+    const spawned = final.filter((t) => t.parentId !== undefined && !listed.has(t.id)).map((t) => t.id);
     const result = checkHistory({
       history,
       tasks: final,
-      enqueued,
+      enqueued: [...enqueued, ...spawned],
       kills,
       // The table's record of every status change (from the proxy), so a write its writer never heard of still counts.
       statusWrites: proxy.statusWrites
@@ -339,17 +345,35 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosSummary> {
 }
 
 /**
- * Enqueues task n, retried until it is in: the idempotency key makes a retry return the task a lost
+ * Enqueues task n (or flow n: its ids, the root first), retried until it is in: the idempotency key makes a retry return the task a lost
  * answer already created (the harness's dynalite can be slow on a loaded machine).
  */
-async function enqueueOnce(store: TaskStore, n: number, limitedEvery: number) {
+async function enqueueOnce(store: TaskStore, n: number, limitedEvery: number): Promise<string[]> {
   for (let tries = 1; ; tries++) {
     try {
-      return await store.enqueue({
+      // A flow: a demo.sum over three demo.echo children, and an optional demo.fail child that fails.
+      if (n % limitedEvery === 4) {
+        const flow = await store.enqueueFlow({
+          owner: 'chaos',
+          idempotencyKey: `chaos-${n}`,
+          root: {
+            task: { type: 'demo.sum', payload: null, maxAttempts: 10 },
+            children: [
+              ...[n, n + 1, n + 2].map((k) => ({ task: { type: 'demo.echo', payload: { n: k } } })),
+              {
+                task: { type: 'demo.fail', payload: { failTimes: 100 }, maxAttempts: 1, optional: true },
+              },
+            ],
+          },
+        });
+        return [flow.task.id, ...flow.ids.children!.map((c) => c.id)];
+      }
+      const { task } = await store.enqueue({
         ...taskInput(n, limitedEvery),
         owner: 'chaos',
         idempotencyKey: `chaos-${n}`,
       });
+      return [task.id];
     } catch (error) {
       if (tries >= 10) throw error;
       await new Promise((r) => setTimeout(r, 100 * tries));
@@ -359,12 +383,15 @@ async function enqueueOnce(store: TaskStore, n: number, limitedEvery: number) {
 
 /**
  * Task n of the run: one in `limitedEvery` of the concurrency-limited type (some fail and retry), as
- * many of the rate-limited one (5 starts a second), the rest echo or sleep up to a second (half the
- * sleeps in one of four groups, one at a time each).
+ * many of the rate-limited one (5 starts a second), as many parents that enqueue their own children
+ * (and as many flows: enqueueOnce), the rest echo or sleep up to a second (half the sleeps in one of
+ * four groups, one at a time each).
  */
 function taskInput(n: number, limitedEvery: number) {
   if (n % limitedEvery === 0) return { type: 'demo.fail', payload: { failTimes: n % 3 }, maxAttempts: 5 };
   if (n % limitedEvery === 2) return { type: demoLimited.name, payload: { n } };
+  // A parent that enqueues its own three children and waits for them (ctx.enqueueChildren).
+  if (n % limitedEvery === 6) return { type: 'demo.sum', payload: { spawn: [n, 1, 2] }, maxAttempts: 10 };
   if (n % 5 === 1) return { type: 'demo.echo', payload: { n } };
   // Half the sleeps in one of four groups, so each group's tasks queue behind each other.
   const group = n % 2 === 0 ? { group: `g${n % 8}` } : {};

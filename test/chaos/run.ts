@@ -39,6 +39,7 @@ console.log(
     `claim writes ${summary.claimWrites.sent}, lost races ${summary.claimWrites.refused} (${(summary.claimWrites.refused / Math.max(1, summary.claimWrites.sent - summary.claimWrites.refused)).toFixed(3)} per claim won)`,
     `lost ${figures.lost}, double terminals ${figures.doubleTerminals} (terminal writes applied but unrecorded ${figures.terminalWritesUnrecorded}), stale writes accepted ${figures.staleWritesAccepted}, stale writes refused ${figures.staleWritesRefused}, overlapping leases ${figures.overlappingLeases}`,
     `handler starts per task ${figures.handlerStartsPerTask.toFixed(3)} (duplicate-execution rate ${figures.duplicateExecutionRate.toFixed(3)}), peak concurrency ${JSON.stringify(figures.peakConcurrency)} (limit demo.fail=2), most starts a window ${JSON.stringify(figures.mostStartsPerWindow)} (limit demo.limited=5/s), most running of one group ${JSON.stringify(figures.peakGroupConcurrency)} (limit demo.sleep=1)`,
+    `flows: ${figures.flows.parents} parents and their ${figures.flows.children} children checked (none started before its last child ended, none readied twice for one wait, none left waiting)`,
     `recovery latency after a kill or pause: p50 ${figures.recoveryLatencyMs.p50} ms, p99 ${figures.recoveryLatencyMs.p99} ms, max ${figures.recoveryLatencyMs.max} ms (${figures.recoveryLatencyMs.count} tasks)`,
     `duration ${(summary.durationMs / 1000).toFixed(1)} s`,
     summary.violations.length === 0
