@@ -34,6 +34,12 @@ export const BENCH_TASKS = [
     fairShares: true,
     handler: ({ ms }) => new Promise((r) => setTimeout(r, ms)).then(() => null),
   }),
+  // Measure 17's parent: answers how many children it read (ctx.children).
+  defineTask({
+    name: 'bench.parent',
+    schema: z.unknown(),
+    handler: (_payload, ctx) => ({ children: ctx.children.length }),
+  }),
   // Measure 14's type: 50 starts in any second, across every worker.
   defineTask({
     name: 'bench.limited',

@@ -77,11 +77,11 @@ export const flowInput = z
         path: ['root', 'children'],
         message: `nests ${depth} levels of children; a flow may nest at most ${MAX_FLOW_DEPTH}`,
       });
-    if (tasks > MAX_FLOW_TASKS)
+    if (tasks - 1 > MAX_FLOW_TASKS)
       ctx.addIssue({
         code: 'custom',
         path: ['root', 'children'],
-        message: `holds ${tasks} tasks; a flow may hold at most ${MAX_FLOW_TASKS}, its root counted`,
+        message: `holds ${tasks - 1} tasks below its root; a flow may hold at most ${MAX_FLOW_TASKS}`,
       });
   });
 export type FlowInput = z.input<typeof flowInput>;

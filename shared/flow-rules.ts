@@ -11,7 +11,7 @@
  */
 import { TaskStatus } from './task-model.js';
 
-/** At most this many tasks in one flow, the root counted. */
+/** At most this many tasks in one flow below its root (children, and theirs). */
 export const MAX_FLOW_TASKS = 1_000;
 /** At most this many levels of parents above a leaf (a root with children is depth 1). */
 export const MAX_FLOW_DEPTH = 4;

@@ -1,4 +1,4 @@
-/** The benchmark's measures, in the order docs/benchmark.md numbers them (1-16). */
+/** The benchmark's measures, in the order docs/benchmark.md numbers them (1-17). */
 import type { BenchContext, Measure } from '../measure.js';
 import { claimContention } from './contention.js';
 import { coldStart } from './cold-start.js';
@@ -15,6 +15,7 @@ import { throughputRatio } from './throughput.js';
 import { burstRatio } from './burst.js';
 import { rateLimited } from './rate-limit.js';
 import { fairShares, groupedStarts } from './groups.js';
+import { flowOfChildren } from './flows.js';
 
 export const MEASURES: { name: string; run: (ctx: BenchContext) => Promise<Measure[]> }[] = [
   { name: 'requests', run: requestsPerTask },
@@ -33,4 +34,5 @@ export const MEASURES: { name: string; run: (ctx: BenchContext) => Promise<Measu
   { name: 'rate-limit', run: rateLimited },
   { name: 'groups', run: groupedStarts },
   { name: 'fair-shares', run: fairShares },
+  { name: 'flows', run: flowOfChildren },
 ];
