@@ -70,8 +70,9 @@ export const FUNCTION_ACCESS: Record<FunctionName, TableAccess> = {
   },
   // sweep (lease and delay indexes + batch read), fixes and promotions, queue-depth counts (ready index,
   // and the type controls: which types have rotated tasks to count)
+  // flows: a refused count on a parent is read back (GetItem), and a waiting parent's uncounted children read
   recovery: {
-    table: ['dynamodb:BatchGetItem', 'dynamodb:Query', 'dynamodb:UpdateItem'],
+    table: ['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem'],
     indexes: {
       [INDEX.lease.name]: ['dynamodb:Query'],
       [INDEX.delay.name]: ['dynamodb:Query'],

@@ -83,8 +83,10 @@ export interface LeaseholdProps {
   metricsNamespace?: string;
 }
 
-/** The routes `grantEnqueue` allows: adding tasks, one or a batch. */
-const ENQUEUE_ROUTES = API_ROUTES.filter((r) => r.method === 'POST' && /^\/tasks(\/batch)?$/.test(r.path));
+/** The routes `grantEnqueue` allows: adding tasks, one, a batch or a flow. */
+const ENQUEUE_ROUTES = API_ROUTES.filter(
+  (r) => r.method === 'POST' && /^\/(tasks(\/batch)?|flows)$/.test(r.path),
+);
 /** The routes `grantRead` allows: every GET (tasks, types, stats, schedules, the OpenAPI document). */
 const READ_ROUTES = API_ROUTES.filter((r) => r.method === 'GET');
 /** The routes `grantOperate` allows: pause and resume a task type (every caller's tasks of it). */
@@ -265,7 +267,7 @@ export class Leasehold extends Construct {
     return { api: api.fn, worker: worker.fn, recovery: recovery.fn, fire: fire.fn };
   }
 
-  /** Lets `grantee` enqueue through the API (POST /tasks and /tasks/batch, SigV4-signed). */
+  /** Lets `grantee` enqueue through the API (POST /tasks, /tasks/batch and /flows, SigV4-signed). */
   grantEnqueue(grantee: IGrantable): Grant {
     return this.grantRoutes(grantee, ENQUEUE_ROUTES);
   }

@@ -177,3 +177,14 @@ export function describeError(error: unknown): string {
 function formatProblem(p: InputProblem): string {
   return p.path ? `${p.path}: ${p.message}` : p.message;
 }
+
+/** A store without flows and steps (a test's stand-in): flows cannot be enqueued, ctx.step and ctx.enqueueChildren cannot work. */
+export class FlowsUnsupportedError extends LeaseholdError {
+  override name = 'FlowsUnsupportedError';
+  override readonly code = 'FLOWS_UNSUPPORTED';
+  constructor() {
+    super(
+      'This store does not support flows and steps (enqueueFlow, ctx.step, ctx.enqueueChildren, ctx.waitForChildren).',
+    );
+  }
+}

@@ -76,3 +76,31 @@ export const FLOW_CHECK_MAX_MS = 30 * 60_000;
 export function nextFlowCheck(now: number, checks: number, baseMs: number): number {
   return now + Math.min(FLOW_CHECK_MAX_MS, baseMs * 2 ** Math.min(checks, 16));
 }
+
+/**
+ * How long after a parent began to wait a child that is not in the table counts as ended FAILED
+ * (CHILD_MISSING): a flow's send that failed part way without an idempotency key to complete it, or a
+ * handler that waited after a child's put failed. Longer than any send takes, so a flow still being
+ * written is never judged.
+ */
+export const CHILD_MISSING_AFTER_MS = 15 * 60_000;
+
+/** The end recovery counts for child `index` of `parentId` that was never written. */
+export function missingChild(
+  parentId: string,
+  id: string,
+  index: number,
+): EndedChild & {
+  parentId: string;
+  childIndex: number;
+} {
+  return {
+    id,
+    type: '(never written)',
+    status: TaskStatus.FAILED,
+    parentId,
+    childIndex: index,
+    error:
+      'CHILD_MISSING: it was never written (a send of its flow, or its parent’s enqueue, failed part way)',
+  };
+}

@@ -231,6 +231,56 @@ describe('the leasehold CLI against the HTTP API', () => {
     expect((await cli('enqueue', '--file', join(dir, 'missing.jsonl'))).code).toBe(2);
   });
 
+  it('flow FILE.json sends the body of POST /flows and prints the ids under their parents; a refused one exits 1 naming the field', async () => {
+    const file = join(dir, 'flow.json');
+    const flow = {
+      task: { type: 'demo.sum' },
+      children: [
+        { type: 'demo.echo', payload: { n: 1 } },
+        { task: { type: 'demo.sum', optional: true }, children: [{ type: 'demo.echo', payload: { n: 2 } }] },
+      ],
+    };
+    await writeFile(file, JSON.stringify(flow));
+    const queued = await cli('flow', file, '--owner', 'flow-user', '--key', 'flow-k');
+    expect(queued.code).toBe(0);
+    const lines = queued.out.trimEnd().split('\n');
+    const root = /^queued flow (\S+) \(4 tasks, root WAITING_CHILDREN\)$/.exec(lines[0]!)![1]!;
+    expect(lines.slice(1)).toEqual([
+      `${root}  demo.sum`,
+      expect.stringMatching(/^ {2}child-\w+ {2}demo\.echo$/),
+      expect.stringMatching(/^ {2}child-\w+ {2}demo\.sum$/),
+      expect.stringMatching(/^ {4}child-\w+ {2}demo\.echo$/),
+    ]);
+    const nested = lines[3]!.trim().split(/\s+/)[0]!;
+    expect(JSON.parse((await cli('get', nested, '--owner', 'flow-user', '--json')).out).task).toMatchObject({
+      parentId: root,
+      optional: true,
+      status: 'WAITING_CHILDREN',
+    });
+    // Sent again with its key: the same flow; --json prints the answer.
+    const again = await cli('flow', '--file', file, '--owner', 'flow-user', '--key', 'flow-k', '--json');
+    expect(again.code).toBe(0);
+    expect(JSON.parse(again.out)).toMatchObject({ id: root, created: false, task: { id: root } });
+    expect((await cli('flow', file, '--owner', 'flow-user', '--key', 'flow-k')).out).toMatch(
+      /^already queued \(same idempotency key\) flow /,
+    );
+
+    const bad = join(dir, 'bad-flow.json');
+    await writeFile(
+      bad,
+      JSON.stringify({ ...flow, children: [{ type: 'demo.sleep', payload: { ms: 'soon' } }] }),
+    );
+    const refused = await cli('flow', bad, '--owner', 'flow-user-2');
+    expect([refused.code, refused.err]).toEqual([1, expect.stringContaining('children.0.payload.ms:')]);
+    expect(JSON.parse((await cli('list', '--owner', 'flow-user-2', '--json')).out).tasks).toEqual([]);
+    const notJson = join(dir, 'not-json.json');
+    await writeFile(notJson, '{"task":');
+    expect((await cli('flow', notJson)).code).toBe(2);
+    expect((await cli('flow', join(dir, 'missing.json'))).code).toBe(2);
+    expect((await cli('flow')).code).toBe(2);
+    expect((await cli('flow', file, file)).code).toBe(2);
+  });
+
   it('reads a line as the body of POST /tasks, in the client terms, and draws the file progress', () => {
     expect(
       readLine('{"type":"demo.echo","delaySeconds":2,"timeoutSeconds":30,"runAt":"x","maxAttempts":1}'),

@@ -14,6 +14,7 @@ import {
   ServiceUnavailableError,
   WaitTimeoutError,
   createDirectClient,
+  flowTaskOf,
   taskOf,
   type ClientTask,
   type DirectClient,
@@ -21,7 +22,7 @@ import {
 import { clientErrorOf } from '../shared/client/direct-errors.js';
 import { ValidationError } from '../shared/errors.js';
 import { taskDefinitions } from '../tasks/catalog.js';
-import { demoEcho, demoSleep } from '../tasks/demo.js';
+import { demoEcho, demoSleep, demoSum } from '../tasks/demo.js';
 import { apiEvent, BOB } from './support/api-events.js';
 import { ManualClock } from './support/manual-clock.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
@@ -161,6 +162,87 @@ describe('refused as the API refuses it, with nothing written', () => {
     expect(tooLong.errors.map((e: { field: string }) => e.field)).toEqual(['timeoutSeconds']);
     const both = await refusal(client.enqueue(demoEcho, 1, { delay: 1_000, runAt: new Date() }));
     expect(both.errors.map((e: { field: string }) => e.field)).toEqual(['runAt']);
+    expect((await world.scanAll()).length).toBe(before);
+  });
+});
+
+describe('enqueueFlow', () => {
+  const FLOWS = 'arn:aws:iam::123456789012:user/flows';
+
+  it('writes the flow as POST /flows does: the ids tree, the root waiting, each child with its parent, seen by the API', async () => {
+    const flows = clientFor(FLOWS);
+    try {
+      const flow = {
+        task: flowTaskOf(demoSum, null),
+        children: [
+          flowTaskOf(demoEcho, { n: 1 }),
+          {
+            task: flowTaskOf(demoSum, null, { optional: true }),
+            children: [flowTaskOf(demoSleep, { ms: 1 })],
+          },
+        ],
+        idempotencyKey: 'direct-flow-1',
+      };
+      const { id, ids, task, created } = await flows.enqueueFlow(flow);
+      expect(created).toBe(true);
+      expect(task).toMatchObject({ id, status: 'WAITING_CHILDREN', children: { total: 2, pending: 2 } });
+      expect(ids).toEqual({
+        id,
+        children: [
+          { id: expect.any(String) },
+          { id: expect.any(String), children: [{ id: expect.any(String) }] },
+        ],
+      });
+      const nested = ids.children![1]!;
+      const viaApi = await apiCall('GET', `/tasks/${nested.id}`, FLOWS);
+      expect(viaApi.body.task).toMatchObject({
+        status: 'WAITING_CHILDREN',
+        parentId: id,
+        optional: true,
+        children: { total: 1, pending: 1 },
+      });
+      expect(await flows.get(nested.children![0]!.id)).toMatchObject({
+        status: 'QUEUED',
+        parentId: nested.id,
+      });
+      // The same flow under its key again: the first one, its ids the same; another flow under it: a conflict.
+      expect(await flows.enqueueFlow(flow)).toMatchObject({ created: false, id, ids });
+      const conflict = await refusal(
+        flows.enqueueFlow({ ...flow, children: [flowTaskOf(demoEcho, { n: 2 })] }),
+      );
+      expect(conflict).toBeInstanceOf(ConflictError);
+      expect(conflict).toMatchObject({ code: 'IDEMPOTENCY_CONFLICT', taskId: id });
+    } finally {
+      flows.close();
+    }
+  });
+
+  it('a refused task anywhere in it: BadRequestError with the problem POST /flows answers, nothing written', async () => {
+    const before = (await world.scanAll()).length;
+    const body = {
+      task: { type: 'demo.sum' },
+      children: [{ task: { type: 'demo.sum' }, children: [{ type: 'demo.sleep', payload: { ms: 'x' } }] }],
+    };
+    const error = await refusal(client.enqueueFlow(body));
+    expect(error).toBeInstanceOf(BadRequestError);
+    expect(error.errors).toEqual([
+      { field: 'children.0.children.0.payload.ms', message: expect.any(String) },
+    ]);
+    const viaApi = await apiCall('POST', '/flows', SESSION_2, body);
+    expect(viaApi.status).toBe(400);
+    expect(error.problem).toEqual(viaApi.body);
+    // FAST_LEASES: 10 s at most; the flow's fields are the body's (whole seconds).
+    const tooLong = await refusal(
+      client.enqueueFlow({
+        task: { type: 'demo.sum' },
+        children: [{ type: 'demo.echo', timeoutSeconds: 20 }],
+      }),
+    );
+    expect(tooLong.errors.map((e: { field: string }) => e.field)).toEqual(['children.0.timeoutSeconds']);
+    const unknown = await refusal(
+      client.enqueueFlow({ task: { type: 'demo.sum' }, children: [{ type: 'no.such' }] }),
+    );
+    expect(unknown.errors.map((e: { field: string }) => e.field)).toEqual(['children.0.type']);
     expect((await world.scanAll()).length).toBe(before);
   });
 });

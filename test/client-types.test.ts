@@ -9,11 +9,14 @@ import { describe, expect, expectTypeOf, it } from 'vitest';
 import * as z from 'zod';
 import {
   createDirectClient,
+  flowTaskOf,
   taskOf,
   type BatchTask,
   type ClientTask,
   type DirectClient,
+  type EnqueueFlowResult,
   type EnqueueResult,
+  type FlowChildTask,
   type FinishedTask,
   type LeaseholdClient,
   type PayloadOf,
@@ -73,6 +76,16 @@ describe('definition helpers', () => {
     // @ts-expect-error no such option
     taskOf(demoSleep, { ms: 1 }, { delaySeconds: 1 });
   });
+
+  it('flowTaskOf checks the payload against the definition and keeps its types for the flow’s root', () => {
+    const ok = flowTaskOf(demoSleep, { ms: 10 }, { optional: true, timeoutSeconds: 5 });
+    expectTypeOf(ok).toEqualTypeOf<FlowChildTask<{ ms: number }, { sleptMs: number }>>();
+    expect(ok).toEqual({ type: 'demo.sleep', payload: { ms: 10 }, optional: true, timeoutSeconds: 5 });
+    // @ts-expect-error ms must be a number
+    flowTaskOf(demoSleep, { ms: 'x' });
+    // @ts-expect-error a flow's tasks take whole seconds, and no delay
+    flowTaskOf(demoSleep, { ms: 1 }, { delaySeconds: 1 });
+  });
 });
 
 /**
@@ -128,6 +141,31 @@ function typedCalls(client: TaskClient) {
 
     const many = await client.enqueueMany([taskOf(demoSleep, { ms: 1 }), { type: 'demo.echo', payload: 1 }]);
     expectTypeOf(many.created).toBeNumber();
+
+    // A flow whose root is built from a definition answers with its types; by name, unknown.
+    const flow = await client.enqueueFlow({
+      task: flowTaskOf(demoSleep, { ms: 1 }),
+      children: [
+        flowTaskOf(demoEcho, 'x'),
+        { type: 'demo.echo', payload: 1, optional: true },
+        { task: { type: 'demo.echo' }, children: [{ type: 'demo.echo' }] },
+      ],
+    });
+    expectTypeOf(flow).toEqualTypeOf<EnqueueFlowResult<{ ms: number }, { sleptMs: number }>>();
+    expectTypeOf((await client.waitFor(flow.id)).result).toEqualTypeOf<{ sleptMs: number } | undefined>();
+    expectTypeOf(flow.ids.children?.[0]?.id).toEqualTypeOf<string | undefined>();
+    const byNameFlow = await client.enqueueFlow({
+      task: { type: 'demo.sum' },
+      children: [{ type: 'demo.echo' }],
+    });
+    expectTypeOf(byNameFlow.task.result).toBeUnknown();
+    // @ts-expect-error a child flow needs its children
+    await client.enqueueFlow({ task: { type: 'demo.sum' }, children: [{ task: { type: 'demo.sum' } }] });
+    await client.enqueueFlow({
+      task: { type: 'demo.sum' },
+      // @ts-expect-error a flow's tasks take no delay of their own
+      children: [{ type: 'demo.echo', delaySeconds: 1 }],
+    });
   };
 }
 

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import {
   BadRequestError,
   createClient,
+  flowTaskOf,
   NotFoundError,
   taskOf,
   WaitTimeoutError,
@@ -21,7 +22,7 @@ import {
   type LeaseholdClient,
 } from 'leasehold/client';
 import { startStack, type LocalStack } from '../tools/local/stack.js';
-import { demoEcho, demoSleep, demoTasks } from '../tasks/demo.js';
+import { demoEcho, demoSleep, demoSum, demoTasks } from '../tasks/demo.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { FAST_STACK_ENV } from './support/stack-process.js';
 import { silentLogger } from './support/worker-world.js';
@@ -140,6 +141,59 @@ describe('enqueue and waitFor', () => {
     const waiting = client.waitFor(task.id, { interval: 20, signal: stop.signal });
     setTimeout(() => stop.abort(new Error('no longer needed')), 60);
     await expect(waiting).rejects.toThrow('no longer needed');
+  });
+});
+
+describe('enqueueFlow', () => {
+  it('enqueues a flow (POST /flows): its ids in the shape sent, the root waits, then runs on its children’s results', async () => {
+    const client = clientFor();
+    const flow = {
+      task: flowTaskOf(demoSum, null),
+      children: [
+        flowTaskOf(demoEcho, { n: 1 }),
+        flowTaskOf(demoEcho, { n: 2 }, { optional: true }),
+        { task: flowTaskOf(demoSum, null), children: [flowTaskOf(demoEcho, { n: 4 })] },
+      ],
+    };
+    const { id, ids, task, created } = await client.enqueueFlow(flow);
+    expect(created).toBe(true);
+    expect(task).toMatchObject({ id, type: 'demo.sum', status: 'WAITING_CHILDREN', children: { total: 3 } });
+    expect(ids).toEqual({
+      id,
+      children: [
+        { id: expect.any(String) },
+        { id: expect.any(String) },
+        { id: expect.any(String), children: [{ id: expect.any(String) }] },
+      ],
+    });
+    expect(await client.get(ids.children![1]!.id)).toMatchObject({ parentId: id, optional: true });
+    // The worker runs the children, then the nested parent, then the root, which sums its children's `n`.
+    const done = await client.waitFor(id, { interval: 20, timeout: 20_000 });
+    expect(done).toMatchObject({ status: 'SUCCESS', result: { sum: 3 }, children: { total: 3, pending: 0 } });
+    expect((await client.get(ids.children![2]!.id)).result).toEqual({ sum: 4 });
+  });
+
+  it('a repeat under the flow’s key answers the first flow (created false); a refused task is a BadRequestError naming it', async () => {
+    const client = clientFor();
+    const flow = {
+      task: { type: 'demo.sum' },
+      children: [{ type: 'demo.echo', payload: { n: 1 } }],
+      idempotencyKey: 'flow-1',
+    };
+    const first = await client.enqueueFlow(flow);
+    const again = await client.enqueueFlow(flow);
+    expect(again).toMatchObject({ created: false, id: first.id, ids: first.ids });
+
+    const bad = await client
+      .enqueueFlow({
+        task: { type: 'demo.sum' },
+        children: [{ type: 'demo.echo' }, { type: 'demo.sleep', payload: { ms: 'soon' } }],
+      })
+      .catch((e: unknown) => e);
+    expect(bad).toBeInstanceOf(BadRequestError);
+    expect((bad as BadRequestError).errors).toEqual([
+      expect.objectContaining({ field: 'children.1.payload.ms' }),
+    ]);
   });
 });
 

@@ -13,9 +13,12 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { ThrottlingException } from '@aws-sdk/client-dynamodb';
 import { handleApiEvent, type ApiDeps } from '../shared/api/api-handler.js';
 import * as errors from '../shared/errors.js';
+import * as steps from '../shared/store/steps.js';
+import { StepFencedError } from '../shared/store/steps.js';
 import {
   ConfigError,
   describeError,
+  FlowsUnsupportedError,
   IdempotencyConflictError,
   LeaseholdError,
   LeaseLostError,
@@ -93,6 +96,8 @@ const samples: LeaseholdError[] = [
   new TaskAbortedError('cancel-requested'),
   new WorkerBusyError('w1'),
   toolPackageMissing('dynalite', 'leasehold serve'),
+  new FlowsUnsupportedError(),
+  new StepFencedError('task-1', 'charge', 4),
 ];
 
 /** Every LeaseholdError class a module exports. */
@@ -143,6 +148,7 @@ describe('the error classes', () => {
       outcome,
       worker,
       toolPackages,
+      steps,
     };
     for (const [name, module] of Object.entries(modules)) {
       for (const cls of errorClasses(module))

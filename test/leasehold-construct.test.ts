@@ -124,6 +124,7 @@ describe('the Leasehold construct in a stack of its own', () => {
     expect(text).not.toContain('/resume');
     expect(text).toContain('/$default/POST/tasks"');
     expect(text).toContain('/$default/POST/tasks/batch"');
+    expect(text).toContain('/$default/POST/flows"');
     expect(text).toContain('/$default/GET/tasks/*"');
     expect(text).toContain('/$default/GET/stats"');
     expect(text).not.toContain('/$default/GET/*"');

@@ -352,20 +352,114 @@ describe('flows from the store (dynalite or DynamoDB Local)', () => {
   });
 });
 
+describe('flows under retries and cancels (dynalite or DynamoDB Local)', () => {
+  it('a child never written counts as failed (CHILD_MISSING) once the parent has waited 15 minutes', async () => {
+    const s = await createTestStore(server.endpoint);
+    const flow = await s.store.enqueueFlow({
+      owner: 'o',
+      root: { task: { type: 'sum' }, children: [leaf(1), leaf(2)] },
+    });
+    const { DeleteCommand } = await import('@aws-sdk/lib-dynamodb');
+    await s.doc.send(
+      new DeleteCommand({ TableName: s.config.tableName, Key: taskKey(flow.ids.children![1]!.id) }),
+    );
+    const [child] = await claimAll(s);
+    await s.store.complete({ lease: child!.lease, result: 1 });
+    // Looks before the grace leave it waiting.
+    for (const minutes of [2, 5, 10]) {
+      s.clock.set(flow.task.createdAt + minutes * 60_000);
+      await s.peer().recover();
+      expect((await s.store.get({ id: flow.task.id })).status).toBe(TaskStatus.WAITING_CHILDREN);
+    }
+    s.clock.set(flow.task.createdAt + 60 * 60_000);
+    await s.peer().recover();
+    const parent = await s.store.get({ id: flow.task.id });
+    expect(parent.status).toBe(TaskStatus.FAILED);
+    expect(parent.error).toMatch(/CHILD_MISSING/);
+  });
+
+  it('refuses to retry a child while its parent waits, and a retried parent forgets its children’s failures', async () => {
+    const s = await createTestStore(server.endpoint);
+    const flow = await s.store.enqueueFlow({
+      owner: 'o',
+      root: { task: { type: 'sum' }, children: [leaf(1, { maxAttempts: 1 }), leaf(2)] },
+    });
+    const claimed = await claimAll(s);
+    const failing = claimed.find((c) => (c.task.payload as { n: number }).n === 1)!;
+    const other = claimed.find((c) => (c.task.payload as { n: number }).n === 2)!;
+    await s.store.fail({ lease: failing.lease, error: 'boom', retryable: false });
+    const refused = await s.store.retry({ id: failing.task.id }).catch((e: unknown) => e);
+    expect(refused).toMatchObject({ code: 'TASK_STATE_CONFLICT' });
+    await s.store.complete({ lease: other.lease, result: 2 });
+    expect((await s.store.get({ id: flow.task.id })).status).toBe(TaskStatus.FAILED);
+    // The parent retried: a new round, its old children counted, their failure forgotten.
+    await s.store.retry({ id: flow.task.id });
+    const [p] = await claimAll(s, ['sum']);
+    expect(p!.family).toEqual({ count: 2, base: 2 });
+    await s.store.enqueueChildren({
+      lease: p!.lease,
+      parentOwner: 'o',
+      children: [{ type: 'leaf' }],
+      from: 2,
+      known: 2,
+    });
+    await s.store.waitForChildren({ lease: p!.lease, childCount: 3 });
+    const [c] = await claimAll(s, ['leaf']);
+    await s.store.complete({ lease: c!.lease, result: 3 });
+    const parent = await s.store.get({ id: flow.task.id });
+    expect(parent.status).toBe(TaskStatus.QUEUED);
+    expect(parent.children).toEqual({ total: 3, pending: 0 });
+  });
+
+  it('a cancel before the raise refuses it (no child written); after it, the wait finishes the cancel', async () => {
+    const s = await createTestStore(server.endpoint);
+    const a = await s.store.enqueue({ type: 'sum', owner: 'o', payload: null });
+    const b = await s.store.enqueue({ type: 'sum', owner: 'o', payload: null });
+    const claimed = await claimAll(s, ['sum']);
+    const pa = claimed.find((c) => c.task.id === a.task.id)!;
+    const pb = claimed.find((c) => c.task.id === b.task.id)!;
+    await s.store.requestCancel({ id: a.task.id });
+    const refused = await s.store
+      .enqueueChildren({ lease: pa.lease, parentOwner: 'o', children: [{ type: 'leaf' }], from: 0, known: 0 })
+      .catch((e: unknown) => e);
+    expect(refused).toMatchObject({ code: 'LEASE_LOST' });
+    expect(await s.store.readChildren(a.task.id, 1)).toEqual([]);
+    await s.store.enqueueChildren({
+      lease: pb.lease,
+      parentOwner: 'o',
+      children: [{ type: 'leaf' }],
+      from: 0,
+      known: 0,
+    });
+    await s.store.requestCancel({ id: b.task.id });
+    const after = await s.store.waitForChildren({ lease: pb.lease, childCount: 1 });
+    expect(after.status).toBe(TaskStatus.CANCELLED);
+  });
+});
+
 describe('steps (dynalite or DynamoDB Local)', () => {
   it('stores a step under its token; a stale attempt cannot overwrite a newer one’s', async () => {
     const s = await createTestStore(server.endpoint);
     const { task } = await s.store.enqueue({ type: 'leaf', owner: 'o', payload: null });
-    await s.store.writeStep({ taskId: task.id, token: 5 }, 'charge', '{"id":"ch_1"}');
-    await s.store.writeStep({ taskId: task.id, token: 5 }, 'charge', '{"id":"ch_1"}'); // a resend
-    await s.store.writeStep({ taskId: task.id, token: 6 }, 'charge', '{"id":"ch_2"}');
-    const stale = await s.store
-      .writeStep({ taskId: task.id, token: 5 }, 'charge', '{"id":"ch_3"}')
-      .catch((e: unknown) => e);
+    const at = (token: number) => ({ taskId: task.id, token, createdAt: task.createdAt });
+    await s.store.writeStep(at(5), 'charge', '{"id":"ch_1"}');
+    await s.store.writeStep(at(5), 'charge', '{"id":"ch_1"}'); // a resend
+    await s.store.writeStep(at(6), 'charge', '{"id":"ch_2"}');
+    const stale = await s.store.writeStep(at(5), 'charge', '{"id":"ch_3"}').catch((e: unknown) => e);
     expect(stale).toMatchObject({ code: 'STEP_FENCED' });
-    const steps = await s.store.readSteps(task.id);
+    const steps = await s.store.readSteps(task);
     expect([...steps.values()].map((st) => [st.name, st.result, st.token])).toEqual([
       ['charge', '{"id":"ch_2"}', 6],
     ]);
+  });
+
+  it('never replays the steps of an earlier task of the same id (its key used again after it expired)', async () => {
+    const s = await createTestStore(server.endpoint);
+    const { task } = await s.store.enqueue({ type: 'leaf', owner: 'o', payload: null });
+    await s.store.writeStep({ taskId: task.id, token: 1, createdAt: task.createdAt - 1 }, 'charge', '"old"');
+    expect((await s.store.readSteps(task)).size).toBe(0);
+    expect(
+      (await s.store.readSteps({ id: task.id, createdAt: task.createdAt - 1 })).get('charge')!.result,
+    ).toBe('"old"');
   });
 });

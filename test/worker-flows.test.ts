@@ -6,7 +6,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TaskStatus, type Task } from '../shared/task-model.js';
+import * as z from 'zod';
 import { taskDefinitions } from '../tasks/catalog.js';
+import { defineTask } from '../shared/tasks/define.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { createWorkerWorld, sleep, type WorkerWorld } from './support/worker-world.js';
 
@@ -102,10 +104,48 @@ describe('flows and steps on running workers', () => {
       } = await runUntil(w, [task.id], ([t]) => t!.status === TaskStatus.SUCCESS);
       expect(done!.attempts).toBe(2);
       expect(done!.result).toEqual({ executed: ['c'], replayed: ['a', 'b'] });
-      const steps = await w.store.readSteps(task.id);
+      const steps = await w.store.readSteps(task);
       expect([...steps.keys()].sort()).toEqual(['a', 'b', 'c']);
       expect(JSON.parse(steps.get('a')!.result)).toEqual({ step: 'a', attempt: 1 });
       expect(JSON.parse(steps.get('c')!.result)).toEqual({ step: 'c', attempt: 2 });
+    },
+  );
+
+  it(
+    'an attempt that died before it waited is retried without its unfinished children, and meets them again',
+    { timeout: 30_000 },
+    async () => {
+      const seen: { attempt: number; children: number }[] = [];
+      const spawner = defineTask({
+        name: 'test.spawner',
+        schema: z.unknown(),
+        maxAttempts: 5,
+        handler: async (_payload, ctx) => {
+          seen.push({ attempt: ctx.attempt, children: ctx.children.length });
+          if (ctx.children.length > 0) return { statuses: ctx.children.map((c) => c.status) };
+          // Two calls at once: each numbers its children after the other's.
+          await Promise.all([
+            ctx.enqueueChildren([{ type: 'demo.echo', payload: { n: 1 } }]),
+            ctx.enqueueChildren([{ type: 'demo.echo', payload: { n: 2 } }]),
+          ]);
+          if (ctx.attempt === 1) throw new Error('dies before it waits');
+          return ctx.waitForChildren();
+        },
+      });
+      const w = await createWorkerWorld(server.endpoint, [...taskDefinitions, spawner]);
+      const { task } = await w.submitter.enqueue({ type: 'test.spawner', owner: 'o', payload: null });
+      const {
+        tasks: [parent],
+      } = await runUntil(w, [task.id], ([p]) => p!.status === TaskStatus.SUCCESS);
+      expect(parent!.result).toEqual({ statuses: ['SUCCESS', 'SUCCESS'] });
+      expect(parent!.children).toEqual({ total: 2, pending: 0 });
+      // The retried attempt saw no children (the first one's round was never waited for) and enqueued
+      // the same two again; the run after the wait saw both ended.
+      expect(seen).toEqual([
+        { attempt: 1, children: 0 },
+        { attempt: 2, children: 0 },
+        { attempt: 2, children: 2 },
+      ]);
     },
   );
 });

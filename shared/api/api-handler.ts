@@ -27,6 +27,7 @@ import { taskJson } from './task-json.js';
 import { errorResponse } from './error-response.js';
 import { enqueueRequest } from './enqueue-request.js';
 import { enqueueBatch } from './batch-enqueue.js';
+import { flowRequest } from './flow-request.js';
 import { parseRequest } from './parse-request.js';
 import { listTypes, setPaused } from './type-routes.js';
 
@@ -89,6 +90,7 @@ const routes: Route[] = [
   { method: 'POST', path: '/tasks', pattern: /^\/tasks$/, handle: (ctx) => createTask(ctx) },
   // Only POST: GET /tasks/batch is GET /tasks/{id} of a task id "batch" (not found), as API Gateway routes it too.
   { method: 'POST', path: '/tasks/batch', pattern: /^\/tasks\/batch$/, handle: (ctx) => createTasks(ctx) },
+  { method: 'POST', path: '/flows', pattern: /^\/flows$/, handle: (ctx) => createFlow(ctx) },
   { method: 'GET', path: '/tasks', pattern: /^\/tasks$/, handle: (ctx) => listTasks(ctx) },
   {
     method: 'GET',
@@ -236,6 +238,20 @@ async function createTasks(ctx: RequestContext): Promise<ApiResponse> {
   if ('response' in body) return body.response;
   const { tasks } = parseRequest(batchBody, body.value, 'body');
   return json(200, await enqueueBatch(tasks, ctx.owner, ctx.deps));
+}
+
+/** A flow: every task checked before any is written (flow-request.ts, then the submitter); 201, or 200 for a repeat of its key. */
+async function createFlow(ctx: RequestContext): Promise<ApiResponse> {
+  const body = readJsonBody(ctx.event);
+  if ('response' in body) return body.response;
+  const { task, ids, created } = await ctx.deps.submitter.enqueueFlow(
+    flowRequest(body.value, ctx.owner, ctx.deps.config),
+  );
+  return json(
+    created ? 201 : 200,
+    { id: task.id, ids, task: taskJson(task) },
+    created ? { location: `/tasks/${task.id}` } : {},
+  );
 }
 
 async function listTasks(ctx: RequestContext): Promise<ApiResponse> {

@@ -6,11 +6,17 @@
  */
 import * as z from 'zod';
 import { RUNNING_READ_LIMIT } from '../stats/running-tasks.js';
+import { MAX_FLOW_DEPTH, MAX_FLOW_TASKS } from '../flow-rules.js';
 import { taskIdSchema, taskTypeSchema } from '../task-inputs.js';
 import { scheduleBody, scheduleNameSchema } from '../schedules/schedule-model.js';
 import {
   batchBody,
   enqueueBody,
+  flowBody,
+  flowChildBody,
+  flowChildFlowBody,
+  flowChildTaskBody,
+  flowTaskBody,
   firesQuery,
   listQuery,
   schedulesQuery,
@@ -22,6 +28,8 @@ import {
   batchItemResultSchema,
   fireJsonSchema,
   firesAnswerSchema,
+  flowAnswerSchema,
+  flowIdsSchema,
   gatewayMessageSchema,
   healthAnswerSchema,
   outcomeCountsSchema,
@@ -45,6 +53,11 @@ import {
 export const REQUEST_COMPONENTS = {
   EnqueueRequest: enqueueBody,
   BatchRequest: batchBody,
+  FlowRequest: flowBody,
+  FlowTask: flowTaskBody,
+  FlowChild: flowChildBody,
+  FlowChildTask: flowChildTaskBody,
+  FlowChildFlow: flowChildFlowBody,
   ScheduleRequest: scheduleBody,
 } satisfies Record<string, z.ZodType>;
 
@@ -66,6 +79,8 @@ export const ANSWER_COMPONENTS = {
   TaskPage: taskPageSchema,
   BatchItemResult: batchItemResultSchema,
   BatchAnswer: batchAnswerSchema,
+  FlowIds: flowIdsSchema,
+  FlowAnswer: flowAnswerSchema,
   Schedule: scheduleJsonSchema,
   ScheduleAnswer: scheduleAnswerSchema,
   SchedulePage: schedulePageSchema,
@@ -199,6 +214,43 @@ export const OPERATIONS: Record<string, OperationSpec> = {
     answers: [{ status: 200, description: 'One result per task sent.', schema: 'BatchAnswer' }],
     problems: {
       400: 'Invalid JSON, or an envelope to fix (VALIDATION_FAILED): `tasks` missing, empty or over 100.',
+      413: BODY_TOO_LARGE,
+      415: NOT_JSON,
+    },
+  },
+  'POST /flows': {
+    operationId: 'createFlow',
+    summary: 'Enqueue a flow: a root task and its children, each a task or a flow of its own',
+    description:
+      'Each child is a task (`{type, payload, ...}`) or a flow (`{task, children}`: a child with a `task` ' +
+      'member is a flow). Its tasks take the fields of POST /tasks but no `delaySeconds`, `runAt`, ' +
+      '`debounce` or `idempotencyKey`; a child may be `optional` (its FAILED or CANCELLED end does not ' +
+      'fail its parent). A parent waits in WAITING_CHILDREN until its children have ended, then runs ' +
+      '(or fails, when a child that is not optional failed); the children are QUEUED at once. At most ' +
+      `${MAX_FLOW_DEPTH} levels of children and ${MAX_FLOW_TASKS} tasks below the root. Every task ` +
+      'is checked (its type, its payload against the type’s schema, its timeout) before any is ' +
+      'written. The same `idempotencyKey` with the same body answers the first flow again (200), with ' +
+      'the same ids; with another body it is a 409.',
+    tag: 'tasks',
+    body: 'FlowRequest',
+    answers: [
+      {
+        status: 201,
+        description:
+          'The flow was created: the root task’s id, every task’s id in the shape sent, the root task.',
+        schema: 'FlowAnswer',
+        headers: { location: 'The root task’s URL path, `/tasks/{id}`.' },
+      },
+      {
+        status: 200,
+        description:
+          'The idempotency key was used before with the same body: the first flow, its ids the same.',
+        schema: 'FlowAnswer',
+      },
+    ],
+    problems: {
+      400: `${INVALID_BODY} Also a flow over the limits (the message says which), an unknown task type, a payload its type refuses, or a timeout over the maximum; each field named by its path, e.g. \`children.3.task.payload.n\`.`,
+      409: 'The idempotency key was used for a different flow (IDEMPOTENCY_CONFLICT); `taskId` names the first flow’s root task.',
       413: BODY_TOO_LARGE,
       415: NOT_JSON,
     },

@@ -9,12 +9,22 @@ export const MAX_BODY_BYTES = 256 * 1024;
 /** The most tasks one POST /tasks/batch takes (the whole body still at most MAX_BODY_BYTES). */
 export const MAX_BATCH_TASKS = 100;
 
+/** The fields of a task that POST /tasks and each task of POST /flows take alike. */
+const taskFields = {
+  type: z.string({ error: 'is required: the task type to run' }),
+  // Depth first: the task type's own schema runs before the store's checks, and may recurse.
+  payload: payloadShape.optional(),
+  priority: z.number().int('must be a whole number').min(-PRIORITY_LIMIT).max(PRIORITY_LIMIT).optional(),
+  maxAttempts: z.number().int('must be a whole number').min(1).max(100).optional(),
+  timeoutSeconds: z.number().int('must be whole seconds').min(1).optional(),
+  group: groupSchema.optional(),
+};
+
 export const enqueueBody = z
   .object({
-    type: z.string({ error: 'is required: the task type to run' }),
-    // Depth first: the task type's own schema runs before the store's checks, and may recurse.
-    payload: payloadShape.optional(),
-    priority: z.number().int('must be a whole number').min(-PRIORITY_LIMIT).max(PRIORITY_LIMIT).optional(),
+    type: taskFields.type,
+    payload: taskFields.payload,
+    priority: taskFields.priority,
     delaySeconds: z
       .number()
       .int('must be whole seconds')
@@ -27,10 +37,10 @@ export const enqueueBody = z
         error: 'must be an ISO-8601 date-time with a zone, e.g. 2026-12-01T09:00:00Z',
       })
       .optional(),
-    maxAttempts: z.number().int('must be a whole number').min(1).max(100).optional(),
-    timeoutSeconds: z.number().int('must be whole seconds').min(1).optional(),
+    maxAttempts: taskFields.maxAttempts,
+    timeoutSeconds: taskFields.timeoutSeconds,
     idempotencyKey: idempotencyKeySchema.optional(),
-    group: groupSchema.optional(),
+    group: taskFields.group,
     debounce: debounceSchema.optional(),
   })
   .strict()
@@ -58,6 +68,54 @@ export const batchBody = z
       .array(z.unknown(), { error: 'is required: an array of tasks, each as the body of POST /tasks' })
       .min(1, 'must hold at least one task')
       .max(MAX_BATCH_TASKS, `must hold at most ${MAX_BATCH_TASKS} tasks; send more in further batches`),
+  })
+  .strict();
+
+/**
+ * POST /flows: a root task and its children, each a task (`{type, payload, ...}`) or a flow of its own
+ * (`{task, children}`: a child with a `task` member is a flow). Its tasks take the fields of POST /tasks
+ * but no due time, debounce or key of their own (a parent is due when its children have ended; the
+ * flow's `idempotencyKey` names every task of it). flow-request.ts checks the limits (flow-rules.ts)
+ * before this schema, and names a refused child by its path (`children.3.task.payload.n`).
+ */
+export const flowTaskBody = z
+  .object(taskFields)
+  .strict()
+  .meta({ description: 'The root task of a flow: the fields of POST /tasks without a due time or key.' });
+
+export const flowChildTaskBody = z
+  .object({
+    ...taskFields,
+    optional: z
+      .boolean()
+      .optional()
+      .meta({ description: 'Its FAILED or CANCELLED end does not fail its parent.' }),
+  })
+  .strict()
+  .meta({ description: 'A child task: a task of the flow without children of its own.' });
+
+export const flowChildFlowBody = z
+  .object({
+    task: flowChildTaskBody,
+    get children(): z.ZodArray<typeof flowChildBody> {
+      return z
+        .array(flowChildBody)
+        .min(1, 'must hold at least one child (a child without children is sent as a task: {type, payload})');
+    },
+  })
+  .strict()
+  .meta({ description: 'A child that is a flow of its own: its task waits for its children.' });
+
+export const flowChildBody = z.union([flowChildFlowBody, flowChildTaskBody]);
+
+export const flowBody = z
+  .object({
+    task: flowTaskBody,
+    children: z
+      .array(flowChildBody, { error: 'is required: the root task’s children, each a task or a flow' })
+      .min(1, 'must hold at least one child (enqueue a task without children with POST /tasks)'),
+    /** Sent again with the same key and body, the flow is answered again (200), not made twice. */
+    idempotencyKey: idempotencyKeySchema.optional(),
   })
   .strict();
 

@@ -47,6 +47,12 @@ export const taskJsonSchema = z
     progressNote: z.string().optional(),
     result: z.unknown().optional(),
     error: z.string().optional(),
+    /** A child of a flow: its parent's id (its end counts towards the parent's readiness). */
+    parentId: z.string().optional(),
+    /** A child whose FAILED or CANCELLED end does not fail its parent. */
+    optional: z.boolean().optional(),
+    /** A parent: its children, and how many of them have not ended yet (WAITING_CHILDREN until none). */
+    children: z.object({ total: z.number().int(), pending: z.number().int() }).optional(),
     cost: taskCostSchema.optional(),
   })
   .meta({ id: 'Task' });
@@ -63,6 +69,30 @@ export const taskPageSchema = z.object({
   /** Absent on the last page. */
   nextCursor: z.string().optional(),
 });
+
+/** The ids of a flow's tasks, shaped as the flow was sent: each task's id and its children's, in order. */
+export interface FlowIdsJson {
+  id: string;
+  children?: FlowIdsJson[];
+}
+
+export const flowIdsSchema = z
+  .object({
+    id: z.string(),
+    /** Absent for a task without children. */
+    get children(): z.ZodOptional<z.ZodArray<typeof flowIdsSchema>> {
+      return z.array(flowIdsSchema).optional();
+    },
+  })
+  .meta({ id: 'FlowIds' });
+
+/** POST /flows: the root task's id, every task's id in the shape sent, and the root task (WAITING_CHILDREN). */
+export const flowAnswerSchema = z.object({
+  id: z.string(),
+  ids: flowIdsSchema,
+  task: taskJsonSchema,
+});
+export type FlowAnswer = z.output<typeof flowAnswerSchema>;
 
 /** An RFC 9457 problem: `code` is stable for programs, `detail` says what to fix, `errors` one per bad field. */
 export const problemSchema = z

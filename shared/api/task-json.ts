@@ -25,6 +25,9 @@ export function taskJson(task: Task): Record<string, unknown> {
     progressNote: task.progressNote,
     result: task.result,
     error: task.error,
+    parentId: task.parentId,
+    optional: task.optional,
+    children: task.children,
     cost: task.cost,
   };
   for (const key of Object.keys(out)) if (out[key] === undefined) delete out[key];

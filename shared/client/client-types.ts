@@ -112,6 +112,70 @@ export interface EnqueueManyResult extends BatchTotals {
   outcomes: BatchOutcome[];
 }
 
+/**
+ * One task of a flow, as POST /flows takes it: its times in whole seconds, as the API takes them (no
+ * delay, run time, debounce or key of its own: a child is due at once, a parent when its children have
+ * ended). Build it with `flowTaskOf(definition, payload)` to have the payload checked at compile time.
+ */
+export interface FlowTask<P = unknown, R = unknown> {
+  type: string;
+  payload?: P;
+  /** Higher runs first (-1000..1000). */
+  priority?: number;
+  maxAttempts?: number;
+  /** Whole seconds a run may take, at most the type's timeout. */
+  timeoutSeconds?: number;
+  group?: string;
+  /** The result type of the task's definition (types only: nothing at run time). */
+  readonly [taskTypes]?: { payload: P; result: R };
+}
+
+/** A child task: a task of the flow without children of its own. */
+export interface FlowChildTask<P = unknown, R = unknown> extends FlowTask<P, R> {
+  /** Its FAILED or CANCELLED end does not fail its parent. */
+  optional?: boolean;
+}
+
+/** A child that is a flow of its own: its task waits for its children (a child with `task` is a flow). */
+export interface FlowChildFlow {
+  task: FlowChildTask;
+  children: FlowChild[];
+}
+
+export type FlowChild = FlowChildTask | FlowChildFlow;
+
+/**
+ * A flow, the body of POST /flows: a root task and its children, each a task or a flow of its own (at
+ * most 4 levels of children and 1,000 tasks below the root). The root waits in WAITING_CHILDREN
+ * until every child has ended, then runs; its handler reads them in `ctx.children`.
+ */
+export interface Flow<P = unknown, R = unknown> {
+  task: FlowTask<P, R>;
+  children: FlowChild[];
+  /**
+   * Sent again with this key and the same flow, the first flow is answered (its ids the same), not
+   * made twice (per caller). Without one the HTTP client makes one per call, as for `enqueue`.
+   */
+  idempotencyKey?: string;
+}
+
+/** The ids of a flow's tasks, shaped as the flow was sent. */
+export interface FlowIds {
+  id: string;
+  /** Absent for a task without children. */
+  children?: FlowIds[];
+}
+
+export interface EnqueueFlowResult<P = unknown, R = unknown> {
+  /** The root task's id. */
+  id: TaskId<P, R>;
+  ids: FlowIds;
+  /** The root task (WAITING_CHILDREN until its children have ended). */
+  task: ClientTask<P, R>;
+  /** False when the idempotency key matched an earlier send of this flow, whose tasks these are. */
+  created: boolean;
+}
+
 export interface ListFilter {
   status?: TaskStatus;
   type?: string;
@@ -169,6 +233,11 @@ export interface TaskClient {
     tasks: Iterable<BatchTask> | AsyncIterable<BatchTask>,
     options?: EnqueueManyOptions,
   ): Promise<EnqueueManyResult>;
+  /**
+   * Enqueues a flow (POST /flows): every task of it checked before any is written, so a refused one
+   * (its path named, e.g. `children.3.task.payload.n`) leaves nothing behind.
+   */
+  enqueueFlow<P, R>(flow: Flow<P, R>): Promise<EnqueueFlowResult<P, R>>;
   get<P, R>(id: TaskId<P, R>): Promise<ClientTask<P, R>>;
   /** Every task of the caller matching the filter, newest first, fetching pages as it goes. */
   list(filter?: ListFilter): AsyncIterable<ClientTask>;

@@ -10,15 +10,17 @@
  */
 import { randomUUID } from 'node:crypto';
 import type * as z from 'zod';
-import { taskAnswerSchema, taskPageSchema } from '../api/response-schemas.js';
+import { flowAnswerSchema, taskAnswerSchema, taskPageSchema } from '../api/response-schemas.js';
 import { systemClock, type Clock } from '../clock.js';
 import { mathRandom, type IdGenerator, type RandomSource } from '../ids.js';
 import type { TaskDefinition } from '../tasks/define.js';
 import { answerError, clientTask, decodeAnswer } from './answers.js';
 import type {
   ClientTask,
+  EnqueueFlowResult,
   EnqueueOptions,
   EnqueueResult,
+  Flow,
   LeaseholdClient,
   ListFilter,
   TaskId,
@@ -120,6 +122,25 @@ export function createClient(options: ClientOptions): LeaseholdClient {
     };
   }
 
+  /** As an enqueue: with a key of the client's own when the flow has none, so a resend cannot make it twice. */
+  async function enqueueFlow<P, R>(flow: Flow<P, R>): Promise<EnqueueFlowResult<P, R>> {
+    const route = 'POST /flows';
+    const keyMadeByClient = flow.idempotencyKey === undefined;
+    const body = { ...flow, idempotencyKey: flow.idempotencyKey ?? newKey() };
+    const answer = await transport({ method: 'POST', route, path: 'flows', body });
+    const { id, ids, task } = decodeAnswer(answer, flowAnswerSchema, route);
+    return {
+      id: id as TaskId<P, R>,
+      ids,
+      task: clientTask<P, R>(task),
+      created: createdByThisCall(
+        answer.status === 201 ? 'created' : 'existing',
+        keyMadeByClient,
+        answer.earlierAttemptMayHaveLanded,
+      ),
+    };
+  }
+
   async function get<P, R>(id: TaskId<P, R>, signal?: AbortSignal): Promise<ClientTask<P, R>> {
     const route = 'GET /tasks/{id}';
     const answer = await transport({ method: 'GET', route, path: taskPath(id), signal });
@@ -165,6 +186,7 @@ export function createClient(options: ClientOptions): LeaseholdClient {
     enqueue,
     enqueueMany: (tasks, manyOptions = {}) =>
       enqueueMany(tasks, manyOptions, { transport, newKey, retry, random, sleep }),
+    enqueueFlow,
     get: (id) => get(id),
     list,
     cancel: (id) => command(id, 'cancel'),

@@ -5,6 +5,7 @@
 export * from './client-types.js';
 export * from './errors.js';
 export { taskOf } from './batch-task.js';
+export { flowTaskOf } from './flow-task.js';
 export { createClient, type ClientOptions } from './http-client.js';
 export type { RetryPolicy } from './retry-policy.js';
 export type { Credentials } from './sigv4.js';

@@ -5,7 +5,14 @@
  * reads only the children not yet counted. Counting twice is harmless: the count write requires the
  * child's number absent from the parent's set, and readiness requires the parent still waiting.
  */
-import { decideReadiness, failsParent, childFailureText, nextFlowCheck } from '../flow-rules.js';
+import {
+  CHILD_MISSING_AFTER_MS,
+  childFailureText,
+  decideReadiness,
+  failsParent,
+  missingChild,
+  nextFlowCheck,
+} from '../flow-rules.js';
 import { childTaskId } from '../ids.js';
 import { taskKey } from '../table-layout.js';
 import { isTerminal, TaskStatus } from '../task-model.js';
@@ -91,6 +98,9 @@ export type FlowCheck = 'counted' | 'moved-on' | 'rescheduled' | 'skipped';
  */
 export async function checkWaitingParent(ctx: StoreContext, parent: TaskItem): Promise<FlowCheck> {
   if (parent.status !== TaskStatus.WAITING_CHILDREN) return 'skipped';
+  const now = ctx.clock.now();
+  // The sweep's query reaches past now (its bound is for leases): a look comes only when it is due.
+  if (parent.sweepAt !== undefined && parent.sweepAt > now) return 'skipped';
   if ((parent.childrenPending ?? 0) <= 0)
     return (await settleReadiness(ctx, parent)) ? 'moved-on' : 'skipped';
   const counted = parent.childrenEnded ?? new Set<number>();
@@ -100,14 +110,21 @@ export async function checkWaitingParent(ctx: StoreContext, parent: TaskItem): P
     ctx,
     uncounted.map((i) => taskKey(childTaskId(parent.id, i))),
   );
+  const found = new Set(children.map((c) => c.id));
+  const ended: Parameters<typeof countChildEnd>[1][] = children.filter((c) => isTerminal(c.status));
+  // A child never written counts as failed once the parent has waited long past any send.
+  if (now - (parent.waitingSince ?? parent.updatedAt) >= CHILD_MISSING_AFTER_MS)
+    for (const i of uncounted) {
+      const id = childTaskId(parent.id, i);
+      if (!found.has(id)) ended.push(missingChild(parent.id, id, i));
+    }
   let countedNow = 0;
   let latest: TaskItem | undefined;
-  for (const child of children.filter((c) => isTerminal(c.status))) {
+  for (const child of ended) {
     latest = (await countChildEnd(ctx, child)) ?? latest;
     countedNow++;
   }
   if (latest && latest.status !== TaskStatus.WAITING_CHILDREN) return 'moved-on';
-  const now = ctx.clock.now();
   const moved = await conditionalUpdate<TaskItem>(
     writeTargetOf(ctx, 'request'),
     taskKey(parent.id),

@@ -29,7 +29,10 @@ import { readItems } from './task-reads.js';
 import type { OutcomeItem } from './task-body.js';
 import { toTask, type TaskItem } from './task-item.js';
 import type { Task } from '../task-model.js';
-import { settleUnderLease, writeUnderLease } from './lease-writes.js';
+import { cancelledMeanwhile, finishCancel, settleUnderLease, writeUnderLease } from './lease-writes.js';
+import { LeaseLostError } from '../errors.js';
+import { readTaskItem } from './task-reads.js';
+import { releaseSlots } from './slots.js';
 
 /** Children of one ctx.enqueueChildren call, checked whole before anything is written. */
 export const childrenInput = z
@@ -118,11 +121,42 @@ export async function waitForChildren(
   ctx: StoreContext,
   input: { lease: Lease; childCount: number },
 ): Promise<Task> {
+  const { lease, childCount } = input;
   const now = ctx.clock.now();
-  const t = waitingForChildren(input.lease, input.childCount, now, now + ctx.config.flowCheckMs);
-  const item = await settleUnderLease(ctx, input.lease, t);
+  const t = waitingForChildren(lease, childCount, now, now + ctx.config.flowCheckMs);
+  let item: TaskItem;
+  try {
+    item = await settleUnderLease(ctx, lease, t);
+  } catch (error) {
+    // A cancel requested meanwhile refuses the wait (it needs RUNNING): the holder finishes the cancel.
+    if (cancelledMeanwhile(error, lease)) return finishCancel(ctx, { lease });
+    const ours = error instanceof LeaseLostError ? await waitApplied(ctx, lease, childCount) : undefined;
+    if (!ours) throw error;
+    item = ours;
+  }
   const moved = await settleReadiness(ctx, item).catch(() => undefined);
   return toTask(moved ?? item);
+}
+
+/**
+ * The wait applied although it was refused: its answer was lost and a child's count wrote the item
+ * before the resend (a new write id, so the read-back could not tell). This claim's token, no lease, and
+ * the base this wait set (its attempt enqueued children, so no other write leaves base = count).
+ */
+async function waitApplied(
+  ctx: StoreContext,
+  lease: Lease,
+  childCount: number,
+): Promise<TaskItem | undefined> {
+  const current = await readTaskItem(ctx, lease.taskId);
+  const waited =
+    current !== undefined &&
+    current.leaseToken === lease.token &&
+    current.leaseOwner === undefined &&
+    current.childBase === childCount;
+  if (!waited) return undefined;
+  await releaseSlots(ctx, lease.owner, lease.slots).catch(() => undefined);
+  return current;
 }
 
 /** A child as its parent's handler sees it (ctx.children). */

@@ -53,6 +53,7 @@ export function enqueuedWaiting(
       childrenPending: children,
       childBase: children,
       flowChecks: 0,
+      waitingSince: now,
       ...waitingAt(task.shard, checkAt),
       updatedAt: now,
     },
@@ -68,7 +69,9 @@ export function childrenRaised(lease: LeaseRef, from: number, to: number, now: n
   return {
     assign: { childCount: to, updatedAt: now },
     add: { childrenPending: to - from },
-    require: [childCountIs(from), fence(lease)],
+    // RUNNING: a cancel requested before the raise reached no children (its cascade saw none), so none
+    // may be raised after it; the holder finishes the cancel instead.
+    require: [hasStatus(TaskStatus.RUNNING), childCountIs(from), fence(lease)],
   };
 }
 
@@ -89,6 +92,7 @@ export function waitingForChildren(
       status: TaskStatus.WAITING_CHILDREN,
       childBase: childCount,
       flowChecks: 0,
+      waitingSince: now,
       updatedAt: now,
       ...waitingAt(lease.shard, checkAt),
     },

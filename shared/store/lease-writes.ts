@@ -260,7 +260,7 @@ async function payloadForBackoff(
 }
 
 /** The outcome write was refused because a cancel was requested under this same lease. */
-function cancelledMeanwhile(error: unknown, lease: Lease): boolean {
+export function cancelledMeanwhile(error: unknown, lease: Lease): boolean {
   return (
     error instanceof LeaseLostError &&
     error.current?.status === TaskStatus.CANCEL_REQUESTED &&

@@ -57,8 +57,12 @@ export interface LeaseStore {
    */
   claimControls?(): Promise<ClaimControls>;
   /** Flows and steps (store/children.ts, store/steps.ts); optional: a stand-in store has none. */
-  readSteps?(taskId: string): Promise<Map<string, StoredStep>>;
-  writeStep?(lease: Pick<Lease, 'taskId' | 'token'>, name: string, result: string): Promise<void>;
+  readSteps?(task: { id: string; createdAt: number }): Promise<Map<string, StoredStep>>;
+  writeStep?(
+    lease: Pick<Lease, 'taskId' | 'token' | 'createdAt'>,
+    name: string,
+    result: string,
+  ): Promise<void>;
   enqueueChildren?(input: EnqueueChildrenInput): Promise<RaisedChildren>;
   waitForChildren?(input: { lease: Lease; childCount: number }): Promise<Task>;
   readChildren?(parentId: string, count: number): Promise<ChildView[]>;

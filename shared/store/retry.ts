@@ -2,7 +2,7 @@
 import { recordingCost } from './recorded-cost.js';
 import { TaskNotFoundError, TaskStateConflictError } from '../errors.js';
 import { taskKey } from '../table-layout.js';
-import { TaskStatus, type Task } from '../task-model.js';
+import { isTerminal, TaskStatus, type Task } from '../task-model.js';
 import { writeTargetOf, type StoreContext } from './context.js';
 import { conditionalUpdate } from './conditional-write.js';
 import { parseInput, taskRefInput } from '../task-inputs.js';
@@ -23,6 +23,16 @@ export async function retryTask(ctx: StoreContext, rawInput: { id: string; owner
       toTask(current),
     );
   if (!RETRYABLE.includes(item.status)) throw refuse(item);
+  // A child's end was counted on its parent once: while the parent has not ended, a retried child's new
+  // end could not count, and the parent would go on from the old one. The parent is what to retry.
+  if (item.parentId !== undefined) {
+    const parent = await readTaskItem(ctx, item.parentId);
+    if (parent && !isTerminal(parent.status))
+      throw new TaskStateConflictError(
+        `Task ${id} is a child of task ${parent.id}, which is ${parent.status}: its end is counted already. Retry the parent once it has ended.`,
+        toTask(item),
+      );
+  }
   const now = ctx.clock.now();
   // The payload kept apart must outlive the run this retry allows: moved first (PayloadMissingError,
   // 409, when it is gone already: a retry that could only fail is refused, not accepted).

@@ -36,10 +36,20 @@ interface StepItem {
   result: string;
   token: number;
   storedAt: number;
+  /** The `createdAt` of the task that stored it: an id used again (its key's record expired) is a new task. */
+  taskCreatedAt: number;
 }
 
-/** Every step stored for a task, by name (a task has as many items as named steps: a page or two). */
-export async function readSteps(ctx: StoreContext, taskId: string): Promise<Map<string, StoredStep>> {
+/**
+ * Every step stored for a task, by name (a task has as many items as named steps: a page or two). Only
+ * this task's: an idempotent id used again after its record expired is a new task (`createdAt`), whose
+ * steps must not be replayed from the old one's items, which live on until their TTL.
+ */
+export async function readSteps(
+  ctx: StoreContext,
+  task: { id: string; createdAt: number },
+): Promise<Map<string, StoredStep>> {
+  const taskId = task.id;
   const steps = new Map<string, StoredStep>();
   let startKey: Record<string, unknown> | undefined;
   do {
@@ -55,6 +65,7 @@ export async function readSteps(ctx: StoreContext, taskId: string): Promise<Map<
       deadline(ctx.config.requestDeadlineMs),
     );
     for (const item of (out.Items ?? []) as StepItem[]) {
+      if (item.taskCreatedAt !== task.createdAt) continue;
       const name = item.sk.slice(STEP_PREFIX.length);
       steps.set(name, { name, result: item.result, token: item.token, storedAt: item.storedAt });
     }
@@ -66,14 +77,20 @@ export async function readSteps(ctx: StoreContext, taskId: string): Promise<Map<
 /** Stores a step's result under the attempt's token; a StepFencedError when a newer attempt stored it first. */
 export async function writeStep(
   ctx: StoreContext,
-  lease: Pick<Lease, 'taskId' | 'token'>,
+  lease: Pick<Lease, 'taskId' | 'token' | 'createdAt'>,
   name: string,
   result: string,
 ): Promise<void> {
   const now = ctx.clock.now();
   const key = { [KEY.partition]: taskKey(lease.taskId)[KEY.partition], [KEY.sort]: stepSortKey(name) };
   const e = new Expression()
-    .assign({ result, token: lease.token, storedAt: now, [TTL_ATTRIBUTE]: bodyExpiry(now, ctx.config) })
+    .assign({
+      result,
+      token: lease.token,
+      storedAt: now,
+      taskCreatedAt: lease.createdAt,
+      [TTL_ATTRIBUTE]: bodyExpiry(now, ctx.config),
+    })
     .require(noNewerStep(lease.token));
   const written = await conditionalUpdate(writeTargetOf(ctx), key, e, { resends: 2 });
   if (!written.applied) throw new StepFencedError(lease.taskId, name, lease.token);

@@ -48,6 +48,8 @@ export interface TaskItem extends Omit<Task, 'payload' | 'result' | 'children'> 
   childBase?: number;
   /** A flow root's fingerprint of the whole flow as sent: a resend of its idempotency key must match it. */
   flowHash?: string;
+  /** When it last began to wait for its children (a child still missing long after counts as failed). */
+  waitingSince?: number;
   /** How many times recovery looked at this waiting parent (its next look backs off: nextFlowCheck). */
   flowChecks?: number;
   /** Id of the last write made to the item: a read-back compares it to tell our own applied write from someone else's. */

@@ -63,11 +63,15 @@ export class TaskStore
     return finishCancel(this.ctx, input);
   }
 
-  readSteps(taskId: string): Promise<Map<string, StoredStep>> {
-    return readSteps(this.ctx, taskId);
+  readSteps(task: { id: string; createdAt: number }): Promise<Map<string, StoredStep>> {
+    return readSteps(this.ctx, task);
   }
 
-  writeStep(lease: Pick<Lease, 'taskId' | 'token'>, name: string, result: string): Promise<void> {
+  writeStep(
+    lease: Pick<Lease, 'taskId' | 'token' | 'createdAt'>,
+    name: string,
+    result: string,
+  ): Promise<void> {
     return writeStep(this.ctx, lease, name, result);
   }
 

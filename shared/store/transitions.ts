@@ -449,13 +449,14 @@ export function promoted(delayPartition: string, now: number): Transition {
 
 /** The API's retry of a FAILED or CANCELLED task (read as `task.status`): QUEUED and due now, with a fresh attempt budget. */
 export function retried(
-  task: Place & Pick<TaskItem, 'status'>,
+  task: Place & Pick<TaskItem, 'status' | 'childCount'>,
   now: number,
   /** The payload item's new TTL, when the retry had to move it (payload-lifetime.ts). */
   payloadUntil?: number,
 ): Transition {
   return {
     assign: {
+      ...childrenSettled(task),
       ...(payloadUntil === undefined ? {} : { payloadUntil }),
       status: TaskStatus.QUEUED,
       attempts: 0,
@@ -473,6 +474,23 @@ export function retried(
     },
     // A second retry, or anything else that moved the task since the read, makes this fail.
     require: [hasStatus(task.status)],
+  };
+}
+
+/**
+ * A retried parent starts a new round: its children so far count as ended (one of them still running,
+ * say after a cancel, cannot count again and move the new round's counter), their failures forgotten,
+ * and its handler's next children numbered after them. It still reads them all in ctx.children.
+ */
+function childrenSettled(task: Pick<TaskItem, 'childCount'>): Record<string, unknown> {
+  const count = task.childCount ?? 0;
+  if (count === 0) return {};
+  return {
+    childrenEnded: new Set(Array.from({ length: count }, (_, i) => i)),
+    childrenPending: 0,
+    childBase: count,
+    childFailures: undefined,
+    childFailure: undefined,
   };
 }
 

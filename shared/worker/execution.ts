@@ -102,7 +102,7 @@ export class Execution {
     this.flow = new FlowContext(
       store.readSteps && store.writeStep && store.enqueueChildren
         ? {
-            readSteps: (id) => store.readSteps!(id),
+            readSteps: (task) => store.readSteps!(task),
             writeStep: (lease, name, result) => store.writeStep!(lease, name, result),
             enqueueChildren: (input) => store.enqueueChildren!(input),
           }
@@ -161,9 +161,11 @@ export class Execution {
         retryable: false,
       };
     // A parent running again after its children ended reads them first (ctx.children).
-    if (this.family && this.family.count > 0 && this.deps.store.readChildren) {
+    // Only the rounds it waited for (0..base-1): numbers past the base belong to a round an earlier
+    // attempt enqueued and never waited for (it died first); this attempt enqueues them again.
+    if (this.family && this.family.base > 0 && this.deps.store.readChildren) {
       try {
-        this.children = await this.deps.store.readChildren(this.task.id, this.family.count);
+        this.children = await this.deps.store.readChildren(this.task.id, this.family.base);
       } catch (error) {
         return { kind: 'rejected', error, retryable: true };
       }

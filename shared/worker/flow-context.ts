@@ -3,7 +3,9 @@
  * ctx.waitForChildren): the attempt's memory of its steps and of the children it numbered, over the
  * store's writes under the attempt's lease (store/steps.ts, store/children.ts).
  */
-import { LeaseholdError, ValidationError } from '../errors.js';
+import { FlowsUnsupportedError, ValidationError } from '../errors.js';
+
+export { FlowsUnsupportedError };
 import { MAX_PAYLOAD_BYTES } from '../task-inputs.js';
 import type { Lease } from '../task-inputs.js';
 import type { Task } from '../task-model.js';
@@ -13,8 +15,12 @@ import { WaitForChildren, type ChildTask, type TaskDefinition } from '../tasks/d
 
 /** The store's side of flows and steps, as an execution uses it. */
 export interface FlowStore {
-  readSteps(taskId: string): Promise<Map<string, StoredStep>>;
-  writeStep(lease: Pick<Lease, 'taskId' | 'token'>, name: string, result: string): Promise<void>;
+  readSteps(task: { id: string; createdAt: number }): Promise<Map<string, StoredStep>>;
+  writeStep(
+    lease: Pick<Lease, 'taskId' | 'token' | 'createdAt'>,
+    name: string,
+    result: string,
+  ): Promise<void>;
   enqueueChildren(input: EnqueueChildrenInput): Promise<RaisedChildren>;
 }
 
@@ -57,7 +63,7 @@ export class FlowContext {
       ]);
     this.stepNames.add(name);
     // Read once per attempt, at its first step; a failed read is read again by the next step.
-    this.steps ??= store.readSteps(this.task.id).catch((error: unknown) => {
+    this.steps ??= store.readSteps(this.task).catch((error: unknown) => {
       this.steps = undefined;
       throw error;
     });
@@ -73,7 +79,16 @@ export class FlowContext {
     return JSON.parse(text) as T;
   }
 
-  async enqueueChildren(children: ChildTask[]): Promise<string[]> {
+  /** Calls of ctx.enqueueChildren one after another: each numbers its children from where the last ended. */
+  private enqueueing: Promise<unknown> = Promise.resolve();
+
+  enqueueChildren(children: ChildTask[]): Promise<string[]> {
+    const mine = this.enqueueing.then(() => this.enqueueNow(children));
+    this.enqueueing = mine.catch(() => undefined);
+    return mine;
+  }
+
+  private async enqueueNow(children: ChildTask[]): Promise<string[]> {
     const store = this.need();
     if (!Array.isArray(children))
       throw new ValidationError('enqueueChildren', [
@@ -115,16 +130,5 @@ export class FlowContext {
   private need(): FlowStore {
     if (!this.store) throw new FlowsUnsupportedError();
     return this.store;
-  }
-}
-
-/** The worker runs on a store without flows and steps (a test's stand-in): ctx.step and ctx.enqueueChildren cannot work. */
-export class FlowsUnsupportedError extends LeaseholdError {
-  override name = 'FlowsUnsupportedError';
-  override readonly code = 'FLOWS_UNSUPPORTED';
-  constructor() {
-    super(
-      'This worker’s store does not support flows and steps (ctx.step, ctx.enqueueChildren, ctx.waitForChildren).',
-    );
   }
 }

@@ -1,7 +1,7 @@
 /**
  * `leasehold`: runs the local stack (`serve`), a standalone dynalite (`dynamodb`), the web dashboard for
- * a deployed API (`dashboard`), and talks to the HTTP API (`enqueue`, `get`, `list`, `cancel`, `retry`,
- * `stats`, `watch`) through the client
+ * a deployed API (`dashboard`), and talks to the HTTP API (`enqueue`, `flow`, `get`, `list`, `cancel`,
+ * `retry`, `stats`, `watch`) through the client
  * (leasehold/client: signing, retries, typed errors). Output is for people; `--json` prints JSON for
  * scripts. API errors print their message and exit non-zero.
  */
@@ -24,6 +24,7 @@ import {
 import type { TaskStatus } from '../../shared/task-model.js';
 import { cliClient } from './cli-client.js';
 import { enqueueFile, fileSummaryText } from './enqueue-file.js';
+import { flowIdsText, flowTaskCount, readFlowFile } from './flow-file.js';
 import { fileProgressReporter } from './file-progress.js';
 import { computeStats, statsText, taskDetails, taskTable, watchScreen } from './format.js';
 import { typeControlText, typesTable } from './type-format.js';
@@ -45,6 +46,11 @@ const USAGE = `Usage: leasehold <command> [options]
                                             "delaySeconds":60,"idempotencyKey":"order-17"}; streamed in
                                            batches of 100 (N in flight, default 2), progress on stderr,
                                            then the counts and each failed line; exits 1 if any failed
+  flow <FILE.json> [--key KEY]             enqueue a flow: FILE is the JSON body of POST /flows,
+                                           {"task":{"type":"demo.sum"},"children":[{"type":"demo.echo",
+                                            "payload":{"n":1}},{"task":{...},"children":[...]}]}
+                                           (--key: its idempotency key); prints each task's id
+                                           under its parent's
   get <id>
   list [--status STATUS] [--type TYPE] [--limit N]   newest first, N tasks (default 100) across pages
   cancel <id>
@@ -299,6 +305,20 @@ async function runApiCommand(
         () =>
           `${created ? 'queued' : joined ? 'joined the waiting task of its debounce key' : 'already queued (same idempotency key)'} ${task.id} (${task.type}, ${task.status})`,
       );
+      return 0;
+    }
+    case 'flow': {
+      const path = args[0] ?? flags.file;
+      if (path === undefined || args.length > 1 || (args[0] !== undefined && flags.file !== undefined))
+        throw new UsageError('flow needs one file: the JSON body of POST /flows (flow FILE.json)');
+      const flow = await readFlowFile(path);
+      const answer = await client.enqueueFlow(
+        flags.key === undefined ? flow : { ...flow, idempotencyKey: flags.key },
+      );
+      show(answer, () => {
+        const head = answer.created ? 'queued flow' : 'already queued (same idempotency key) flow';
+        return `${head} ${answer.id} (${flowTaskCount(answer.ids)} tasks, root ${answer.task.status})\n${flowIdsText(flow, answer.ids)}`;
+      });
       return 0;
     }
     case 'get': {
