@@ -3,11 +3,14 @@
  * flow is written whole, its parents WAITING_CHILDREN and its leaves QUEUED, each child showing its
  * parent; its idempotency key answers the same ids again; a refused task anywhere in it is named by
  * its path in the body and nothing is written; the limits are refused with the limit in the message;
- * no body gives a 5xx. Every exchange is checked against the OpenAPI document.
+ * no body gives a 5xx. GET /tasks/{id}/children and /steps show a parent's children with their
+ * statuses, results and errors, and a task's stored steps, to their owner only. Every exchange is
+ * checked against the OpenAPI document.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { API_ROUTES } from '../shared/api/api-handler.js';
+import { withinBudget } from '../shared/api/children-steps-json.js';
 import { MAX_FLOW_DEPTH, MAX_FLOW_TASKS } from '../shared/flow-rules.js';
 import { ALICE, BOB } from './support/api-events.js';
 import { conformance, createApiWorld } from './support/api-world.js';
@@ -29,6 +32,7 @@ const getTask = async (id: string, caller = ALICE) =>
 const listed = async (caller: string) =>
   ((await w.call({ method: 'GET', path: '/tasks', caller })).body.tasks as Json[]).map((t) => t.id);
 const writes = () => w.meter.count(...WRITE_OPERATIONS);
+const iso = (ms: number) => new Date(ms).toISOString();
 
 const echo = (n: number, extra: Json = {}) => ({ type: 'demo.echo', payload: { n }, ...extra });
 
@@ -368,6 +372,125 @@ describe('POST /flows refused: the child and field named, nothing written', () =
   });
 });
 
+describe('GET /tasks/{id}/children and GET /tasks/{id}/steps', () => {
+  // A table of their own: the claims below take every due task of a type.
+  let f: Awaited<ReturnType<typeof createApiWorld>>;
+  beforeAll(async () => {
+    f = await createApiWorld(server.endpoint);
+  });
+  const post = (body: unknown) => f.call({ method: 'POST', path: '/flows', body });
+  const childrenOf = (id: string, caller = ALICE) =>
+    f.call({ method: 'GET', path: `/tasks/${id}/children`, caller });
+  const stepsOf = (id: string, caller = ALICE) =>
+    f.call({ method: 'GET', path: `/tasks/${id}/steps`, caller });
+
+  it('lists a parent’s children in order, with their statuses, and results and errors once they end', async () => {
+    const res = await post({
+      task: { type: 'demo.sum' },
+      children: [
+        echo(1),
+        echo(2, { optional: true, maxAttempts: 1 }),
+        { task: { type: 'demo.sum' }, children: [echo(3)] },
+        echo(4),
+      ],
+    });
+    const { id, ids } = res.body;
+    const [one, two, nested, four] = (ids.children as Json[]).map((c) => c.id as string);
+    expect((await childrenOf(id)).body).toEqual({
+      children: [
+        { id: one, type: 'demo.echo', status: 'QUEUED' },
+        { id: two, type: 'demo.echo', status: 'QUEUED', optional: true },
+        { id: nested, type: 'demo.sum', status: 'WAITING_CHILDREN' },
+        { id: four, type: 'demo.echo', status: 'QUEUED' },
+      ],
+    });
+
+    // One ends with a result, one fails for good, one is running.
+    const { claimed } = await f.app.store.claim({ workerId: 'w1', types: ['demo.echo'], max: 10 });
+    const lease = (childId: string) => claimed.find((c) => c.task.id === childId)!.lease;
+    await f.app.store.complete({ lease: lease(one!), result: { n: 1 } });
+    await f.app.store.fail({ lease: lease(two!), error: 'Error: boom' });
+    const res2 = await childrenOf(id);
+    expect(res2.status).toBe(200);
+    expect(res2.body.children).toEqual([
+      { id: one, type: 'demo.echo', status: 'SUCCESS', result: { n: 1 } },
+      { id: two, type: 'demo.echo', status: 'FAILED', optional: true, error: 'Error: boom' },
+      { id: nested, type: 'demo.sum', status: 'WAITING_CHILDREN' },
+      { id: four, type: 'demo.echo', status: 'RUNNING' },
+    ]);
+    expect((await f.call({ method: 'GET', path: `/tasks/${id}` })).body.task).toMatchObject({
+      children: { total: 4, pending: 2 },
+    });
+    // The nested parent's own child; a leaf has none.
+    expect((await childrenOf(nested!)).body.children).toEqual([
+      { id: expect.any(String), type: 'demo.echo', status: 'RUNNING' },
+    ]);
+    expect(await childrenOf(one!)).toEqual({ status: 200, body: { children: [] } });
+  });
+
+  it('answers 404 for another caller’s task, an unknown id, and 400 for a bad id', async () => {
+    const { id } = (await post({ task: { type: 'demo.sum' }, children: [echo(1)] })).body;
+    for (const path of [`/tasks/${id}/children`, `/tasks/${id}/steps`]) {
+      const bobs = await f.call({ method: 'GET', path, caller: BOB });
+      expect(bobs.status).toBe(404);
+      expect(bobs.body).toMatchObject({ code: 'TASK_NOT_FOUND' });
+      expect((await f.call({ method: 'GET', path: path.replace(id, 'no-such-task') })).status).toBe(404);
+      expect((await f.call({ method: 'GET', path: path.replace(id, 'bad%20id') })).status).toBe(400);
+      // GET only: a POST names the method allowed.
+      const post = await f.call({ method: 'POST', path, body: {} });
+      expect(post.status).toBe(405);
+    }
+    expect((await childrenOf(id)).body.children).toHaveLength(1);
+  });
+
+  it('lists the steps a task stored, oldest first, results parsed and times in ISO-8601; none before any', async () => {
+    const created = await f.call({
+      method: 'POST',
+      path: '/tasks',
+      body: { type: 'demo.steps', payload: { failOnceAfter: 'b' } },
+    });
+    const id = created.body.task.id as string;
+    expect(await stepsOf(id)).toEqual({ status: 200, body: { steps: [] } });
+
+    const { claimed } = await f.app.store.claim({ workerId: 'w1', types: ['demo.steps'], max: 10 });
+    const { lease } = claimed.find((c) => c.task.id === id)!;
+    const first = f.clock.now();
+    await f.app.store.writeStep(lease, 'b', JSON.stringify({ step: 'b', attempt: 1 }));
+    f.clock.advance(1_000);
+    await f.app.store.writeStep(lease, 'a', JSON.stringify(['x', null]));
+    f.clock.advance(1_000);
+    await f.app.store.writeStep(lease, 'c', 'null');
+    // A step of an earlier task of the same id (its record expired) is not this task's.
+    await f.app.store.writeStep({ ...lease, createdAt: lease.createdAt - 1 }, 'old', '"old"');
+
+    const res = await stepsOf(id);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({
+      steps: [
+        { name: 'b', result: { step: 'b', attempt: 1 }, token: lease.token, storedAt: iso(first) },
+        { name: 'a', result: ['x', null], token: lease.token, storedAt: iso(first + 1_000) },
+        { name: 'c', result: null, token: lease.token, storedAt: iso(first + 2_000) },
+      ],
+    });
+    expect((await stepsOf(id, BOB)).status).toBe(404);
+  });
+
+  it('leaves results out past 5 MB of answer, saying so, and keeps every entry', () => {
+    const big = 'x'.repeat(1024 * 1024);
+    const entries = Array.from({ length: 8 }, (_, i) => ({ name: `s${i}`, result: big }));
+    const kept = withinBudget(entries);
+    expect(kept.map((e) => e.name)).toEqual(entries.map((e) => e.name));
+    expect(kept.filter((e) => 'result' in e)).toHaveLength(4);
+    expect(kept.slice(4).every((e) => e.resultOmitted === true && !('result' in e))).toBe(true);
+    expect(Buffer.byteLength(JSON.stringify(JSON.stringify(kept)))).toBeLessThan(5 * 1024 * 1024 + 1024);
+    // A small result after a large one left out still fits, and is kept.
+    const mixed = withinBudget([...entries, { name: 'small', result: 1 }]);
+    expect(mixed.at(-1)).toEqual({ name: 'small', result: 1 });
+    // A child without a result is never marked.
+    expect(withinBudget<{ id: string; result?: unknown }>([{ id: 'c' }], 0)).toEqual([{ id: 'c' }]);
+  });
+});
+
 describe('the route', () => {
   it('is POST only (GET /flows is a 405 naming POST), and is among the routes the infrastructure creates', async () => {
     expect(API_ROUTES).toContainEqual({ method: 'POST', path: '/flows' });
@@ -375,7 +498,8 @@ describe('the route', () => {
     expect(res.status).toBe(405);
   });
 
-  it('went through the documented operation', () => {
-    expect(conformance.seen.has('createFlow')).toBe(true);
+  it('went through the documented operations', () => {
+    for (const operation of ['createFlow', 'getTaskChildren', 'getTaskSteps'])
+      expect(conformance.seen.has(operation), operation).toBe(true);
   });
 });

@@ -1,7 +1,8 @@
 /**
  * The page's logic that needs no browser: the hour of outcomes kept across refreshes (each GET /stats
- * after the first re-reads only the last few minutes, which late flushes may still add to), and the enqueue form built from the payload schemas the
- * OpenAPI document carries for the demo task types.
+ * after the first re-reads only the last few minutes, which late flushes may still add to), the enqueue form built from the payload schemas the
+ * OpenAPI document carries for the demo task types, and when a task's page reads its children and steps
+ * again (and how it cuts a result to a table cell).
  */
 import { describe, expect, it } from 'vitest';
 import { API_ROUTES } from '../shared/api/api-handler.js';
@@ -12,6 +13,7 @@ import { demoTasks } from '../tasks/demo.js';
 const page = (name: string) => import(new URL(`../tools/dashboard/public/${name}`, import.meta.url).href);
 const minutes = await page('minutes.mjs');
 const form = await page('schema-form.mjs');
+const relations = await page('task-relations.mjs');
 
 const MINUTE = 60_000;
 const T = Date.parse('2026-11-30T09:30:20Z');
@@ -143,5 +145,63 @@ describe('the enqueue form from x-leasehold-task-types', () => {
     expect(form.fieldErrors({ errors: [{ field: 'payload.ms', message: 'too big' }] })).toEqual({
       'payload.ms': 'too big',
     });
+  });
+});
+
+describe('a task page’s children and steps', () => {
+  const task = (fields: Record<string, unknown> = {}) => ({
+    id: 't1',
+    status: 'QUEUED',
+    attempts: 0,
+    updatedAt: '2026-11-30T09:30:20.000Z',
+    ...fields,
+  });
+  const heldFor = (t: any, extra: Record<string, unknown> = {}) => ({
+    version: relations.taskVersion(t),
+    steps: [],
+    ...extra,
+  });
+
+  it('reads the steps at first, and again only when the task changes or while an attempt runs', () => {
+    const queued = task();
+    expect(relations.extraReads(queued, undefined)).toEqual({ children: false, steps: true });
+    // The dashboard-requests browser test's case: a refresh of an unchanged queued task reads the task only.
+    expect(relations.extraReads(queued, heldFor(queued))).toEqual({ children: false, steps: false });
+    const running = task({ status: 'RUNNING', attempts: 1, updatedAt: '2026-11-30T09:30:21.000Z' });
+    expect(relations.extraReads(running, heldFor(queued)).steps).toBe(true);
+    expect(relations.extraReads(running, heldFor(running)).steps).toBe(true);
+    const done = task({ status: 'SUCCESS', attempts: 1, updatedAt: '2026-11-30T09:30:22.000Z' });
+    expect(relations.extraReads(done, heldFor(running)).steps).toBe(true);
+    expect(relations.extraReads(done, heldFor(done)).steps).toBe(false);
+  });
+
+  it('reads a parent’s children while one has not ended or the parent changed; a task without children never', () => {
+    const parent = task({ status: 'WAITING_CHILDREN', children: { total: 2, pending: 1 } });
+    expect(relations.extraReads(parent, undefined).children).toBe(true);
+    const open = [{ status: 'SUCCESS' }, { status: 'RUNNING' }];
+    const ended = [{ status: 'SUCCESS' }, { status: 'FAILED' }];
+    expect(relations.extraReads(parent, heldFor(parent, { children: open })).children).toBe(true);
+    expect(relations.extraReads(parent, heldFor(parent, { children: ended })).children).toBe(false);
+    // The last child's end is counted on the parent: its version changes, so its children are read again.
+    const readied = task({ status: 'QUEUED', children: { total: 2, pending: 0 } });
+    expect(relations.extraReads(readied, heldFor(parent, { children: ended })).children).toBe(true);
+    expect(relations.extraReads(task(), undefined).children).toBe(false);
+    expect(relations.extraReads(task({ children: { total: 0, pending: 0 } }), undefined).children).toBe(
+      false,
+    );
+  });
+
+  it('cuts a result to one line of at most 120 characters, saying when it did', () => {
+    expect(relations.jsonPreview({ step: 'a', attempt: 1 })).toEqual({
+      text: '{"step":"a","attempt":1}',
+      cut: false,
+    });
+    expect(relations.jsonPreview(null)).toEqual({ text: 'null', cut: false });
+    expect(relations.jsonPreview(undefined)).toEqual({ text: '', cut: false });
+    const long = relations.jsonPreview({ text: 'x'.repeat(500) });
+    expect(long.cut).toBe(true);
+    expect(long.text).toHaveLength(relations.PREVIEW_CHARS);
+    expect(long.text.endsWith('…')).toBe(true);
+    expect(relations.preview('a'.repeat(120))).toEqual({ text: 'a'.repeat(120), cut: false });
   });
 });

@@ -24,9 +24,13 @@ const KB = 1024;
 // aliases it to shared/lambda-credentials.ts). Before that: 180 KB gzipped until the lost-answer
 // primitive, the priority lanes and the per-owner schedule list. The API and fire bundles leave out
 // the lease path: they build the request runtime (shared/request-runtime.ts), whose store is
-// TaskRequests, not the whole TaskStore.
-const TARGET_MINIFIED_KB = 500;
-const TARGET_GZIP_KB = 160;
+// TaskRequests, not the whole TaskStore. 500 KB / 160 KB until issue 33: flows and durable steps
+// added about 12 KB minified to the worker and API bundles (their store, the handler context's
+// ctx.step and ctx.enqueueChildren, POST /flows), which were 507.6 and 512.2 KB after it. The way back
+// under 500: a worker store without the request side (lists, stats, debounce, flows' enqueue), which
+// TaskStore now inherits from TaskRequests.
+const TARGET_MINIFIED_KB = 520;
+const TARGET_GZIP_KB = 168;
 
 /**
  * What the CDK passes to esbuild for the stack's bundling props (cdk/lambda-bundling.ts), with the

@@ -24,6 +24,7 @@ import { statsJson } from './stats-json.js';
 import { fireJson, scheduleJson } from '../schedules/schedule-model.js';
 import type { ScheduleService } from '../schedules/schedule-service.js';
 import { taskJson } from './task-json.js';
+import { childrenJson, stepsJson } from './children-steps-json.js';
 import { errorResponse } from './error-response.js';
 import { enqueueRequest } from './enqueue-request.js';
 import { enqueueBatch } from './batch-enqueue.js';
@@ -37,6 +38,7 @@ import { listTypes, setPaused } from './type-routes.js';
  */
 export interface ApiDeps {
   store: Pick<TaskReads, 'get' | 'list' | 'stats'> &
+    Required<Pick<TaskReads, 'children' | 'steps'>> &
     Pick<TaskCommands, 'requestCancel' | 'retry'> &
     OutcomeFlusher &
     TypeControls;
@@ -98,6 +100,20 @@ const routes: Route[] = [
     pattern: /^\/tasks\/([^/]+)$/,
     handle: async (ctx, [id]) =>
       json(200, { task: taskJson(await ctx.deps.store.get({ id: id!, owner: ctx.owner })) }),
+  },
+  {
+    method: 'GET',
+    path: '/tasks/{id}/children',
+    pattern: /^\/tasks\/([^/]+)\/children$/,
+    handle: async (ctx, [id]) =>
+      json(200, childrenJson(await ctx.deps.store.children({ id: id!, owner: ctx.owner }))),
+  },
+  {
+    method: 'GET',
+    path: '/tasks/{id}/steps',
+    pattern: /^\/tasks\/([^/]+)\/steps$/,
+    handle: async (ctx, [id]) =>
+      json(200, stepsJson(await ctx.deps.store.steps({ id: id!, owner: ctx.owner }))),
   },
   {
     method: 'POST',

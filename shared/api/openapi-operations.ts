@@ -6,7 +6,7 @@
  */
 import * as z from 'zod';
 import { RUNNING_READ_LIMIT } from '../stats/running-tasks.js';
-import { MAX_FLOW_DEPTH, MAX_FLOW_TASKS } from '../flow-rules.js';
+import { MAX_CHILDREN, MAX_FLOW_DEPTH, MAX_FLOW_TASKS } from '../flow-rules.js';
 import { taskIdSchema, taskTypeSchema } from '../task-inputs.js';
 import { scheduleBody, scheduleNameSchema } from '../schedules/schedule-model.js';
 import {
@@ -26,6 +26,8 @@ import {
 import {
   batchAnswerSchema,
   batchItemResultSchema,
+  childJsonSchema,
+  childrenAnswerSchema,
   fireJsonSchema,
   firesAnswerSchema,
   flowAnswerSchema,
@@ -40,6 +42,8 @@ import {
   scheduleJsonSchema,
   schedulePageSchema,
   statsAnswerSchema,
+  stepJsonSchema,
+  stepsAnswerSchema,
   taskAnswerSchema,
   taskJsonSchema,
   taskPageSchema,
@@ -81,6 +85,10 @@ export const ANSWER_COMPONENTS = {
   BatchAnswer: batchAnswerSchema,
   FlowIds: flowIdsSchema,
   FlowAnswer: flowAnswerSchema,
+  Child: childJsonSchema,
+  ChildrenAnswer: childrenAnswerSchema,
+  Step: stepJsonSchema,
+  StepsAnswer: stepsAnswerSchema,
   Schedule: scheduleJsonSchema,
   ScheduleAnswer: scheduleAnswerSchema,
   SchedulePage: schedulePageSchema,
@@ -270,6 +278,30 @@ export const OPERATIONS: Record<string, OperationSpec> = {
     summary: 'Read one task, with its payload, result and whole error',
     tag: 'tasks',
     answers: [taskAnswer('The task.')],
+    problems: { 400: BAD_ID, 404: NO_TASK },
+  },
+  'GET /tasks/{id}/children': {
+    operationId: 'getTaskChildren',
+    summary: 'Read a parent’s children: each one’s status, and its result or error once it has ended',
+    description:
+      'The children of a flow’s task (POST /flows, or `ctx.enqueueChildren` in its handler), in the order ' +
+      `they were enqueued, ${MAX_CHILDREN} at most (a parent’s limit); a task without children answers ` +
+      'an empty list; a child not written (yet) is left out. Results are left out past 5 MB of answer ' +
+      '(`resultOmitted`): read such a child with GET /tasks/{id}.',
+    tag: 'tasks',
+    answers: [{ status: 200, description: 'The children.', schema: 'ChildrenAnswer' }],
+    problems: { 400: BAD_ID, 404: NO_TASK },
+  },
+  'GET /tasks/{id}/steps': {
+    operationId: 'getTaskSteps',
+    summary: 'Read the durable steps a task stored (ctx.step), oldest first',
+    description:
+      'Each step’s name, its result as the step function returned it, the fencing token of the attempt ' +
+      'that stored it and when. A later attempt replays these instead of running them again. Only this ' +
+      'task’s: a task of the same id enqueued again after the first expired starts with none. Results ' +
+      'are left out past 5 MB of answer (`resultOmitted`).',
+    tag: 'tasks',
+    answers: [{ status: 200, description: 'The stored steps.', schema: 'StepsAnswer' }],
     problems: { 400: BAD_ID, 404: NO_TASK },
   },
   'POST /tasks/{id}/cancel': {

@@ -70,6 +70,45 @@ export const taskPageSchema = z.object({
   nextCursor: z.string().optional(),
 });
 
+/** A child of a parent (GET /tasks/{id}/children): its status, and its result or error once it has ended. */
+export const childJsonSchema = z
+  .object({
+    id: z.string(),
+    type: z.string(),
+    status: taskStatusSchema,
+    /** A child whose FAILED or CANCELLED end does not fail its parent. */
+    optional: z.boolean().optional(),
+    /** Its result (SUCCESS), unless `resultOmitted`. */
+    result: z.unknown().optional(),
+    /** Its last error (FAILED, or retried after one). */
+    error: z.string().optional(),
+    /** The answer would be over 5 MB with this result: GET /tasks/{id} of the child brings it. */
+    resultOmitted: z.literal(true).optional(),
+  })
+  .meta({ id: 'Child' });
+
+/** GET /tasks/{id}/children: the children that exist, in the order they were enqueued (at most 1,000). */
+export const childrenAnswerSchema = z.object({ children: z.array(childJsonSchema) });
+export type ChildrenAnswer = z.output<typeof childrenAnswerSchema>;
+
+/** A durable step a task stored (ctx.step), as GET /tasks/{id}/steps shows it. */
+export const stepJsonSchema = z
+  .object({
+    name: z.string(),
+    /** The step function's result, as stored (JSON), unless `resultOmitted`. */
+    result: z.unknown().optional(),
+    /** The fencing token of the attempt that stored it. */
+    token: z.number().int(),
+    storedAt: isoTime,
+    /** The answer would be over 5 MB with this result. */
+    resultOmitted: z.literal(true).optional(),
+  })
+  .meta({ id: 'Step' });
+
+/** GET /tasks/{id}/steps: the steps the task stored, oldest first. */
+export const stepsAnswerSchema = z.object({ steps: z.array(stepJsonSchema) });
+export type StepsAnswer = z.output<typeof stepsAnswerSchema>;
+
 /** The ids of a flow's tasks, shaped as the flow was sent: each task's id and its children's, in order. */
 export interface FlowIdsJson {
   id: string;

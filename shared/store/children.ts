@@ -16,22 +16,16 @@ import { MAX_CHILDREN } from '../flow-rules.js';
 import { flowTaskFields } from '../flow-inputs.js';
 import { childTaskId } from '../ids.js';
 import { rotationForTask } from '../group-rules.js';
-import { ValidationError } from '../errors.js';
-import { KEY, taskKey } from '../table-layout.js';
+import { LeaseLostError, ValidationError } from '../errors.js';
 import { parseInput, type Lease } from '../task-inputs.js';
-import type { TaskStatus } from '../task-model.js';
-import { outcomeSortKey } from './body-layout.js';
 import type { StoreContext } from './context.js';
 import { settleReadiness } from './child-ends.js';
 import { childrenRaised, waitingForChildren } from './flow-transitions.js';
 import { newTask, putNewTask, type ParsedEnqueue } from './new-task.js';
-import { readItems } from './task-reads.js';
-import type { OutcomeItem } from './task-body.js';
+import { readTaskItem } from './task-reads.js';
 import { toTask, type TaskItem } from './task-item.js';
 import type { Task } from '../task-model.js';
 import { cancelledMeanwhile, finishCancel, settleUnderLease, writeUnderLease } from './lease-writes.js';
-import { LeaseLostError } from '../errors.js';
-import { readTaskItem } from './task-reads.js';
 import { releaseSlots } from './slots.js';
 
 /** Children of one ctx.enqueueChildren call, checked whole before anything is written. */
@@ -159,51 +153,4 @@ async function waitApplied(
   return current;
 }
 
-/** A child as its parent's handler sees it (ctx.children). */
-export interface ChildView {
-  id: string;
-  type: string;
-  status: TaskStatus;
-  optional?: boolean;
-  result?: unknown;
-  error?: string;
-}
-
-/** The parent's children 0..count-1, with their results: their items, then the result items they name. */
-export async function readChildren(ctx: StoreContext, parentId: string, count: number): Promise<ChildView[]> {
-  const ids = Array.from({ length: count }, (_, i) => childTaskId(parentId, i));
-  const items = await readItems<TaskItem>(ctx, ids.map(taskKey));
-  const byId = new Map(items.map((i) => [i.id, i]));
-  const apart = items.flatMap((i) =>
-    [i.resultToken, i.errorToken]
-      .filter((t): t is number => t !== undefined)
-      .map((t) => ({ [KEY.partition]: taskKey(i.id)[KEY.partition]!, [KEY.sort]: outcomeSortKey(t) })),
-  );
-  const outcomes = apart.length === 0 ? [] : await readItems<OutcomeItem>(ctx, apart);
-  const outcomeOf = new Map(outcomes.map((o) => [`${o.pk} ${o.sk}`, o]));
-  const body = (item: TaskItem, token: number | undefined) =>
-    token === undefined
-      ? undefined
-      : outcomeOf.get(`${taskKey(item.id)[KEY.partition]} ${outcomeSortKey(token)}`);
-  return ids.flatMap((id) => {
-    const item = byId.get(id);
-    // Not there: a flow's send that failed part way (its key's resend writes it), or expired.
-    if (!item) return [];
-    const task = toTask(item, {
-      ...(item.resultToken === undefined
-        ? { result: item.result }
-        : { result: body(item, item.resultToken)?.result }),
-      error: body(item, item.errorToken)?.error ?? item.error,
-    });
-    return [
-      {
-        id,
-        type: task.type,
-        status: task.status,
-        ...(task.optional ? { optional: true } : {}),
-        ...('result' in task ? { result: task.result } : {}),
-        ...(task.error === undefined ? {} : { error: task.error }),
-      },
-    ];
-  });
-}
+export { readChildren, type ChildView } from './children-reads.js';

@@ -71,6 +71,10 @@ export interface LeaseStore {
 /** What the API reads. */
 export interface TaskReads {
   get(input: { id: string; owner?: string }): Promise<Task>;
+  /** GET /tasks/{id}/children: a parent's children (at most 1,000); optional: a stand-in store has no flows. */
+  children?(input: { id: string; owner?: string }): Promise<ChildView[]>;
+  /** GET /tasks/{id}/steps: the steps a task stored, oldest first; optional: a stand-in store has none. */
+  steps?(input: { id: string; owner?: string }): Promise<StoredStep[]>;
   list(input: ListInput): Promise<TaskPage>;
   depth(types: string[]): Promise<QueueDepth>;
   /** GET /stats: the queue's last summary, the owner's running tasks and its outcomes per minute. */

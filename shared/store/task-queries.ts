@@ -1,8 +1,16 @@
-/** Reads for callers: one task by id, and a caller's tasks newest first with filters and a cursor. */
+/**
+ * Reads for callers: one task by id, its children and its stored steps, and a caller's tasks newest
+ * first with filters and a cursor.
+ */
 import * as z from 'zod';
 import { TaskNotFoundError } from '../errors.js';
+import { MAX_CHILDREN } from '../flow-rules.js';
 import type { Task } from '../task-model.js';
 import type { StoreContext } from './context.js';
+import { readChildren, type ChildView } from './children-reads.js';
+import { deadline } from './dynamo.js';
+import { readSteps, type StoredStep } from './steps.js';
+import { readTaskItem } from './task-reads.js';
 import { listInput, parseInput, taskRefInput, type ListInput } from '../task-inputs.js';
 import { decodeCursor, keyString, MAX_PARTITION_KEY_BYTES, type OwnerIndexKey } from './list-cursor.js';
 import { readOwnerIndexPage } from './list-page.js';
@@ -17,6 +25,41 @@ export async function getTask(ctx: StoreContext, rawInput: { id: string; owner?:
   const read = await readTaskWithBody(ctx, id);
   if (!read || (owner !== undefined && read.item.owner !== owner)) throw new TaskNotFoundError(id);
   return toTask(read.item, read);
+}
+
+/** The task item alone (one GetItem), checked as getTask checks it: another owner's task is not found. */
+async function ownedTaskItem(
+  ctx: StoreContext,
+  operation: string,
+  rawInput: { id: string; owner?: string },
+): Promise<TaskItem> {
+  const { id, owner } = parseInput(taskRefInput, operation, rawInput);
+  const item = await readTaskItem(ctx, id, deadline(ctx.config.requestDeadlineMs));
+  if (!item || (owner !== undefined && item.owner !== owner)) throw new TaskNotFoundError(id);
+  return item;
+}
+
+/**
+ * A task's children (GET /tasks/{id}/children), numbered 0..total-1, those that exist, with their
+ * results and errors; at most MAX_CHILDREN (a parent's limit). None for a task without children.
+ */
+export async function getChildren(
+  ctx: StoreContext,
+  rawInput: { id: string; owner?: string },
+): Promise<ChildView[]> {
+  const item = await ownedTaskItem(ctx, 'getChildren', rawInput);
+  const count = Math.min(item.childCount ?? 0, MAX_CHILDREN);
+  return count === 0 ? [] : readChildren(ctx, item.id, count);
+}
+
+/** A task's stored steps (GET /tasks/{id}/steps), in the order they were stored; only this task's (its `createdAt`). */
+export async function getSteps(
+  ctx: StoreContext,
+  rawInput: { id: string; owner?: string },
+): Promise<StoredStep[]> {
+  const item = await ownedTaskItem(ctx, 'getSteps', rawInput);
+  const steps = await readSteps(ctx, { id: item.id, createdAt: item.createdAt });
+  return [...steps.values()].sort((a, b) => a.storedAt - b.storedAt || a.name.localeCompare(b.name));
 }
 
 /** Re-exported for those that import it from here (test/api-list-size.test.ts). */

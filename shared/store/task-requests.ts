@@ -19,7 +19,9 @@ import { flowInput, type FlowInput, type FlowNode } from '../flow-inputs.js';
 import { enqueueInput, parseInput, type EnqueueInput, type ListInput } from '../task-inputs.js';
 import type { OutcomeFlusher, TaskCommands, TaskReads } from './ports.js';
 import { retryTask } from './retry.js';
-import { getTask, listTasks, type TaskPage } from './task-queries.js';
+import { getChildren, getSteps, getTask, listTasks, type TaskPage } from './task-queries.js';
+import type { ChildView } from './children-reads.js';
+import type { StoredStep } from './steps.js';
 import { attachCostMeter } from './cost-meter.js';
 import { HeldItems } from './held-items.js';
 import { OutcomeRecorder, type OutcomeFlush } from '../stats/outcome-recorder.js';
@@ -65,7 +67,9 @@ export interface TaskStoreOptions {
   events?: LeaseEvents;
 }
 
-export class TaskRequests implements Pick<TaskReads, 'get' | 'list' | 'stats'>, TaskCommands, OutcomeFlusher {
+export class TaskRequests
+  implements Pick<TaskReads, 'get' | 'children' | 'steps' | 'list' | 'stats'>, TaskCommands, OutcomeFlusher
+{
   /** The whole store context, lease-path parts included: schedules and the kicker's writes take it too. */
   readonly ctx: StoreContext;
   /** Counts what ends on this store's lifecycle stream, per owner and minute, until flushOutcomes writes it. */
@@ -151,6 +155,16 @@ export class TaskRequests implements Pick<TaskReads, 'get' | 'list' | 'stats'>, 
 
   get(input: { id: string; owner?: string }): Promise<Task> {
     return getTask(this.ctx, input);
+  }
+
+  /** GET /tasks/{id}/children: a parent's children with their statuses, results and errors (owner-checked as get). */
+  children(input: { id: string; owner?: string }): Promise<ChildView[]> {
+    return getChildren(this.ctx, input);
+  }
+
+  /** GET /tasks/{id}/steps: the steps the task stored (ctx.step), oldest first (owner-checked as get). */
+  steps(input: { id: string; owner?: string }): Promise<StoredStep[]> {
+    return getSteps(this.ctx, input);
   }
 
   list(input: ListInput): Promise<TaskPage> {

@@ -2,7 +2,7 @@
 import type * as z from 'zod';
 import type { BackoffPolicy } from '../lease-rules.js';
 import type { RateLimit } from '../rate-rules.js';
-import type { ChildView } from '../store/children.js';
+import type { ChildView } from '../store/children-reads.js';
 
 /** What a handler can use while it runs. */
 export interface TaskContext {

@@ -32,7 +32,7 @@ import {
 import { sanitizeProgress } from './progress.js';
 import type { TimerSet } from './timers.js';
 import { FlowContext, FlowsUnsupportedError } from './flow-context.js';
-import type { ChildView } from '../store/children.js';
+import type { ChildView } from '../store/children-reads.js';
 
 export interface ExecutionDeps {
   store: Pick<

@@ -1,7 +1,8 @@
 /**
  * The dashboard in a real browser (Debian's Chromium, driven by playwright-core) against a local stack:
  * tasks enqueued through the API appear and finish on the page; cancel, retry and enqueue from the page
- * change the tasks; a schedule's fires show, and it is disabled, enabled and deleted from the page; a
+ * change the tasks; a flow's parent lists its children with their statuses, a child links its parent,
+ * and a task's stored steps show; a schedule's fires show, and it is disabled, enabled and deleted from the page; a
  * refused action shows the API's problem; the keyboard reaches everything; the same page works behind
  * `leasehold dashboard`'s signing proxy. No console errors, no failed requests, nothing fetched from off
  * the machine, no serious axe-core violations. Writes docs/screenshots/overview.png and task.png.
@@ -90,6 +91,68 @@ describe('the dashboard in Chromium', () => {
     await d.page.getByRole('status').filter({ hasText: 'Queued again' }).waitFor({ timeout: UI_TIMEOUT_MS });
     await waitForTaskStatus(d, 'SUCCESS');
     expect(await statusOf(id)).toBe('SUCCESS');
+    expect(d.problems).toEqual([]);
+  });
+
+  it('a flow’s parent lists its children with their statuses; a child links its parent; a task shows its steps', async () => {
+    const flow = await http(suite.stack.url, 'POST', '/flows', {
+      task: { type: 'demo.sum' },
+      children: [
+        { type: 'demo.echo', payload: { n: 2 } },
+        { type: 'demo.fail', payload: { failTimes: 5 }, maxAttempts: 1, optional: true },
+      ],
+    });
+    expect(flow.status).toBe(201);
+    const rootId: string = flow.body.id;
+    const [echoId, failId] = (flow.body.ids.children as { id: string }[]).map((c) => c.id);
+
+    const d = await open({ hash: `#/tasks/${rootId}` });
+    const children = d.page.getByRole('region', { name: /^Children/ });
+    await children.getByRole('link', { name: echoId! }).waitFor({ timeout: UI_TIMEOUT_MS });
+    // The children end (one optional, failed), then the parent runs: each status as it is now.
+    await waitForTaskStatus(d, 'SUCCESS');
+    const rowOf = (id: string) => children.getByRole('row', { name: new RegExp(id) });
+    await expect
+      .poll(() => rowOf(echoId!).innerText(), { timeout: UI_TIMEOUT_MS })
+      .toMatch(/demo\.echo\s+SUCCESS\s+\{"n":2\}/);
+    await expect
+      .poll(() => rowOf(failId!).innerText(), { timeout: UI_TIMEOUT_MS })
+      .toMatch(/demo\.fail\s+FAILED optional\s+\S/);
+    expect(await d.page.getByRole('heading', { name: /^Children/ }).innerText()).toBe(
+      'Children (0 of 2 pending)',
+    );
+    expect(await d.page.getByRole('region', { name: 'Result' }).innerText()).toMatch(/"sum": 2/);
+    expect(await seriousAxeViolations(d.page)).toEqual([]);
+
+    // A child's page links its parent, and back.
+    await children.getByRole('link', { name: failId! }).click();
+    await d.page
+      .getByRole('heading', { level: 1, name: `Task ${failId}` })
+      .waitFor({ timeout: UI_TIMEOUT_MS });
+    const details = d.page.locator('dl.details');
+    await details.getByRole('link', { name: rootId }).waitFor({ timeout: UI_TIMEOUT_MS });
+    expect(await details.innerText()).toMatch(/Parent\s+\S+\s+optional/);
+    await details.getByRole('link', { name: rootId }).click();
+    await d.page
+      .getByRole('heading', { level: 1, name: `Task ${rootId}` })
+      .waitFor({ timeout: UI_TIMEOUT_MS });
+    await children.getByRole('link', { name: echoId! }).waitFor({ timeout: UI_TIMEOUT_MS });
+
+    // demo.steps fails once after step b; its second attempt replays a and b and runs c.
+    const stepsId = await enqueue({ type: 'demo.steps', payload: { failOnceAfter: 'b' } });
+    await d.page.goto(`${suite.stack.url}/?poll=500#/tasks/${stepsId}`);
+    await waitForTaskStatus(d, 'SUCCESS');
+    const steps = d.page.getByRole('region', { name: 'Steps' });
+    await steps.getByRole('table').waitFor({ timeout: UI_TIMEOUT_MS });
+    const rows = steps.locator('tbody tr');
+    await expect.poll(() => rows.count(), { timeout: UI_TIMEOUT_MS }).toBe(3);
+    expect(await steps.locator('tbody th').allInnerTexts()).toEqual(['a', 'b', 'c']);
+    expect(await rows.nth(0).innerText()).toMatch(/\{"step":"a","attempt":1\}/);
+    expect(await rows.nth(2).innerText()).toMatch(/\{"step":"c","attempt":2\}/);
+    expect(await d.page.getByRole('region', { name: 'Result' }).innerText()).toMatch(
+      /"replayed": \[\s*"a",\s*"b"\s*\]/,
+    );
+    expect(await seriousAxeViolations(d.page)).toEqual([]);
     expect(d.problems).toEqual([]);
   });
 

@@ -57,6 +57,8 @@ export const api = {
   tasks: ({ status, type, cursor, limit }) =>
     call('GET', '/tasks', { query: { status, type, cursor, limit } }),
   task: (id) => call('GET', `/tasks/${segment(id)}`),
+  children: (id) => call('GET', `/tasks/${segment(id)}/children`),
+  steps: (id) => call('GET', `/tasks/${segment(id)}/steps`),
   cancel: (id) => call('POST', `/tasks/${segment(id)}/cancel`),
   retry: (id) => call('POST', `/tasks/${segment(id)}/retry`),
   enqueue: (body) => call('POST', '/tasks', { body }),

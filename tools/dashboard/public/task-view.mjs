@@ -1,7 +1,8 @@
-// One task: payload, result, error, attempts, times, progress, cost, and the actions its status allows
-// (cancel; retry, which puts a FAILED or CANCELLED task back with a fresh attempt budget). One
-// GET /tasks/{id} a refresh.
-import { useState } from 'preact/hooks';
+// One task: payload, result, error, attempts, times, progress, cost, its parent, children and stored
+// steps, and the actions its status allows (cancel; retry, which puts a FAILED or CANCELLED task back
+// with a fresh attempt budget). One GET /tasks/{id} a refresh, and its children and steps when they may
+// have changed (task-relations.mjs).
+import { useRef, useState } from 'preact/hooks';
 import { html } from './html.mjs';
 import { api } from './api.mjs';
 import { useConfirm } from './confirm.mjs';
@@ -11,14 +12,32 @@ import { Outcome, ProblemMessage } from './problem.mjs';
 import { useViewData } from './refresh.mjs';
 import { hrefFor } from './router.mjs';
 import { StatusBadge } from './tasks-view.mjs';
+import { ChildrenSection, extraReads, ParentRow, StepsSection, taskVersion } from './task-relations.mjs';
 import { ViewHeading } from './view-heading.mjs';
 
-const CANCELLABLE = ['QUEUED', 'RUNNING'];
+const CANCELLABLE = ['QUEUED', 'RUNNING', 'WAITING_CHILDREN'];
 const RETRYABLE = ['FAILED', 'CANCELLED'];
 const FINISHED = ['SUCCESS', 'FAILED', 'CANCELLED'];
 
+/**
+ * The task, and its children and steps: read again only when extraReads says they may have changed, else
+ * kept from the last read (of this task: `held` is dropped when the page moves to another).
+ */
+async function readTask(id, held) {
+  const { task } = await api.task(id);
+  const last = held.current?.id === id ? held.current : undefined;
+  const reads = extraReads(task, last);
+  const [children, steps] = await Promise.all([
+    !task.children ? undefined : reads.children ? api.children(id).then((a) => a.children) : last.children,
+    reads.steps ? api.steps(id).then((a) => a.steps) : last.steps,
+  ]);
+  held.current = { id, version: taskVersion(task), children, steps };
+  return { task, children, steps };
+}
+
 export function TaskView({ id, serverTime }) {
-  const { data, problem, reload } = useViewData(() => api.task(id), [id]);
+  const held = useRef(undefined);
+  const { data, problem, reload } = useViewData(() => readTask(id, held), [id]);
   const [outcome, setOutcome] = useState(undefined);
   const confirm = useConfirm();
   const task = data?.task;
@@ -57,7 +76,12 @@ export function TaskView({ id, serverTime }) {
           }
         </div>
         <${Outcome} outcome=${outcome} />
-        <${TaskDetails} task=${task} now=${serverTime ?? new Date().toISOString()} />`
+        <${TaskDetails}
+          task=${task}
+          children=${data.children}
+          steps=${data.steps}
+          now=${serverTime ?? new Date().toISOString()}
+        />`
     }`;
 }
 
@@ -69,7 +93,9 @@ const ACTIONS = {
     body: (t) =>
       t.status === 'RUNNING'
         ? `It is running: its worker is told at its next lease renewal, stops the handler and records it as cancelled.`
-        : `It is ${t.status}: it will not run.`,
+        : t.status === 'WAITING_CHILDREN'
+          ? 'It is waiting for its children: it will not run, and its children that have not ended are cancelled too.'
+          : `It is ${t.status}: it will not run.`,
     done: (t) =>
       t.status === 'CANCEL_REQUESTED'
         ? 'Cancel requested: the worker stops it at its next renewal.'
@@ -84,12 +110,13 @@ const ACTIONS = {
   },
 };
 
-function TaskDetails({ task, now }) {
+function TaskDetails({ task, children, steps, now }) {
   return html`<dl class="details">
       <dt>Type</dt>
       <dd>${task.type}</dd>
       <dt>Status</dt>
       <dd><${StatusBadge} status=${task.status} /></dd>
+      <${ParentRow} task=${task} />
       <dt>Priority</dt>
       <dd>${task.priority}</dd>
       <dt>Attempts</dt>
@@ -153,6 +180,8 @@ function TaskDetails({ task, now }) {
         <pre tabindex="0" aria-label="Error" class="error">${task.error}</pre>
       </section>`
     }
+    <${ChildrenSection} task=${task} children=${children} />
+    <${StepsSection} steps=${steps} />
     <${CostTable} cost=${task.cost} />`;
 }
 

@@ -10,7 +10,15 @@ import { hrefFor, navigate } from './router.mjs';
 import { api } from './api.mjs';
 import { ViewHeading } from './view-heading.mjs';
 
-export const STATUSES = ['QUEUED', 'RUNNING', 'CANCEL_REQUESTED', 'SUCCESS', 'FAILED', 'CANCELLED'];
+export const STATUSES = [
+  'QUEUED',
+  'WAITING_CHILDREN',
+  'RUNNING',
+  'CANCEL_REQUESTED',
+  'SUCCESS',
+  'FAILED',
+  'CANCELLED',
+];
 /** The statuses whose progress is current (a finished task's last report is on its own page). */
 const LEASED = ['RUNNING', 'CANCEL_REQUESTED'];
 const PAGE_SIZE = 25;
