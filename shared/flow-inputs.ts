@@ -32,7 +32,11 @@ export const flowNode: z.ZodType<FlowNode> = z.lazy(() =>
   z
     .object({
       task: flowTaskFields,
-      children: z.array(flowNode).max(MAX_CHILDREN, `must list at most ${MAX_CHILDREN} children`).optional(),
+      children: z
+        .array(flowNode)
+        .min(1, 'must list at least one child (a task without children has no `children`)')
+        .max(MAX_CHILDREN, `must list at most ${MAX_CHILDREN} children`)
+        .optional(),
     })
     .strict(),
 );

@@ -1,7 +1,8 @@
 /**
  * Flows as pure rules: the limits of one flow, what a parent does when its children's ends have all
  * been counted, whether a child's end fails its parent, and when recovery looks at a waiting parent
- * again. No I/O and no clock reads: every rule takes `now` from its caller (the writes: store/flows).
+ * again. No I/O and no clock reads: every rule takes `now` from its caller (the writes: store/child-ends.ts,
+ * store/flow-transitions.ts).
  *
  * A parent waits in WAITING_CHILDREN with a counter of its children that have not ended
  * (`childrenPending`). Each child's end is counted on the parent once: the count write adds the
@@ -15,6 +16,8 @@ import { TaskStatus } from './task-model.js';
 export const MAX_FLOW_TASKS = 1_000;
 /** At most this many levels of parents above a leaf (a root with children is depth 1). */
 export const MAX_FLOW_DEPTH = 4;
+/** A flow's (or a handler's children's) puts written at once: 1,000 take a few seconds, not 1,000 round trips in turn. */
+export const FLOW_PARALLEL_PUTS = 25;
 /** At most this many children from one `ctx.enqueueChildren` call, and on one parent in all. */
 export const MAX_CHILDREN = 1_000;
 
@@ -59,7 +62,7 @@ export function failsParent(child: EndedChild): boolean {
   return !child.optional && (child.status === TaskStatus.FAILED || child.status === TaskStatus.CANCELLED);
 }
 
-/** The parent's error text for the first child that failed it (its start: the parent keeps it inline). */
+/** The parent's error text for a child that failed it (its start: the parent keeps the last one's inline). */
 export function childFailureText(child: EndedChild): string {
   const why = child.error === undefined ? '' : `: ${child.error}`;
   return `child ${child.id} (${child.type}) ended ${child.status}${why}`.slice(0, 200);

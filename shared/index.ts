@@ -3,7 +3,16 @@
  * lifecycle events, take distributed locks, or build the runtime in a process of their own.
  */
 // Defining tasks, and what a handler sees.
-export { defineTask, type TaskContext, type TaskDefinition, type TaskLogger } from './tasks/define.js';
+export {
+  defineTask,
+  WaitForChildren,
+  type ChildTask,
+  type ChildView,
+  type TaskContext,
+  type TaskDefinition,
+  type TaskLogger,
+} from './tasks/define.js';
+export { StepFencedError } from './store/steps.js';
 export { TaskAbortedError, type AbortReason } from './worker/outcome.js';
 export {
   LeaseholdError,
@@ -14,6 +23,7 @@ export {
   IdempotencyConflictError,
   TaskStateConflictError,
   LeaseLostError,
+  FlowsUnsupportedError,
   type InputProblem,
 } from './errors.js';
 export { WriteOutcomeUnknownError } from './store/conditional-write.js';

@@ -148,4 +148,33 @@ describe('flows and steps on running workers', () => {
       ]);
     },
   );
+
+  it(
+    'a wait after a replayed step that enqueued the children: the earlier attempt’s children are waited for',
+    { timeout: 30_000 },
+    async () => {
+      const stepper = defineTask({
+        name: 'test.stepper',
+        schema: z.unknown(),
+        maxAttempts: 5,
+        handler: async (_payload, ctx) => {
+          if (ctx.children.length > 0) return { children: ctx.children.map((c) => c.status) };
+          // A child whose payload is left out is checked as null (demo.sum takes null).
+          await ctx.step('spawn', () =>
+            ctx.enqueueChildren([{ type: 'demo.echo', payload: { n: 1 } }, { type: 'demo.sum' }]),
+          );
+          if (ctx.attempt === 1) throw new Error('dies after its step, before it waits');
+          return ctx.waitForChildren();
+        },
+      });
+      const w = await createWorkerWorld(server.endpoint, [...taskDefinitions, stepper]);
+      const { task } = await w.submitter.enqueue({ type: 'test.stepper', owner: 'o', payload: null });
+      const {
+        tasks: [parent],
+      } = await runUntil(w, [task.id], ([p]) => p!.status === TaskStatus.SUCCESS);
+      expect(parent!.result).toEqual({ children: ['SUCCESS', 'SUCCESS'] });
+      expect(parent!.children).toEqual({ total: 2, pending: 0 });
+      expect(parent!.attempts).toBe(2);
+    },
+  );
 });

@@ -12,7 +12,7 @@
  */
 import * as z from 'zod';
 import { forEachBounded } from '../bounded-work.js';
-import { MAX_CHILDREN } from '../flow-rules.js';
+import { FLOW_PARALLEL_PUTS, MAX_CHILDREN } from '../flow-rules.js';
 import { flowTaskFields } from '../flow-inputs.js';
 import { childTaskId } from '../ids.js';
 import { rotationForTask } from '../group-rules.js';
@@ -35,16 +35,11 @@ export const childrenInput = z
   .max(MAX_CHILDREN, `must list at most ${MAX_CHILDREN} children`);
 export type ChildInput = z.input<typeof flowTaskFields>;
 
-/** Puts written at once (as a flow's from the API). */
-const PARALLEL_PUTS = 25;
-
 export interface RaisedChildren {
   /** The ids of the children, in the order given. */
   ids: string[];
   /** The parent's child count after this call. */
   count: number;
-  /** The lease with what the raise cost, for the outcome write to record. */
-  lease: Lease;
 }
 
 /**
@@ -57,7 +52,8 @@ export interface EnqueueChildrenInput {
   parentOwner: string;
   children: ChildInput[];
   from: number;
-  known: number;
+  /** The parent's child count as its holder knows it; absent after a call that failed part way (read). */
+  known?: number;
 }
 
 export async function enqueueChildren(
@@ -65,7 +61,8 @@ export async function enqueueChildren(
   input: EnqueueChildrenInput,
 ): Promise<RaisedChildren> {
   const children = parseInput(childrenInput, 'enqueueChildren', input.children);
-  const { lease, from, known } = input;
+  const { lease, from } = input;
+  const known = input.known ?? (await readTaskItem(ctx, lease.taskId))?.childCount ?? 0;
   const to = from + children.length;
   if (to > MAX_CHILDREN)
     throw new ValidationError('enqueueChildren', [
@@ -82,7 +79,7 @@ export async function enqueueChildren(
       ? []
       : [
           {
-            path: `${i}.group`,
+            path: c.group === undefined ? `${i}.type` : `${i}.group`,
             message: `a child enqueued by a handler cannot wait in a rotation (a group, or type ${c.type} with fairShares): send grouped work as a flow (POST /flows) or enqueue it through the API`,
           },
         ],
@@ -92,7 +89,7 @@ export async function enqueueChildren(
   // Only ever up: a retried attempt's children below `known` are there already (their puts are refused).
   if (to > known) await writeUnderLease(ctx, lease, childrenRaised(lease, known, to, now), { resends: 2 });
   const ids = children.map((_, i) => childTaskId(lease.taskId, from + i));
-  await forEachBounded(children.length, PARALLEL_PUTS, async (i) => {
+  await forEachBounded(children.length, FLOW_PARALLEL_PUTS, async (i) => {
     const { optional, ...fields } = children[i]!;
     const enqueue: ParsedEnqueue = { ...fields, owner: input.parentOwner, priority: fields.priority ?? 0 };
     const built = newTask(ctx, enqueue, ids[i]!, now);
@@ -104,7 +101,7 @@ export async function enqueueChildren(
     // Refused: written by an earlier attempt of this parent (same number, same id).
     await putNewTask(ctx, built);
   });
-  return { ids, count: Math.max(known, to), lease };
+  return { ids, count: Math.max(known, to) };
 }
 
 /**

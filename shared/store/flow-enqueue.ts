@@ -11,6 +11,7 @@
 import { forEachBounded } from '../bounded-work.js';
 import { IdempotencyConflictError } from '../errors.js';
 import { flowInput, type FlowInput, type FlowNode } from '../flow-inputs.js';
+import { FLOW_PARALLEL_PUTS } from '../flow-rules.js';
 import { childTaskId, idempotentTaskId, requestFingerprint } from '../ids.js';
 import { parseInput } from '../task-inputs.js';
 import type { Task } from '../task-model.js';
@@ -35,9 +36,6 @@ export interface FlowResult {
   /** Every task of the flow that this call wrote (a resend writes only what the first send did not). */
   written: { id: string; type: string; availableAt: number; parent: boolean }[];
 }
-
-/** Puts written at once: a 1,000-task flow takes a few seconds, not one round trip per task in turn. */
-const PARALLEL_PUTS = 25;
 
 interface Placed {
   built: NewTask;
@@ -68,7 +66,7 @@ export async function enqueueFlow(ctx: StoreContext, rawInput: FlowInput): Promi
   const depth = Math.max(...placed.map((p) => p.level));
   for (let level = 0; level <= depth; level++) {
     const tasks = placed.filter((p) => p.level === level);
-    await forEachBounded(tasks.length, PARALLEL_PUTS, async (i) => {
+    await forEachBounded(tasks.length, FLOW_PARALLEL_PUTS, async (i) => {
       const { built } = tasks[i]!;
       const { item, put } = await putNewTask(ctx, built, { needCurrent: level === 0 });
       if (level === 0) rootItem = put.applied ? item : (put.current ?? item);

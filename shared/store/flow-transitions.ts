@@ -152,7 +152,7 @@ export function flowChecked(sweepAt: number, nextAt: number): Transition {
   };
 }
 
-/** A user's cancel of a waiting parent: CANCELLED at once (its children are cancelled after: flow-cancel.ts). */
+/** A user's cancel of a waiting parent: CANCELLED at once (its children are cancelled after: cancel.ts). */
 export function cancelledWaiting(now: number, config: Pick<LeaseholdConfig, 'retentionDays'>): Transition {
   return {
     assign: {

@@ -75,8 +75,15 @@ export class TaskStore
     return writeStep(this.ctx, lease, name, result);
   }
 
-  enqueueChildren(input: Parameters<typeof enqueueChildren>[1]): Promise<RaisedChildren> {
-    return enqueueChildren(this.ctx, input);
+  /** A handler's children: announced as new tasks are, so claimers in this process and the kick see them. */
+  async enqueueChildren(input: Parameters<typeof enqueueChildren>[1]): Promise<RaisedChildren> {
+    const raised = await enqueueChildren(this.ctx, input);
+    const availableAt = this.ctx.clock.now();
+    raised.ids.forEach((taskId, i) =>
+      this.ctx.events.emit('task:enqueued', { taskId, type: input.children[i]!.type, availableAt }),
+    );
+    this.ctx.events.emit('task:readied', {});
+    return raised;
   }
 
   waitForChildren(input: { lease: Lease; childCount: number }): Promise<Task> {

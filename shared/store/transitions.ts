@@ -581,7 +581,7 @@ export const fence = (lease: LeaseRef): ConditionPart => holdsLease(lease.owner,
 const observed = (task: ObservedLease): ConditionPart =>
   leaseAsObserved(task.leaseToken, task.status, task.leaseUntil!);
 
-export const placeOf = (lease: LeaseRef): Place => ({
+const placeOf = (lease: LeaseRef): Place => ({
   id: lease.taskId,
   type: lease.type,
   shard: lease.shard,

@@ -69,7 +69,6 @@ export interface ChildTask {
   priority?: number;
   maxAttempts?: number;
   timeoutMs?: number;
-  group?: string;
   /** Its FAILED or CANCELLED end does not fail the parent. */
   optional?: boolean;
 }

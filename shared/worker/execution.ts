@@ -11,6 +11,7 @@ import {
   LeaseLostError,
   LeaseholdError,
   NonRetryableError,
+  FlowsUnsupportedError,
   ValidationError,
 } from '../errors.js';
 import type { FinishedStatus, LeaseEvents, OutcomeWriteKind } from '../events.js';
@@ -19,7 +20,7 @@ import type { LeaseStore } from '../store/ports.js';
 import type { Lease } from '../task-inputs.js';
 import { addCost } from '../store/task-cost.js';
 import { TaskStatus, type Task } from '../task-model.js';
-import type { TaskContext, TaskDefinition, TaskLogger } from '../tasks/define.js';
+import { WaitForChildren, type TaskContext, type TaskDefinition, type TaskLogger } from '../tasks/define.js';
 import type { KeptLease, LeaseKeeper } from './lease-keeper.js';
 import { taskLog } from './task-log.js';
 import {
@@ -31,7 +32,7 @@ import {
 } from './outcome.js';
 import { sanitizeProgress } from './progress.js';
 import type { TimerSet } from './timers.js';
-import { FlowContext, FlowsUnsupportedError } from './flow-context.js';
+import { FlowContext } from './flow-context.js';
 import type { ChildView } from '../store/children-reads.js';
 
 export interface ExecutionDeps {
@@ -111,6 +112,7 @@ export class Execution {
       () => this.kept.lease,
       claimed.family,
       deps.definitionOf ?? (() => undefined),
+      () => this.abort('lease-lost'),
     );
   }
 
@@ -312,7 +314,8 @@ export class Execution {
   /** A handler that ignored its signal may still finish; its completion is tried, and the token refuses it. */
   private async afterAbandon(handlerRun: Promise<HandlerEnd>, started: number): Promise<void> {
     const late = await handlerRun;
-    if (late.kind !== 'resolved') return;
+    // A late wait is no result: the parent's children may still run, and only its holder may wait.
+    if (late.kind !== 'resolved' || late.result instanceof WaitForChildren) return;
     this.logger.warn('abandoned handler finished late; trying its completion under the old token');
     await this.write({ write: 'complete', result: late.result }, started);
   }
@@ -321,7 +324,8 @@ export class Execution {
 /** Where the outcome write left the task, as the 'task:finished' event names it. */
 function finishedStatus(write: OutcomeWriteKind, status: string): FinishedStatus {
   // Waiting, or ready again at once (its children had all ended): either way the attempt ended unspent.
-  if (write === 'wait-children') return 'WAITING_CHILDREN';
+  // A cancel requested meanwhile ends it CANCELLED instead, as it does a failure or a release.
+  if (write === 'wait-children') return status === TaskStatus.CANCELLED ? 'CANCELLED' : 'WAITING_CHILDREN';
   if (write === 'release' && status === TaskStatus.QUEUED) return 'RELEASED';
   if (status === TaskStatus.QUEUED) return 'RETRYING';
   if (status === TaskStatus.SUCCESS || status === TaskStatus.FAILED || status === TaskStatus.CANCELLED)

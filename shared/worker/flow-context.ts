@@ -4,12 +4,10 @@
  * store's writes under the attempt's lease (store/steps.ts, store/children.ts).
  */
 import { FlowsUnsupportedError, ValidationError } from '../errors.js';
-
-export { FlowsUnsupportedError };
 import { MAX_PAYLOAD_BYTES } from '../task-inputs.js';
 import type { Lease } from '../task-inputs.js';
 import type { Task } from '../task-model.js';
-import type { StoredStep } from '../store/steps.js';
+import { StepFencedError, type StoredStep } from '../store/steps.js';
 import type { EnqueueChildrenInput, RaisedChildren } from '../store/children.js';
 import { WaitForChildren, type ChildTask, type TaskDefinition } from '../tasks/define.js';
 
@@ -31,7 +29,8 @@ export class FlowContext {
   private readonly stepNames = new Set<string>();
   /** The next child's number, and the parent's child count as this attempt knows it. */
   private next: number;
-  private known: number;
+  /** Undefined after an enqueue that failed part way: the store reads the count again. */
+  private known: number | undefined;
   private readonly base: number;
 
   constructor(
@@ -40,6 +39,7 @@ export class FlowContext {
     private readonly lease: () => Lease,
     family: { count: number; base: number } | undefined,
     private readonly definitionOf: (type: string) => TaskDefinition | undefined,
+    private readonly onLeaseLost: () => void = () => undefined,
   ) {
     this.base = family?.base ?? 0;
     this.next = this.base;
@@ -48,7 +48,7 @@ export class FlowContext {
 
   /** How many children the parent has as this attempt knows it (the wait records it). */
   get childCount(): number {
-    return this.known;
+    return this.known ?? this.next;
   }
 
   async step<T>(name: string, fn: () => T | Promise<T>): Promise<T> {
@@ -75,7 +75,13 @@ export class FlowContext {
       throw new ValidationError('step', [
         { path: 'result', message: `is larger than ${MAX_PAYLOAD_BYTES} bytes as JSON, a payload's limit` },
       ]);
-    await store.writeStep(this.lease(), name, text);
+    try {
+      await store.writeStep(this.lease(), name, text);
+    } catch (error) {
+      // A newer attempt holds the task: this one stops, as on any lost lease.
+      if (error instanceof StepFencedError) this.onLeaseLost();
+      throw error;
+    }
     return JSON.parse(text) as T;
   }
 
@@ -94,25 +100,40 @@ export class FlowContext {
       throw new ValidationError('enqueueChildren', [
         { path: 'children', message: 'must be an array of tasks' },
       ]);
-    // Each child's type and payload checked as an enqueue's are, before anything is written.
-    const problems = children.flatMap((child, i) => {
+    // Each child's type and payload checked as an enqueue's are, before anything is written (a missing
+    // payload as the null the handler would be given); the type's maxAttempts filled in.
+    const problems: { path: string; message: string }[] = [];
+    const checked = children.map((child, i) => {
+      if (typeof child !== 'object' || child === null) {
+        problems.push({ path: `${i}`, message: 'must be a task {type, payload, ...}' });
+        return child;
+      }
       const definition = this.definitionOf(child.type);
-      if (!definition) return [{ path: `${i}.type`, message: `unknown task type "${child.type}"` }];
-      const parsed = definition.schema.safeParse(child.payload);
-      return parsed.success
-        ? []
-        : parsed.error.issues.map((issue) => ({
+      if (!definition) {
+        problems.push({ path: `${i}.type`, message: `unknown task type "${String(child.type)}"` });
+        return child;
+      }
+      const parsed = definition.schema.safeParse(child.payload ?? null);
+      if (!parsed.success)
+        for (const issue of parsed.error.issues)
+          problems.push({
             path: [i, 'payload', ...issue.path.map(String)].join('.'),
             message: issue.message,
-          }));
+          });
+      return child.maxAttempts === undefined && definition.maxAttempts !== undefined
+        ? { ...child, maxAttempts: definition.maxAttempts }
+        : child;
     });
     if (problems.length > 0) throw new ValidationError('enqueueChildren', problems);
+    const known = this.known;
+    // Until it answers, the count is unknown: a failure part way may have raised it.
+    this.known = undefined;
     const raised = await store.enqueueChildren({
       lease: this.lease(),
       parentOwner: this.task.owner,
-      children,
+      children: checked,
       from: this.next,
-      known: this.known,
+      ...(known === undefined ? {} : { known }),
     });
     this.next += children.length;
     this.known = raised.count;
@@ -120,7 +141,9 @@ export class FlowContext {
   }
 
   waitForChildren(): WaitForChildren {
-    if (this.next === this.base)
+    // This attempt enqueued children, or an earlier one did this round's (a step that enqueued them
+    // was replayed): either way there are children to wait for.
+    if (this.next === this.base && (this.known ?? this.base) <= this.base)
       throw new ValidationError('waitForChildren', [
         { path: 'children', message: 'this attempt enqueued no children: call ctx.enqueueChildren first' },
       ]);

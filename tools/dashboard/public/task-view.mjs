@@ -12,12 +12,18 @@ import { Outcome, ProblemMessage } from './problem.mjs';
 import { useViewData } from './refresh.mjs';
 import { hrefFor } from './router.mjs';
 import { StatusBadge } from './tasks-view.mjs';
-import { ChildrenSection, extraReads, ParentRow, StepsSection, taskVersion } from './task-relations.mjs';
+import {
+  ChildrenSection,
+  extraReads,
+  FINISHED,
+  ParentRow,
+  StepsSection,
+  taskVersion,
+} from './task-relations.mjs';
 import { ViewHeading } from './view-heading.mjs';
 
 const CANCELLABLE = ['QUEUED', 'RUNNING', 'WAITING_CHILDREN'];
 const RETRYABLE = ['FAILED', 'CANCELLED'];
-const FINISHED = ['SUCCESS', 'FAILED', 'CANCELLED'];
 
 /**
  * The task, and its children and steps: read again only when extraReads says they may have changed, else
