@@ -72,6 +72,7 @@ export function renderBenchmarkDoc(report: BenchReport): string {
     rateLimits,
     groups,
     fairness,
+    flows,
   ]
     .map((section) => section(find, report))
     .filter((text): text is string => text !== undefined);
@@ -398,6 +399,13 @@ function groups(_find: Find, report: BenchReport): string | undefined {
 function fairness(_find: Find, report: BenchReport): string | undefined {
   return figureList(report, (m) => m.group.startsWith('16.'), '### 16. Fair shares', [
     "- 4 workers drain one owner's backlog of a type with `fairShares`; a second owner, from a process of its own, enqueues one task. The figure is how long after its enqueue it started, the backlog still waiting; its parameters give the same wait for a type without fair shares, behind the backlog.",
+  ]);
+}
+
+function flows(_find: Find, report: BenchReport): string | undefined {
+  return figureList(report, (m) => m.group.startsWith('17.'), '### 17. Flows', [
+    "- One parent over 1,000 no-op children, sent as one flow (`shared/store/flow-enqueue.ts`: parents first, 25 puts at once), drained by 4 workers with their own SDK clients. The time runs from the enqueue to the parent's SUCCESS: the children's runs, each end counted on the parent, its readiness, and its run, which reads the 1,000 children (`ctx.children`).",
+    "- Write requests per child against the same 1,000 tasks enqueued and run without a parent in the same run: the count of its end on the parent, and a share of the parent's own writes (its put, readiness, claim and completion).",
   ]);
 }
 
