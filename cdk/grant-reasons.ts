@@ -21,6 +21,8 @@ export const GRANTS_WITHOUT_ROUTINE_USE: Record<string, string> = {
     "a sweep that readied tasks (a dead holder's requeued, a delayed one promoted while no timekeeper ran) starts a worker for them: used only when a worker died or a delayed task fell due unwatched",
   'WorkerRole:dynamodb:GetItem':
     "the scheduled tick's read of the queue summary (shared/store/queue-summary.ts; a sim run shorter than a recovery interval may not reach it), a payload larger than 128 bytes read when its task is claimed (test/store-task-body.test.ts), the consistent read-back after a write whose answer was lost, and reading a dead holder's task when taking over its concurrency slot (the chaos harness exercises these)",
+  'RecoveryRole:dynamodb:GetItem':
+    "the consistent read-back of a write whose answer was lost or that was refused: a child's end counted on its parent (shared/store/child-ends.ts), a parent's readiness (test/store-flows-lost-answers.test.ts exercises them); a routine sweep's writes are answered",
 };
 
 /** Whether a grant of `action` to the role named `roleName` has a reason written here. */
