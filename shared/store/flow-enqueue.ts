@@ -8,18 +8,20 @@
  * So a flow sent again with its key meets every task its first send wrote, and writes what that send
  * did not (a put refused because the task is there is a task written before).
  */
+import type * as z from 'zod';
 import { forEachBounded } from '../bounded-work.js';
 import { IdempotencyConflictError } from '../errors.js';
-import { flowInput, type FlowInput, type FlowNode } from '../flow-inputs.js';
+import type { flowInput, FlowNode } from '../flow-inputs.js';
 import { FLOW_PARALLEL_PUTS } from '../flow-rules.js';
 import { childTaskId, idempotentTaskId, requestFingerprint } from '../ids.js';
-import { parseInput } from '../task-inputs.js';
 import type { Task } from '../task-model.js';
 import type { StoreContext } from './context.js';
 import { enqueuedWaiting } from './flow-transitions.js';
 import { newTask, putNewTask, type NewTask, type ParsedEnqueue } from './new-task.js';
 import { readTaskItem } from './task-reads.js';
 import { toTask, type TaskItem } from './task-item.js';
+
+type ParsedFlow = z.output<typeof flowInput>;
 
 /** The ids of a flow, shaped as it was sent. */
 export interface FlowIds {
@@ -42,8 +44,8 @@ interface Placed {
   level: number;
 }
 
-export async function enqueueFlow(ctx: StoreContext, rawInput: FlowInput): Promise<FlowResult> {
-  const input = parseInput(flowInput, 'enqueueFlow', rawInput);
+/** Writes a flow checked with flowInput (once, by TaskRequests.enqueueFlow, which also marks its rotated types). */
+export async function writeFlow(ctx: StoreContext, input: ParsedFlow): Promise<FlowResult> {
   const now = ctx.clock.now();
   const rootId = input.idempotencyKey ? idempotentTaskId(input.owner, input.idempotencyKey) : ctx.newId();
   const flowHash = requestFingerprint(input.root);

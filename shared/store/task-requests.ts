@@ -14,7 +14,7 @@ import { DEFAULT_PRIORITY, readySortKey } from '../table-layout.js';
 import { requestCancel } from './cancel.js';
 import type { StoreConfig, StoreContext } from './context.js';
 import { enqueue, type EnqueueResult } from './enqueue.js';
-import { enqueueFlow, type FlowResult } from './flow-enqueue.js';
+import { writeFlow, type FlowResult } from './flow-enqueue.js';
 import { flowInput, type FlowInput, type FlowNode } from '../flow-inputs.js';
 import { enqueueInput, parseInput, type EnqueueInput, type ListInput } from '../task-inputs.js';
 import type { OutcomeFlusher, TaskCommands, TaskReads } from './ports.js';
@@ -132,7 +132,7 @@ export class TaskRequests
     const parsed = parseInput(flowInput, 'enqueueFlow', input);
     for (const type of rotatedTypes(parsed.root, parsed.owner, this.ctx.typeGrouping))
       await this.markGrouped(type);
-    const result = await enqueueFlow(this.ctx, parsed);
+    const result = await writeFlow(this.ctx, parsed);
     for (const task of result.written)
       if (!task.parent)
         this.ctx.events.emit('task:enqueued', {
