@@ -1,6 +1,6 @@
 /**
  * `npm run sim:delayed-burst [-- --tasks N] [-- --quick]`: 100,000 delayed tasks (10,000 with --quick)
- * enqueued in bulk beside 16 running leases, in the sim with DynamoDB's throttling on (scale 0.1, warm
+ * enqueued in bulk beside 16 running leases, in the sim with DynamoDB's throttling on (scale 0.05, warm
  * throughput for 2,000 starts a second): what throttled, and whether the renewals slowed
  * (tools/sim/delayed-burst.ts). Prints the figures and writes them to tools/sim/results/delayed-burst(-quick).json;
  * exits 1 when a lease-path request was throttled or a lease was lost.
