@@ -9,6 +9,8 @@ import { TaskStatus, type Task } from '../shared/task-model.js';
 import * as z from 'zod';
 import { taskDefinitions } from '../tasks/catalog.js';
 import { defineTask } from '../shared/tasks/define.js';
+import { ValidationError } from '../shared/errors.js';
+import { childTaskId } from '../shared/ids.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { createWorkerWorld, sleep, type WorkerWorld } from './support/worker-world.js';
 
@@ -175,6 +177,50 @@ describe('flows and steps on running workers', () => {
       expect(parent!.result).toEqual({ children: ['SUCCESS', 'SUCCESS'] });
       expect(parent!.children).toEqual({ total: 2, pending: 0 });
       expect(parent!.attempts).toBe(2);
+    },
+  );
+  it(
+    'children from a handler are checked as enqueued tasks are: each bad one named, nothing written',
+    { timeout: 30_000 },
+    async () => {
+      const refusals: unknown[] = [];
+      const checker = defineTask({
+        name: 'test.checker',
+        schema: z.unknown(),
+        maxAttempts: 1,
+        handler: async (_payload, ctx) => {
+          try {
+            await ctx.enqueueChildren([
+              { type: 'demo.echo', payload: { n: 1 } },
+              { type: 'demo.report', payload: { ms: 1 }, timeoutMs: 240_001 },
+              { type: 'demo.nope' },
+              { type: 'demo.sleep', payload: { ms: 'long' } },
+            ]);
+          } catch (error) {
+            refusals.push(error);
+          }
+          return { children: ctx.children.length };
+        },
+      });
+      const w = await createWorkerWorld(server.endpoint, [...taskDefinitions, checker]);
+      const { task } = await w.submitter.enqueue({ type: 'test.checker', owner: 'o', payload: null });
+      const {
+        tasks: [parent],
+      } = await runUntil(w, [task.id], ([p]) => p!.status === TaskStatus.SUCCESS);
+      expect(refusals).toHaveLength(1);
+      const refusal = refusals[0] as ValidationError;
+      expect(refusal).toBeInstanceOf(ValidationError);
+      expect(refusal.code).toBe('VALIDATION_FAILED');
+      expect(refusal.problems.map((p) => p.path)).toEqual(['1.timeoutMs', '2.type', '3.payload.ms']);
+      expect(refusal.problems[0]!.message).toMatch(
+        /^must be at most \d+ ms, the timeout of task type demo\.report$/,
+      );
+      // Nothing was written: no count raised on the parent, no child put.
+      expect(parent!.children).toBeUndefined();
+      for (const i of [0, 1])
+        await expect(w.store.get({ id: childTaskId(task.id, i) })).rejects.toMatchObject({
+          code: 'TASK_NOT_FOUND',
+        });
     },
   );
 });

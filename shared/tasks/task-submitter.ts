@@ -10,7 +10,7 @@ import type { FlowResult } from '../store/flow-enqueue.js';
 import type { EnqueueInput } from '../task-inputs.js';
 import type { TaskCommands } from '../store/ports.js';
 import type { TaskRegistry } from './registry.js';
-import { typeTimeoutMs } from '../invocation-budget.js';
+import { checkTask } from './task-checks.js';
 
 /** A flow as the submitter takes it: the store's input (flow-inputs.ts), its tree typed. */
 export type FlowSubmission = Omit<FlowInput, 'root'> & { root: FlowNode };
@@ -26,21 +26,10 @@ export class TaskSubmitter {
   ) {}
 
   async enqueue(input: EnqueueInput): Promise<EnqueueResult> {
-    const { definition } = this.registry.parsePayload(input.type, input.payload);
-    // A task may ask for less time than its type allows, never more: the worker's claim rule checks the type's.
-    const limit = typeTimeoutMs(definition.timeoutMs, this.config);
-    if (input.timeoutMs !== undefined && input.timeoutMs > limit) {
-      throw new ValidationError('enqueue', [
-        { path: 'timeoutMs', message: `must be at most ${limit} ms, the timeout of task type ${input.type}` },
-      ]);
-    }
+    const { task, problems } = checkTask(this.registry, this.config, input);
+    if (problems.length > 0) throw new ValidationError('enqueue', problems);
     // The stored payload is the one given: the handler's schema parses it again (with its transforms) at run time.
-    return this.store.enqueue({
-      ...input,
-      ...(input.maxAttempts === undefined && definition.maxAttempts !== undefined
-        ? { maxAttempts: definition.maxAttempts }
-        : {}),
-    });
+    return this.store.enqueue(task);
   }
 
   /**
@@ -72,21 +61,13 @@ export class TaskSubmitter {
     // The root and a child with children are `{task, children}` in the body; a child without, the task itself.
     const at = root || node?.children !== undefined ? `${path}task.` : path;
     const task = node?.task ?? { type: '' };
-    let checked = task;
-    try {
-      const { definition } = this.registry.parsePayload(task.type, task.payload ?? null, 'enqueueFlow');
-      const limit = typeTimeoutMs(definition.timeoutMs, this.config);
-      if (task.timeoutMs !== undefined && task.timeoutMs > limit)
-        problems.push({
-          path: `${at}timeoutMs`,
-          message: `must be at most ${limit} ms, the timeout of task type ${task.type}`,
-        });
-      if (task.maxAttempts === undefined && definition.maxAttempts !== undefined)
-        checked = { ...task, maxAttempts: definition.maxAttempts };
-    } catch (error) {
-      if (!(error instanceof ValidationError)) throw error;
-      problems.push(...error.problems.map((p) => ({ ...p, path: `${at}${p.path}` })));
-    }
+    const { task: checked, problems: found } = checkTask(
+      this.registry,
+      this.config,
+      task,
+      task.payload ?? null,
+    );
+    problems.push(...found.map((p) => ({ ...p, path: `${at}${p.path}` })));
     return {
       task: checked,
       ...(node?.children === undefined

@@ -13,6 +13,7 @@ import {
   NonRetryableError,
   FlowsUnsupportedError,
   ValidationError,
+  type InputProblem,
 } from '../errors.js';
 import type { FinishedStatus, LeaseEvents, OutcomeWriteKind } from '../events.js';
 import type { Claimed } from '../store/claim.js';
@@ -20,7 +21,13 @@ import type { LeaseStore } from '../store/ports.js';
 import type { Lease } from '../task-inputs.js';
 import { addCost } from '../store/task-cost.js';
 import { TaskStatus, type Task } from '../task-model.js';
-import { WaitForChildren, type TaskContext, type TaskDefinition, type TaskLogger } from '../tasks/define.js';
+import {
+  WaitForChildren,
+  type ChildTask,
+  type TaskContext,
+  type TaskDefinition,
+  type TaskLogger,
+} from '../tasks/define.js';
 import type { KeptLease, LeaseKeeper } from './lease-keeper.js';
 import { taskLog } from './task-log.js';
 import {
@@ -48,8 +55,8 @@ export interface ExecutionDeps {
     | 'waitForChildren'
     | 'readChildren'
   >;
-  /** The definitions of this deployment's types: children enqueued by a handler are checked against them. */
-  definitionOf?: (type: string) => TaskDefinition | undefined;
+  /** A child enqueued by a handler, checked against this deployment's types (tasks/task-checks.ts). */
+  checkChild: (child: ChildTask) => { task: ChildTask; problems: InputProblem[] };
   keeper: LeaseKeeper;
   events: LeaseEvents;
   clock: Clock;
@@ -111,7 +118,7 @@ export class Execution {
       this.task,
       () => this.kept.lease,
       claimed.family,
-      deps.definitionOf ?? (() => undefined),
+      deps.checkChild,
       () => this.abort('lease-lost'),
     );
   }
@@ -167,7 +174,7 @@ export class Execution {
     // attempt enqueued and never waited for (it died first); this attempt enqueues them again.
     if (this.family && this.family.base > 0 && this.deps.store.readChildren) {
       try {
-        this.children = await this.deps.store.readChildren(this.task.id, this.family.base);
+        this.children = await this.deps.store.readChildren(this.task, this.family.base);
       } catch (error) {
         return { kind: 'rejected', error, retryable: true };
       }

@@ -3,13 +3,13 @@
  * ctx.waitForChildren): the attempt's memory of its steps and of the children it numbered, over the
  * store's writes under the attempt's lease (store/steps.ts, store/children.ts).
  */
-import { FlowsUnsupportedError, ValidationError } from '../errors.js';
+import { FlowsUnsupportedError, ValidationError, type InputProblem } from '../errors.js';
 import { MAX_PAYLOAD_BYTES } from '../task-inputs.js';
 import type { Lease } from '../task-inputs.js';
 import type { Task } from '../task-model.js';
 import { StepFencedError, type StoredStep } from '../store/steps.js';
 import type { EnqueueChildrenInput, RaisedChildren } from '../store/children.js';
-import { WaitForChildren, type ChildTask, type TaskDefinition } from '../tasks/define.js';
+import { WaitForChildren, type ChildTask } from '../tasks/define.js';
 
 /** The store's side of flows and steps, as an execution uses it. */
 export interface FlowStore {
@@ -38,7 +38,8 @@ export class FlowContext {
     private readonly task: Task,
     private readonly lease: () => Lease,
     family: { count: number; base: number } | undefined,
-    private readonly definitionOf: (type: string) => TaskDefinition | undefined,
+    /** A child checked against its type (checkTask), with its type's maxAttempts filled in. */
+    private readonly checkChild: (child: ChildTask) => { task: ChildTask; problems: InputProblem[] },
     private readonly onLeaseLost: () => void = () => undefined,
   ) {
     this.base = family?.base ?? 0;
@@ -100,29 +101,16 @@ export class FlowContext {
       throw new ValidationError('enqueueChildren', [
         { path: 'children', message: 'must be an array of tasks' },
       ]);
-    // Each child's type and payload checked as an enqueue's are, before anything is written (a missing
-    // payload as the null the handler would be given); the type's maxAttempts filled in.
-    const problems: { path: string; message: string }[] = [];
+    // Each child checked as an enqueue's task is (tasks/task-checks.ts), before anything is written.
+    const problems: InputProblem[] = [];
     const checked = children.map((child, i) => {
       if (typeof child !== 'object' || child === null) {
         problems.push({ path: `${i}`, message: 'must be a task {type, payload, ...}' });
         return child;
       }
-      const definition = this.definitionOf(child.type);
-      if (!definition) {
-        problems.push({ path: `${i}.type`, message: `unknown task type "${String(child.type)}"` });
-        return child;
-      }
-      const parsed = definition.schema.safeParse(child.payload ?? null);
-      if (!parsed.success)
-        for (const issue of parsed.error.issues)
-          problems.push({
-            path: [i, 'payload', ...issue.path.map(String)].join('.'),
-            message: issue.message,
-          });
-      return child.maxAttempts === undefined && definition.maxAttempts !== undefined
-        ? { ...child, maxAttempts: definition.maxAttempts }
-        : child;
+      const { task, problems: found } = this.checkChild(child);
+      problems.push(...found.map((p) => ({ ...p, path: `${i}.${p.path}` })));
+      return task;
     });
     if (problems.length > 0) throw new ValidationError('enqueueChildren', problems);
     const known = this.known;

@@ -6,6 +6,7 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { Clock } from '../clock.js';
 import { describeError } from '../errors.js';
+import { checkTask } from '../tasks/task-checks.js';
 import type { LeaseEvents } from '../events.js';
 import { effectiveTimeoutMs } from '../invocation-budget.js';
 import type { Claimed } from '../store/claim.js';
@@ -59,7 +60,7 @@ export class RunningTasks {
         timers: this.deps.timers,
         logger,
         definition,
-        definitionOf: (type) => registry.get(type),
+        checkChild: (child) => checkTask(registry, config, child, child.payload ?? null),
         timeoutMs: effectiveTimeoutMs(task.timeoutMs, definition?.timeoutMs, config),
         graceMs: config.heartbeatIntervalMs,
         onRetryScheduled: (retry) => run.timekeeper.expect(retry.id, retry.availableAt),
