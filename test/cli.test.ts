@@ -257,6 +257,13 @@ describe('the leasehold CLI against the HTTP API', () => {
       optional: true,
       status: 'WAITING_CHILDREN',
     });
+    // As a person reads it: its parent, how many of its children ended, and the waiting parents counted.
+    const shown = (await cli('get', nested, '--owner', 'flow-user')).out;
+    expect(shown).toMatch(new RegExp(`^parent +${root} \\(optional child\\)$`, 'm'));
+    expect(shown).toMatch(/^children +0 of 1 ended$/m);
+    const stats = (await cli('stats', '--owner', 'flow-user')).out;
+    expect(stats).toMatch(/^TYPE +QUEUED +WAITING_CHILDREN +RUNNING /m);
+    expect(stats).toMatch(/^demo\.sum +0 +2 +0 /m);
     // Sent again with its key: the same flow; --json prints the answer.
     const again = await cli('flow', '--file', file, '--owner', 'flow-user', '--key', 'flow-k', '--json');
     expect(again.code).toBe(0);
@@ -349,7 +356,7 @@ describe('the leasehold CLI against the HTTP API', () => {
       now,
       'http://x',
     );
-    expect(screen).toContain('QUEUED 1   RUNNING 1');
+    expect(screen).toContain('QUEUED 1   WAITING_CHILDREN 0   RUNNING 1');
     expect(screen).toMatch(/a +demo\.sleep +\[##########\.{10}\] {2}50% +42\.0 s +w1/);
     expect(progressBar(1, 4)).toBe('[####] 100%');
     expect(computeStats([], now)).toEqual({

@@ -1,6 +1,7 @@
 /** Human-readable output for the CLI: task details, task tables, stats and the watch screen. */
 import type { TaskJson } from '../../shared/api/response-schemas.js';
 import { addCost, type TaskCost } from '../../shared/store/task-cost.js';
+import { TaskStatus } from '../../shared/task-model.js';
 
 /**
  * us-east-1 list prices: DynamoDB on-demand read and write request units, Lambda on ARM per GB-second
@@ -29,6 +30,17 @@ export function taskDetails(task: TaskJson): string {
     ['type', task.type],
     ['status', task.status],
     ['priority', task.priority],
+    ['group', task.group],
+    [
+      'parent',
+      task.parentId === undefined ? undefined : `${task.parentId}${task.optional ? ' (optional child)' : ''}`,
+    ],
+    [
+      'children',
+      task.children === undefined
+        ? undefined
+        : `${task.children.total - task.children.pending} of ${task.children.total} ended`,
+    ],
     ['attempts', `${task.attempts} of ${task.maxAttempts}`],
     ['created', task.createdAt],
     ['available', task.availableAt],
@@ -110,7 +122,16 @@ export function computeStats(tasks: TaskJson[], now: number): Stats {
   };
 }
 
-const STATUSES = ['QUEUED', 'RUNNING', 'CANCEL_REQUESTED', 'SUCCESS', 'FAILED', 'CANCELLED'];
+/** Every status, in a task's order of life (a parent waits for its children between runs). */
+const STATUSES: readonly TaskStatus[] = [
+  TaskStatus.QUEUED,
+  TaskStatus.WAITING_CHILDREN,
+  TaskStatus.RUNNING,
+  TaskStatus.CANCEL_REQUESTED,
+  TaskStatus.SUCCESS,
+  TaskStatus.FAILED,
+  TaskStatus.CANCELLED,
+];
 
 export function statsText(stats: Stats): string {
   const types = Object.keys(stats.byType).sort();
