@@ -21,6 +21,16 @@ export const FLOW_PARALLEL_PUTS = 25;
 /** At most this many children from one `ctx.enqueueChildren` call, and on one parent in all. */
 export const MAX_CHILDREN = 1_000;
 
+/**
+ * Whether a task item at a child's id is a child of this life of its parent: written at or after the
+ * parent was. An id comes back when the parent's idempotency key is used again after its record
+ * expired (and TTL had not yet removed it and its children): the children of the earlier life are
+ * older than the parent that replaced it, and are neither counted nor read as its own.
+ */
+export function isChildOfThisLife(child: { createdAt: number }, parent: { createdAt: number }): boolean {
+  return child.createdAt >= parent.createdAt;
+}
+
 /** What a waiting parent needs for its readiness decision. */
 export interface WaitingParent {
   status: TaskStatus;

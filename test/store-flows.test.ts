@@ -73,7 +73,7 @@ describe('flows from the store (dynalite or DynamoDB Local)', () => {
     const [claimedParent] = await claimAll(s);
     expect(claimedParent!.task.id).toBe(flow.task.id);
     expect(claimedParent!.family).toEqual({ count: 3, base: 3 });
-    const children = await s.store.readChildren(flow.task.id, 3);
+    const children = await s.store.readChildren(flow.task, 3);
     expect(children.map((c) => [c.id, c.type, c.status])).toEqual(ids.map((id) => [id, 'leaf', 'SUCCESS']));
     expect(children.map((c) => c.result)).toEqual(ids.map((id) => resultOf.get(id)));
     const done = await s.store.complete({ lease: claimedParent!.lease, result: { ok: true } });
@@ -100,7 +100,7 @@ describe('flows from the store (dynalite or DynamoDB Local)', () => {
     expect(failed.error).toMatch(/^CHILD_FAILED: child child-\w+ \(leaf\) ended FAILED: boom/);
     const queued = await s.store.get({ id: lenient.task.id });
     expect(queued.status).toBe(TaskStatus.QUEUED);
-    const children = await s.store.readChildren(lenient.task.id, 2);
+    const children = await s.store.readChildren(lenient.task, 2);
     expect(children.map((c) => [c.status, c.optional ?? false])).toEqual([
       [TaskStatus.FAILED, true],
       [TaskStatus.SUCCESS, false],
@@ -329,7 +329,7 @@ describe('flows from the store (dynalite or DynamoDB Local)', () => {
     await s.store.complete({ lease: leaves[1]!.lease, result: { n: 2 } });
     const [p3] = await claimAll(s, ['sum']);
     expect(p3!.family).toEqual({ count: 2, base: 2 });
-    expect((await s.store.readChildren(task.id, 2)).map((c) => c.result)).toEqual(
+    expect((await s.store.readChildren(task, 2)).map((c) => c.result)).toEqual(
       leaves.map((l) => ({ n: (l.task.payload as { n: number }).n })),
     );
   });
@@ -423,7 +423,7 @@ describe('flows under retries and cancels (dynalite or DynamoDB Local)', () => {
       .enqueueChildren({ lease: pa.lease, parentOwner: 'o', children: [{ type: 'leaf' }], from: 0, known: 0 })
       .catch((e: unknown) => e);
     expect(refused).toMatchObject({ code: 'LEASE_LOST' });
-    expect(await s.store.readChildren(a.task.id, 1)).toEqual([]);
+    expect(await s.store.readChildren(a.task, 1)).toEqual([]);
     await s.store.enqueueChildren({
       lease: pb.lease,
       parentOwner: 'o',
@@ -434,6 +434,113 @@ describe('flows under retries and cancels (dynalite or DynamoDB Local)', () => {
     await s.store.requestCancel({ id: b.task.id });
     const after = await s.store.waitForChildren({ lease: pb.lease, childCount: 1 });
     expect(after.status).toBe(TaskStatus.CANCELLED);
+  });
+});
+
+describe('an id that comes back: a key used again after its retention (dynalite or DynamoDB Local)', () => {
+  const pastRetention = (s: TestStore) => s.clock.advance(s.config.retentionDays * 86_400_000 + 60_000);
+
+  /** Runs every leaf, then the parent, to SUCCESS. */
+  async function runFlow(s: TestStore): Promise<void> {
+    for (const c of await claimAll(s, ['leaf']))
+      await s.store.complete({ lease: c.lease, result: c.task.payload });
+    for (const c of await claimAll(s, ['sum'])) await s.store.complete({ lease: c.lease, result: 'done' });
+  }
+
+  it('a flow sent with its key after the earlier one expired is a new flow; the old children are replaced or ignored', async () => {
+    const s = await createTestStore(server.endpoint);
+    const old = await s.store.enqueueFlow({
+      owner: 'o',
+      idempotencyKey: 'nightly',
+      root: { task: { type: 'sum' }, children: [leaf(1), leaf(2)] },
+    });
+    await runFlow(s);
+    expect((await s.store.get({ id: old.task.id })).status).toBe(TaskStatus.SUCCESS);
+    pastRetention(s);
+    // Not yet removed by TTL: the old root and both children are still in the table.
+    const again = await s.store.enqueueFlow({
+      owner: 'o',
+      idempotencyKey: 'nightly',
+      root: { task: { type: 'sum' }, children: [leaf(7)] },
+    });
+    expect(again.created).toBe(true);
+    expect(again.task.id).toBe(old.task.id);
+    expect(again.written.map((w) => w.id)).toEqual([old.task.id, childTaskId(old.task.id, 0)]);
+    expect(again.task.status).toBe(TaskStatus.WAITING_CHILDREN);
+    expect(again.task.children).toEqual({ total: 1, pending: 1 });
+    const child = await s.store.get({ id: childTaskId(old.task.id, 0) });
+    expect([child.status, child.payload]).toEqual([TaskStatus.QUEUED, { n: 7 }]);
+    await runFlow(s);
+    const root = await s.store.get({ id: old.task.id });
+    expect([root.status, root.attempts]).toEqual([TaskStatus.SUCCESS, 1]);
+    // The old child 1 is still there, and is not the new root's child.
+    expect((await item(s, childTaskId(old.task.id, 1)))?.status).toBe(TaskStatus.SUCCESS);
+    expect((await s.store.readChildren(root, 2)).map((c) => c.result)).toEqual([{ n: 7 }]);
+  });
+
+  it('a task enqueued again after it expired: its children replace the old ones, and recovery counts none of those', async () => {
+    const s = await createTestStore(server.endpoint);
+    const spawn = async (n: number[]) => {
+      const [p] = await claimAll(s, ['sum']);
+      await s.store.enqueueChildren({
+        lease: p!.lease,
+        parentOwner: 'o',
+        children: n.map((x) => ({ type: 'leaf', payload: { n: x } })),
+        from: 0,
+        known: 0,
+      });
+      return p!;
+    };
+    const { task } = await s.store.enqueue({ type: 'sum', owner: 'o', payload: null, idempotencyKey: 'p' });
+    const first = await spawn([1, 2]);
+    await s.store.waitForChildren({ lease: first.lease, childCount: 2 });
+    await runFlow(s);
+    expect((await s.store.get({ id: task.id })).status).toBe(TaskStatus.SUCCESS);
+    const oldChild = (await item(s, childTaskId(task.id, 1)))!;
+    pastRetention(s);
+
+    const again = await s.store.enqueue({ type: 'sum', owner: 'o', payload: null, idempotencyKey: 'p' });
+    expect([again.created, again.task.id]).toEqual([true, task.id]);
+    const second = await spawn([5, 6]);
+    const fresh = await s.store.get({ id: childTaskId(task.id, 0) });
+    expect([fresh.status, fresh.payload]).toEqual([TaskStatus.QUEUED, { n: 5 }]);
+    // As if the writer died after the raise and before child 1's put: the old child 1 is what is there.
+    const { PutCommand } = await import('@aws-sdk/lib-dynamodb');
+    await s.doc.send(new PutCommand({ TableName: s.config.tableName, Item: oldChild }));
+    await s.store.waitForChildren({ lease: second.lease, childCount: 2 });
+    const [leaf5] = await claimAll(s, ['leaf']);
+    expect(leaf5!.task.id).toBe(fresh.id);
+    await s.store.complete({ lease: leaf5!.lease, result: { n: 5 } });
+    // Recovery's look: the old child 1 (ended SUCCESS) is not counted for this life.
+    s.clock.advance(s.config.flowCheckMs + s.config.clockSkewMs + 1);
+    await s.peer().recover();
+    expect((await s.store.get({ id: task.id })).children).toEqual({ total: 2, pending: 1 });
+    expect((await s.store.get({ id: task.id })).status).toBe(TaskStatus.WAITING_CHILDREN);
+    // Never written in this life: missing, 15 minutes into the wait.
+    s.clock.advance(60 * 60_000);
+    await s.peer().recover();
+    const parent = await s.store.get({ id: task.id });
+    expect(parent.status).toBe(TaskStatus.FAILED);
+    expect(parent.error).toMatch(/CHILD_MISSING/);
+  });
+
+  it('two different flows sent at once with one key: one is written, the other refused with none of its children', async () => {
+    const s = await createTestStore(server.endpoint);
+    const send = (children: number[]) =>
+      s.store.enqueueFlow({
+        owner: 'o',
+        idempotencyKey: 'race',
+        root: { task: { type: 'sum' }, children: children.map((n) => leaf(n)) },
+      });
+    const answers = await Promise.allSettled([send([1]), send([1, 2, 3])]);
+    const won = answers.flatMap((a) => (a.status === 'fulfilled' ? [a.value] : []));
+    const lost = answers.flatMap((a) => (a.status === 'rejected' ? [a.reason as unknown] : []));
+    expect(won).toHaveLength(1);
+    expect(lost).toEqual([expect.objectContaining({ code: 'IDEMPOTENCY_CONFLICT' })]);
+    const rootId = won[0]!.task.id;
+    const total = won[0]!.ids.children!.length;
+    const children = (await s.scanAll()).filter((i) => i.sk === 'TASK' && i.parentId === rootId);
+    expect(children.map((c) => c.childIndex).sort()).toEqual(Array.from({ length: total }, (_, i) => i));
   });
 });
 

@@ -10,6 +10,7 @@ import {
   childFailureText,
   decideReadiness,
   failsParent,
+  isChildOfThisLife,
   missingChild,
   nextFlowCheck,
 } from '../flow-rules.js';
@@ -106,10 +107,13 @@ export async function checkWaitingParent(ctx: StoreContext, parent: TaskItem): P
   const counted = parent.childrenEnded ?? new Set<number>();
   const uncounted: number[] = [];
   for (let i = 0; i < (parent.childCount ?? 0); i++) if (!counted.has(i)) uncounted.push(i);
-  const children = await readItems<TaskItem>(
-    ctx,
-    uncounted.map((i) => taskKey(childTaskId(parent.id, i))),
-  );
+  // An item of an earlier life of the parent's id is not its child: never counted, missing if never replaced.
+  const children = (
+    await readItems<TaskItem>(
+      ctx,
+      uncounted.map((i) => taskKey(childTaskId(parent.id, i))),
+    )
+  ).filter((child) => isChildOfThisLife(child, parent));
   const found = new Set(children.map((c) => c.id));
   const ended: Parameters<typeof countChildEnd>[1][] = children.filter((c) => isTerminal(c.status));
   // A child never written counts as failed once the parent has waited long past any send.

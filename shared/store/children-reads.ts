@@ -2,6 +2,7 @@
  * A parent's children as its handler (ctx.children) and the API (GET /tasks/{id}/children) read them:
  * reads only, apart from children.ts's writes under a lease, so the API's bundle leaves those out.
  */
+import { isChildOfThisLife } from '../flow-rules.js';
 import { childTaskId } from '../ids.js';
 import { KEY, taskKey } from '../table-layout.js';
 import type { TaskStatus } from '../task-model.js';
@@ -21,10 +22,19 @@ export interface ChildView {
   error?: string;
 }
 
-/** The parent's children 0..count-1, with their results: their items, then the result items they name. */
-export async function readChildren(ctx: StoreContext, parentId: string, count: number): Promise<ChildView[]> {
-  const ids = Array.from({ length: count }, (_, i) => childTaskId(parentId, i));
-  const items = await readItems<TaskItem>(ctx, ids.map(taskKey));
+/**
+ * The parent's children 0..count-1, with their results: their items, then the result items they name.
+ * An item of an earlier life of the parent's id (isChildOfThisLife) is not one of them.
+ */
+export async function readChildren(
+  ctx: StoreContext,
+  parent: { id: string; createdAt: number },
+  count: number,
+): Promise<ChildView[]> {
+  const ids = Array.from({ length: count }, (_, i) => childTaskId(parent.id, i));
+  const items = (await readItems<TaskItem>(ctx, ids.map(taskKey))).filter((child) =>
+    isChildOfThisLife(child, parent),
+  );
   const byId = new Map(items.map((i) => [i.id, i]));
   const apart = items.flatMap((i) =>
     [i.resultToken, i.errorToken]
@@ -39,7 +49,8 @@ export async function readChildren(ctx: StoreContext, parentId: string, count: n
       : outcomeOf.get(`${taskKey(item.id)[KEY.partition]} ${outcomeSortKey(token)}`);
   return ids.flatMap((id) => {
     const item = byId.get(id);
-    // Not there: a flow's send that failed part way (its key's resend writes it), or expired.
+    // Not there: a flow's send that failed part way (its key's resend writes it), or expired, or of an
+    // earlier life of the parent's id.
     if (!item) return [];
     const task = toTask(item, {
       ...(item.resultToken === undefined

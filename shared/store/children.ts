@@ -20,7 +20,7 @@ import { LeaseLostError, ValidationError } from '../errors.js';
 import { parseInput, type Lease } from '../task-inputs.js';
 import type { StoreContext } from './context.js';
 import { settleReadiness } from './child-ends.js';
-import { childrenRaised, waitingForChildren } from './flow-transitions.js';
+import { childrenRaised, placedAsChild, waitingForChildren } from './flow-transitions.js';
 import { newTask, putNewTask, type ParsedEnqueue } from './new-task.js';
 import { readTaskItem } from './task-reads.js';
 import { toTask, type TaskItem } from './task-item.js';
@@ -98,7 +98,9 @@ export async function enqueueChildren(
     record.parentId = lease.taskId;
     record.childIndex = from + i;
     if (optional) record.optional = true;
-    // Refused: written by an earlier attempt of this parent (same number, same id).
+    // Refused: written by an earlier attempt of this parent (same number, same id). A child of an
+    // earlier life of the parent's id (its key used again after it expired) is replaced.
+    built.placed = placedAsChild(built.placed, lease.createdAt);
     await putNewTask(ctx, built);
   });
   return { ids, count: Math.max(known, to) };

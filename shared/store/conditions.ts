@@ -9,6 +9,17 @@ import type { ConditionPart } from './update-expression.js';
 /** Enqueue: a second put with the same id (a retried or repeated idempotent enqueue) must not overwrite the first. */
 export const itemIsNew: ConditionPart = (e) => `attribute_not_exists(${e.name(KEY.partition)})`;
 
+/**
+ * A child's put (a flow's, or a handler's children): the id is free, or holds a child of an earlier
+ * life of its parent's id (older than `parentCreatedAt`: the parent's key used again after its record
+ * expired, before TTL removed the children), which this put replaces. A child of this life (a resend
+ * of the flow, a retried attempt's same children) refuses it: it is written already.
+ */
+export const childIsNew =
+  (parentCreatedAt: number): ConditionPart =>
+  (e) =>
+    `attribute_not_exists(${e.name(KEY.partition)}) OR ${e.name('createdAt')} < ${e.value(parentCreatedAt)}`;
+
 /** Expiring a body item nobody names: only while it is there (TTL or another request may have removed it), so no empty item is made. */
 export const itemExists: ConditionPart = (e) => `attribute_exists(${e.name(KEY.partition)})`;
 

@@ -12,7 +12,7 @@ import { conditionalPut } from './conditional-write.js';
 import { enqueueInput, parseInput, type EnqueueInput } from '../task-inputs.js';
 import { expireBody } from './task-body.js';
 import { readTaskItem } from './task-reads.js';
-import { toTask, type TaskItem } from './task-item.js';
+import { isExpired, toTask, type TaskItem } from './task-item.js';
 import { conditionOf, enqueued } from './transitions.js';
 import { newTask, putNewTask, type EnqueueResult } from './new-task.js';
 import { enqueueDebounced } from './debounce.js';
@@ -53,11 +53,6 @@ export async function enqueue(ctx: StoreContext, rawInput: EnqueueInput): Promis
     throw new IdempotencyConflictError(input.idempotencyKey, toTask(existing));
   }
   return { task: shown(existing), created: false };
-}
-
-/** A finished task past its retention, which DynamoDB's TTL has not deleted yet (that can take days). */
-function isExpired(existing: TaskItem, now: number): boolean {
-  return existing.expiresAt !== undefined && existing.expiresAt * 1000 <= now;
 }
 
 /**

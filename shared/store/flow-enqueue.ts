@@ -16,10 +16,11 @@ import { FLOW_PARALLEL_PUTS } from '../flow-rules.js';
 import { childTaskId, idempotentTaskId, requestFingerprint } from '../ids.js';
 import type { Task } from '../task-model.js';
 import type { StoreContext } from './context.js';
-import { enqueuedWaiting } from './flow-transitions.js';
+import { enqueuedWaiting, placedAsChild, placedReplacing } from './flow-transitions.js';
+import { EnqueueRaceError } from './enqueue.js';
 import { newTask, putNewTask, type NewTask, type ParsedEnqueue } from './new-task.js';
 import { readTaskItem } from './task-reads.js';
-import { toTask, type TaskItem } from './task-item.js';
+import { isExpired, toTask, type TaskItem } from './task-item.js';
 
 type ParsedFlow = z.output<typeof flowInput>;
 
@@ -54,41 +55,55 @@ export async function writeFlow(ctx: StoreContext, input: ParsedFlow): Promise<F
   const root = placed[0]!.built;
   (root.record as TaskItem).flowHash = flowHash;
 
-  let created = true;
+  // The key's earlier send: this flow again (a resend, answered), another (a conflict), or a record
+  // past its retention that TTL has not removed yet, which this flow replaces as a new one.
+  let replacing: TaskItem | undefined;
   if (input.idempotencyKey) {
     const earlier = await readTaskItem(ctx, rootId);
-    if (earlier) {
-      if (earlier.flowHash !== flowHash)
-        throw new IdempotencyConflictError(input.idempotencyKey, toTask(earlier));
-      created = false;
-    }
+    if (earlier && isExpired(earlier, now)) replacing = earlier;
+    else if (earlier && earlier.flowHash !== flowHash)
+      throw new IdempotencyConflictError(input.idempotencyKey, toTask(earlier));
+  }
+  if (replacing) {
+    root.placed = placedReplacing(root.placed, replacing);
+    root.record.leaseToken = Math.max(root.record.leaseToken, replacing.leaseToken);
   }
   const written: FlowResult['written'] = [];
-  let rootItem: TaskItem | undefined;
+  const { item: rootWritten, put } = await putNewTask(ctx, root, { needCurrent: true });
+  const rootItem = put.applied ? rootWritten : put.current;
+  // Refused, and nothing there: removed (by TTL) since. The caller may send it again.
+  if (!rootItem) throw new EnqueueRaceError(rootId);
+  // Another flow of the key, written since the read above (sent at the same time): none of this one's
+  // children is written, so none lands under the other's root.
+  if (!put.applied && rootItem.flowHash !== flowHash)
+    throw new IdempotencyConflictError(input.idempotencyKey ?? rootId, toTask(rootItem));
+  if (put.applied) written.push(writtenOf(rootWritten));
+  // Every task below is of the root's life: one of an earlier life of these ids (older than the root)
+  // is replaced; one of this life refuses the put, written by an earlier send of this flow.
   const depth = Math.max(...placed.map((p) => p.level));
-  for (let level = 0; level <= depth; level++) {
+  for (let level = 1; level <= depth; level++) {
     const tasks = placed.filter((p) => p.level === level);
     await forEachBounded(tasks.length, FLOW_PARALLEL_PUTS, async (i) => {
       const { built } = tasks[i]!;
-      const { item, put } = await putNewTask(ctx, built, { needCurrent: level === 0 });
-      if (level === 0) rootItem = put.applied ? item : (put.current ?? item);
-      if (put.applied)
-        written.push({
-          id: item.id,
-          type: item.type,
-          availableAt: item.availableAt,
-          parent: item.childCount !== undefined,
-        });
-      // Refused: the task is there, written by an earlier send of this flow (its ids are its key's).
+      built.placed = placedAsChild(built.placed, rootItem.createdAt);
+      const child = await putNewTask(ctx, built);
+      if (child.put.applied) written.push(writtenOf(child.item));
     });
   }
   return {
-    task: toTask(rootItem!, rootItem!),
+    task: toTask(rootItem, rootItem),
     ids,
-    created: created && written.some((w) => w.id === rootId),
+    created: put.applied,
     written,
   };
 }
+
+const writtenOf = (item: TaskItem): FlowResult['written'][number] => ({
+  id: item.id,
+  type: item.type,
+  availableAt: item.availableAt,
+  parent: item.childCount !== undefined,
+});
 
 /** Builds the item of `node` (id `id`) and of its children below it, in `placed`; returns its ids. */
 function place(

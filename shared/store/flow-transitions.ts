@@ -10,11 +10,13 @@ import { INDEX, leaseSweepPartition } from '../table-layout.js';
 import { TaskStatus } from '../task-model.js';
 import {
   childCountIs,
+  childIsNew,
   childNotCounted,
   flowCheckAsSeen,
   hasStatus,
   itemIsNew,
   parentNotEnded,
+  unchangedSince,
   waitsWithAllChildrenCounted,
 } from './conditions.js';
 import { finishedFields, type TaskItem } from './task-item.js';
@@ -37,6 +39,28 @@ const waitingAt = (shard: number, checkAt: number) => ({
 
 /** Removed when a parent stops waiting (ready, failed by a child, cancelled): its place in the lease index. */
 const WAITING_LEFT = { [INDEX.lease.partition]: undefined, [INDEX.lease.sort]: undefined } as const;
+
+/**
+ * A new task's put (enqueued, enqueuedWaiting) as a child's: it may replace a child of an earlier
+ * life of its parent's id (childIsNew), where a task's own put needs the id free (itemIsNew).
+ */
+export function placedAsChild(placed: Transition, parentCreatedAt: number): Transition {
+  return {
+    ...placed,
+    require: placed.require.map((p) => (p === itemIsNew ? childIsNew(parentCreatedAt) : p)),
+  };
+}
+
+/**
+ * A new task's put as the replacement of the expired record of its id (its key's retention is over,
+ * TTL has not removed it yet): nobody wrote that record since it was read (unchangedSince).
+ */
+export function placedReplacing(placed: Transition, expired: Pick<TaskItem, 'writeId'>): Transition {
+  return {
+    ...placed,
+    require: placed.require.map((p) => (p === itemIsNew ? unchangedSince(expired.writeId) : p)),
+  };
+}
 
 /** A new parent with `children` children (a flow from the API): WAITING_CHILDREN, counting them down. */
 export function enqueuedWaiting(

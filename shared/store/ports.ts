@@ -65,7 +65,7 @@ export interface LeaseStore {
   ): Promise<void>;
   enqueueChildren?(input: EnqueueChildrenInput): Promise<RaisedChildren>;
   waitForChildren?(input: { lease: Lease; childCount: number }): Promise<Task>;
-  readChildren?(parentId: string, count: number): Promise<ChildView[]>;
+  readChildren?(parent: { id: string; createdAt: number }, count: number): Promise<ChildView[]>;
 }
 
 /** What the API reads. */

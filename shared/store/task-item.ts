@@ -130,3 +130,8 @@ export function finishedFields(
 ): Record<string, number> {
   return { finishedAt: now, [TTL_ATTRIBUTE]: retentionExpiry(now, config) };
 }
+
+/** A finished task past its retention, which DynamoDB's TTL has not deleted yet (that can take days). */
+export function isExpired(existing: Pick<TaskItem, 'expiresAt'>, now: number): boolean {
+  return existing.expiresAt !== undefined && existing.expiresAt * 1000 <= now;
+}

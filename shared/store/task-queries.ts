@@ -49,7 +49,7 @@ export async function getChildren(
 ): Promise<ChildView[]> {
   const item = await ownedTaskItem(ctx, 'getChildren', rawInput);
   const count = Math.min(item.childCount ?? 0, MAX_CHILDREN);
-  return count === 0 ? [] : readChildren(ctx, item.id, count);
+  return count === 0 ? [] : readChildren(ctx, item, count);
 }
 
 /** A task's stored steps (GET /tasks/{id}/steps), in the order they were stored; only this task's (its `createdAt`). */

@@ -90,8 +90,8 @@ export class TaskStore
     return this.readied(waitForChildren(this.ctx, input));
   }
 
-  readChildren(parentId: string, count: number): Promise<ChildView[]> {
-    return readChildren(this.ctx, parentId, count);
+  readChildren(parent: { id: string; createdAt: number }, count: number): Promise<ChildView[]> {
+    return readChildren(this.ctx, parent, count);
   }
 
   async promote(input: { id: string }): Promise<boolean> {
