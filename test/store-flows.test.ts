@@ -21,6 +21,7 @@ import { TaskStatus } from '../shared/task-model.js';
 import type { Claimed } from '../shared/store/claim-write.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { createTestStore, type TestStore } from './support/test-store.js';
+import { ManualClock } from './support/manual-clock.js';
 
 let server: TestDynamo;
 beforeAll(async () => {
@@ -522,6 +523,39 @@ describe('an id that comes back: a key used again after its retention (dynalite 
     const parent = await s.store.get({ id: task.id });
     expect(parent.status).toBe(TaskStatus.FAILED);
     expect(parent.error).toMatch(/CHILD_MISSING/);
+  });
+
+  it('children written where the clock is behind their parent’s are of its life all the same', async () => {
+    const s = await createTestStore(server.endpoint);
+    const behind = s.peer({ clock: new ManualClock(s.clock.now() - 5_000) });
+    const flow = {
+      owner: 'o',
+      idempotencyKey: 'skew',
+      root: { task: { type: 'sum' }, children: [leaf(1), leaf(2)] },
+    };
+    const first = await s.store.enqueueFlow(flow);
+    // The first send died before child 1; its resend runs where the clock is 5 s behind.
+    const child1 = childTaskId(first.task.id, 1);
+    const { DeleteCommand } = await import('@aws-sdk/lib-dynamodb');
+    await s.doc.send(new DeleteCommand({ TableName: s.config.tableName, Key: taskKey(child1) }));
+    expect((await behind.enqueueFlow(flow)).written.map((w) => w.id)).toEqual([child1]);
+    expect((await item(s, child1))!.createdAt).toBe(first.task.createdAt);
+    // A handler's children, enqueued on a worker whose clock is 5 s behind the enqueue's.
+    const { task } = await s.store.enqueue({ type: 'sum', owner: 'o', payload: null });
+    const [p] = await claimAll(s, ['sum']);
+    await behind.enqueueChildren({
+      lease: p!.lease,
+      parentOwner: 'o',
+      children: [{ type: 'leaf', payload: { n: 3 } }],
+      from: 0,
+      known: 0,
+    });
+    await s.store.waitForChildren({ lease: p!.lease, childCount: 1 });
+    await runFlow(s);
+    // Each parent read all its children, and summed them.
+    expect((await s.store.readChildren(first.task, 2)).map((c) => c.result)).toEqual([{ n: 1 }, { n: 2 }]);
+    expect((await s.store.readChildren(task, 1)).map((c) => c.result)).toEqual([{ n: 3 }]);
+    expect((await s.store.get({ id: task.id })).status).toBe(TaskStatus.SUCCESS);
   });
 
   it('two different flows sent at once with one key: one is written, the other refused with none of its children', async () => {

@@ -92,7 +92,8 @@ export async function enqueueChildren(
   await forEachBounded(children.length, FLOW_PARALLEL_PUTS, async (i) => {
     const { optional, ...fields } = children[i]!;
     const enqueue: ParsedEnqueue = { ...fields, owner: input.parentOwner, priority: fields.priority ?? 0 };
-    const built = newTask(ctx, enqueue, ids[i]!, now);
+    // Never older than its parent, whatever this worker's clock says (isChildOfThisLife).
+    const built = newTask(ctx, enqueue, ids[i]!, now, Math.max(now, lease.createdAt));
     const record = built.record as TaskItem;
     record.leaseToken = now;
     record.parentId = lease.taskId;

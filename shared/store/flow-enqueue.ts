@@ -41,7 +41,11 @@ export interface FlowResult {
 }
 
 interface Placed {
-  built: NewTask;
+  /**
+   * The task's item, created at `createdAt`: every task of a flow has its root's, so none is older
+   * than its parent whatever the clocks of the sends that wrote them (isChildOfThisLife).
+   */
+  build(createdAt: number): NewTask;
   level: number;
 }
 
@@ -52,7 +56,7 @@ export async function writeFlow(ctx: StoreContext, input: ParsedFlow): Promise<F
   const flowHash = requestFingerprint(input.root);
   const placed: Placed[] = [];
   const ids = place(ctx, input, input.root, rootId, undefined, 0, now, placed);
-  const root = placed[0]!.built;
+  const root = placed[0]!.build(now);
   (root.record as TaskItem).flowHash = flowHash;
 
   // The key's earlier send: this flow again (a resend, answered), another (a conflict), or a record
@@ -84,7 +88,7 @@ export async function writeFlow(ctx: StoreContext, input: ParsedFlow): Promise<F
   for (let level = 1; level <= depth; level++) {
     const tasks = placed.filter((p) => p.level === level);
     await forEachBounded(tasks.length, FLOW_PARALLEL_PUTS, async (i) => {
-      const { built } = tasks[i]!;
+      const built = tasks[i]!.build(rootItem.createdAt);
       built.placed = placedAsChild(built.placed, rootItem.createdAt);
       const child = await putNewTask(ctx, built);
       if (child.put.applied) written.push(writtenOf(child.item));
@@ -123,19 +127,22 @@ function place(
     priority: fields.priority ?? 0,
     ...(level === 0 && input.idempotencyKey ? { idempotencyKey: input.idempotencyKey } : {}),
   };
-  const built = newTask(ctx, enqueue, id, now);
-  const record = built.record as TaskItem;
-  // Ids of a flow can come back (its key used again after the record expired): tokens start from the clock.
-  record.leaseToken = now;
-  if (parent) {
-    record.parentId = parent.id;
-    record.childIndex = parent.index;
-    if (optional) record.optional = true;
-  }
   const children = node.children ?? [];
-  if (children.length > 0)
-    built.placed = enqueuedWaiting(record, children.length, now, now + ctx.config.flowCheckMs);
-  placed.push({ built, level });
+  const build = (createdAt: number) => {
+    const built = newTask(ctx, enqueue, id, now, createdAt);
+    const record = built.record as TaskItem;
+    // Ids of a flow can come back (its key used again after the record expired): tokens start from the clock.
+    record.leaseToken = now;
+    if (parent) {
+      record.parentId = parent.id;
+      record.childIndex = parent.index;
+      if (optional) record.optional = true;
+    }
+    if (children.length > 0)
+      built.placed = enqueuedWaiting(record, children.length, now, now + ctx.config.flowCheckMs);
+    return built;
+  };
+  placed.push({ build, level });
   if (children.length === 0) return { id };
   return {
     id,

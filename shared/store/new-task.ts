@@ -31,8 +31,18 @@ export interface NewTask {
   requestHash: string;
 }
 
-/** The item of a new task `id` for a checked input, due at its `availableAt` (or now + delay, or the debounce window). */
-export function newTask(ctx: StoreContext, input: ParsedEnqueue, id: string, now: number): NewTask {
+/**
+ * The item of a new task `id` for a checked input, due at its `availableAt` (or now + delay, or the
+ * debounce window). A child is created no earlier than its parent (`createdAt`, flow-enqueue.ts and
+ * children.ts), whatever the writer's clock.
+ */
+export function newTask(
+  ctx: StoreContext,
+  input: ParsedEnqueue,
+  id: string,
+  now: number,
+  createdAt = now,
+): NewTask {
   const availableAt = input.availableAt ?? now + (input.delayMs ?? input.debounce?.windowMs ?? 0);
   const payloadText = JSON.stringify(input.payload ?? null);
   const requestHash = requestFingerprint({
@@ -80,7 +90,7 @@ export function newTask(ctx: StoreContext, input: ParsedEnqueue, id: string, now
     ...(input.debounce === undefined ? {} : { debounceKey: input.debounce.key }),
     attempts: 0,
     maxAttempts: input.maxAttempts ?? ctx.config.defaultMaxAttempts,
-    createdAt: now,
+    createdAt,
     updatedAt: now,
     availableAt,
     // Fencing tokens of a task id only ever grow. A random id is never reused; an idempotent (or
