@@ -8,6 +8,7 @@ import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { ALICE, apiEvent } from './support/api-events.js';
 import { ScheduleStore } from '../shared/schedules/schedule-store.js';
 import { sleep } from './support/worker-world.js';
+import { ANSWER_MARGIN_MS } from '../shared/api/answer-deadline.js';
 
 let server: TestDynamo;
 let fns: {
@@ -122,6 +123,17 @@ describe('the Lambda functions', () => {
         'LeaseRenewalsOk',
       ]),
     );
+  });
+
+  it('api: a request that would run past the function’s timeout is answered 504 DEADLINE before it, to send again', async () => {
+    const list = apiEvent({ method: 'GET', path: '/tasks' });
+    // Time enough: the answer itself.
+    expect((await fns.api.handler(list, lambdaContext(10_000))).statusCode).toBe(200);
+    // Less left than the answer's margin: answered at once, before its DynamoDB read returns.
+    const late = await fns.api.handler(list, lambdaContext(ANSWER_MARGIN_MS - 100));
+    expect(late.statusCode).toBe(504);
+    expect(late.headers).toMatchObject({ 'retry-after': '1' });
+    expect(JSON.parse(late.body)).toMatchObject({ code: 'DEADLINE', title: 'Gateway Timeout' });
   });
 
   it('worker: an invocation with too little time left claims nothing', async () => {

@@ -26,6 +26,7 @@ const TITLES: Record<number, string> = {
   415: 'Unsupported Media Type',
   500: 'Internal Server Error',
   503: 'Service Unavailable',
+  504: 'Gateway Timeout',
 };
 
 /** A problem+json answer. `detail` says what to fix; `extra` holds its other members (e.g. `errors`, one per bad field) and headers. */

@@ -279,6 +279,7 @@ const CALLER_PROBLEMS: Partial<Record<number, string>> = {
 };
 const ANY_PROBLEMS: Partial<Record<number, string>> = {
   500: 'Something failed on our side (INTERNAL_ERROR); the request may be retried.',
+  504: 'The request ran out of the function’s time waiting for DynamoDB (DEADLINE) and may have been applied: send the same request again after `retry-after` seconds.',
 };
 
 /** The 2xx answers, then every error: problem+json from the function, `{message}` JSON from API Gateway. */
@@ -318,11 +319,12 @@ function responses(spec: OperationSpec): OpenApiOperation['responses'] {
     const fromGateway = gateway[status];
     out[status] = {
       description: [...(fromFunction ?? []), ...(fromGateway ? [fromGateway] : [])].join(' '),
-      ...(status === 503 && fromFunction
+      ...((status === 503 || status === 504) && fromFunction
         ? {
             headers: {
               'retry-after': {
-                description: 'Seconds to wait before sending the same request again (the function’s 503s).',
+                description:
+                  'Seconds to wait before sending the same request again (the function’s 503s and 504s).',
                 schema: { type: 'integer', minimum: 0 },
               },
             },

@@ -3,7 +3,8 @@
  * of task types. Call it once, at module level.
  */
 import { Logger } from '@aws-lambda-powertools/logger';
-import type { APIGatewayProxyEventV2WithIAMAuthorizer } from 'aws-lambda';
+import type { APIGatewayProxyEventV2WithIAMAuthorizer, Context } from 'aws-lambda';
+import { ANSWER_MARGIN_MS, deadlineAnswer, settleWithin } from '../api/answer-deadline.js';
 import { handleApiEvent } from '../api/api-handler.js';
 import { openApiFile, openApiPath } from '../api/openapi-file.js';
 import { createRequestLeasehold } from '../request-app.js';
@@ -26,10 +27,22 @@ export function createApiHandler(taskDefinitions: TaskDefinition[]) {
   // The generated document, copied next to the bundle by the construct (the generator is not bundled).
   const openApi = openApiFile(openApiPath(process.env));
 
-  const handler = async (event: APIGatewayProxyEventV2WithIAMAuthorizer) => {
-    const response = await handleApiEvent(event, { ...app, logger, openApi });
-    // Sent before the return: Lambda freezes the process after it.
-    await kicker?.settled();
+  const handler = async (
+    event: APIGatewayProxyEventV2WithIAMAuthorizer,
+    context?: Pick<Context, 'getRemainingTimeInMillis'>,
+  ) => {
+    // Answered before the function's timeout, which API Gateway would answer 500 (answer-deadline.ts).
+    const endsAt = context
+      ? app.clock.now() + context.getRemainingTimeInMillis() - ANSWER_MARGIN_MS
+      : undefined;
+    const left = () => (endsAt === undefined ? undefined : endsAt - app.clock.now());
+    const response = await settleWithin(handleApiEvent(event, { ...app, logger, openApi }), left(), () => {
+      logger.warn('request answered 504 DEADLINE: it ran out of time', { path: event.rawPath });
+      return deadlineAnswer();
+    });
+    // Sent before the return: Lambda freezes the process after it. A kick that cannot go in the time
+    // left is dropped: the minute's tick starts a worker all the same.
+    if (kicker) await settleWithin(kicker.settled(), left(), () => undefined);
     return response;
   };
   return handler;
