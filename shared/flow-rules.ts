@@ -22,13 +22,17 @@ export const FLOW_PARALLEL_PUTS = 25;
 export const MAX_CHILDREN = 1_000;
 
 /**
- * Whether a task item at a child's id is a child of this life of its parent: written at or after the
- * parent was. An id comes back when the parent's idempotency key is used again after its record
- * expired (and TTL had not yet removed it and its children): the children of the earlier life are
- * older than the parent that replaced it, and are neither counted nor read as its own.
+ * Whether a task item at a child's id is a child of this life of its parent: its mark
+ * (`parentCreatedAt`) is the parent's `createdAt`. An id comes back when the parent's idempotency key
+ * is used again after its record expired (and TTL had not yet removed it and its children): the
+ * children of the earlier life carry the earlier parent's mark, and are neither counted nor read as
+ * the new one's. A child written before the mark existed is taken as of this life, as it was.
  */
-export function isChildOfThisLife(child: { createdAt: number }, parent: { createdAt: number }): boolean {
-  return child.createdAt >= parent.createdAt;
+export function isChildOfThisLife(
+  child: { parentCreatedAt?: number | undefined },
+  parent: { createdAt: number },
+): boolean {
+  return child.parentCreatedAt === undefined || child.parentCreatedAt === parent.createdAt;
 }
 
 /** What a waiting parent needs for its readiness decision. */

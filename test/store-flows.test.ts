@@ -441,6 +441,19 @@ describe('flows under retries and cancels (dynalite or DynamoDB Local)', () => {
 describe('an id that comes back: a key used again after its retention (dynalite or DynamoDB Local)', () => {
   const pastRetention = (s: TestStore) => s.clock.advance(s.config.retentionDays * 86_400_000 + 60_000);
 
+  /** Claims the sum task and enqueues a leaf child for each number from its handler. */
+  async function claimAndSpawn(s: TestStore, n: number[]): Promise<Claimed> {
+    const [p] = await claimAll(s, ['sum']);
+    await s.store.enqueueChildren({
+      lease: p!.lease,
+      parentOwner: 'o',
+      children: n.map((x) => ({ type: 'leaf', payload: { n: x } })),
+      from: 0,
+      known: 0,
+    });
+    return p!;
+  }
+
   /** Runs every leaf, then the parent, to SUCCESS. */
   async function runFlow(s: TestStore): Promise<void> {
     for (const c of await claimAll(s, ['leaf']))
@@ -481,17 +494,7 @@ describe('an id that comes back: a key used again after its retention (dynalite 
 
   it('a task enqueued again after it expired: its children replace the old ones, and recovery counts none of those', async () => {
     const s = await createTestStore(server.endpoint);
-    const spawn = async (n: number[]) => {
-      const [p] = await claimAll(s, ['sum']);
-      await s.store.enqueueChildren({
-        lease: p!.lease,
-        parentOwner: 'o',
-        children: n.map((x) => ({ type: 'leaf', payload: { n: x } })),
-        from: 0,
-        known: 0,
-      });
-      return p!;
-    };
+    const spawn = (n: number[]) => claimAndSpawn(s, n);
     const { task } = await s.store.enqueue({ type: 'sum', owner: 'o', payload: null, idempotencyKey: 'p' });
     const first = await spawn([1, 2]);
     await s.store.waitForChildren({ lease: first.lease, childCount: 2 });
@@ -523,6 +526,63 @@ describe('an id that comes back: a key used again after its retention (dynalite 
     const parent = await s.store.get({ id: task.id });
     expect(parent.status).toBe(TaskStatus.FAILED);
     expect(parent.error).toMatch(/CHILD_MISSING/);
+  });
+
+  it('a child of the earlier life still queued when the id comes back never counts on the new parent', async () => {
+    const s = await createTestStore(server.endpoint);
+    const spawn = (n: number[]) => claimAndSpawn(s, n);
+    const { task } = await s.store.enqueue({ type: 'sum', owner: 'o', payload: null, idempotencyKey: 'q' });
+    // Its handler enqueued two children and ended without waiting for them: they are still queued.
+    const first = await spawn([1, 2]);
+    await s.store.complete({ lease: first.lease, result: 'did not wait' });
+    pastRetention(s);
+    await s.store.enqueue({ type: 'sum', owner: 'o', payload: null, idempotencyKey: 'q' });
+    const second = await spawn([5]);
+    await s.store.waitForChildren({ lease: second.lease, childCount: 1 });
+    // Child 0 was replaced by the new one; the old child 1 runs and ends, and is not counted.
+    const leaves = await claimAll(s, ['leaf']);
+    expect(
+      leaves.map((c) => c.task.payload).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b))),
+    ).toEqual([{ n: 2 }, { n: 5 }]);
+    const old = leaves.find((c) => (c.task.payload as { n: number }).n === 2)!;
+    await s.store.complete({ lease: old.lease, result: { n: 2 } });
+    expect((await s.store.get({ id: task.id })).children).toEqual({ total: 1, pending: 1 });
+    expect((await s.store.get({ id: task.id })).status).toBe(TaskStatus.WAITING_CHILDREN);
+    const fresh = leaves.find((c) => (c.task.payload as { n: number }).n === 5)!;
+    await s.store.complete({ lease: fresh.lease, result: { n: 5 } });
+    const parent = await s.store.get({ id: task.id });
+    expect([parent.status, parent.children]).toEqual([TaskStatus.QUEUED, { total: 1, pending: 0 }]);
+    expect((await s.store.readChildren(parent, 2)).map((c) => c.result)).toEqual([{ n: 5 }]);
+  });
+
+  it('a child written before children carried their parent’s mark is of this life: read, counted, never replaced', async () => {
+    const s = await createTestStore(server.endpoint);
+    const { task } = await s.store.enqueue({ type: 'sum', owner: 'o', payload: null, maxAttempts: 3 });
+    const [p1] = await claimAll(s, ['sum']);
+    const children = [{ type: 'leaf', payload: { n: 1 } }];
+    await s.store.enqueueChildren({ lease: p1!.lease, parentOwner: 'o', children, from: 0, known: 0 });
+    const childId = childTaskId(task.id, 0);
+    // As written before the mark: no parentCreatedAt.
+    const { UpdateCommand } = await import('@aws-sdk/lib-dynamodb');
+    await s.doc.send(
+      new UpdateCommand({
+        TableName: s.config.tableName,
+        Key: taskKey(childId),
+        UpdateExpression: 'REMOVE parentCreatedAt',
+      }),
+    );
+    const [leafClaim] = await claimAll(s, ['leaf']);
+    await s.store.complete({ lease: leafClaim!.lease, result: { n: 1 } });
+    // The parent's attempt dies before it waits; the retried one enqueues the same child again.
+    s.clock.advance(s.config.leaseTimeoutMs + s.config.clockSkewMs * 2 + 1);
+    await s.peer().recover();
+    const [p2] = await claimAll(s, ['sum']);
+    await s.store.enqueueChildren({ lease: p2!.lease, parentOwner: 'o', children, from: 0, known: 1 });
+    expect((await s.store.get({ id: childId })).status).toBe(TaskStatus.SUCCESS);
+    await s.store.waitForChildren({ lease: p2!.lease, childCount: 1 });
+    const parent = await s.store.get({ id: task.id });
+    expect(parent.status).toBe(TaskStatus.QUEUED);
+    expect((await s.store.readChildren(parent, 1)).map((c) => c.result)).toEqual([{ n: 1 }]);
   });
 
   it('children written where the clock is behind their parent’s are of its life all the same', async () => {

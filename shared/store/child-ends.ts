@@ -26,7 +26,10 @@ import type { TaskItem } from './task-item.js';
 import { asUpdate } from './transitions.js';
 import { INDEX } from '../table-layout.js';
 
-type Child = Pick<TaskItem, 'id' | 'type' | 'status' | 'parentId' | 'childIndex' | 'optional' | 'error'>;
+type Child = Pick<
+  TaskItem,
+  'id' | 'type' | 'status' | 'parentId' | 'childIndex' | 'optional' | 'error' | 'parentCreatedAt'
+>;
 
 /**
  * Counts a child's end on its parent (nothing for a task that is no child or has not ended), then moves
@@ -39,7 +42,7 @@ export async function countChildEnd(ctx: StoreContext, child: Child): Promise<Ta
   const written = await conditionalUpdate<TaskItem>(
     writeTargetOf(ctx, 'request'),
     taskKey(child.parentId),
-    asUpdate(childCounted(child.childIndex, failure)),
+    asUpdate(childCounted(child.childIndex, failure, child.parentCreatedAt)),
     { needCurrent: true, resends: 2 },
   );
   // Refused: counted before (by us, a resend whose answer was lost, or recovery), or the parent ended.
@@ -120,7 +123,8 @@ export async function checkWaitingParent(ctx: StoreContext, parent: TaskItem): P
   if (now - (parent.waitingSince ?? parent.updatedAt) >= CHILD_MISSING_AFTER_MS)
     for (const i of uncounted) {
       const id = childTaskId(parent.id, i);
-      if (!found.has(id)) ended.push(missingChild(parent.id, id, i));
+      if (!found.has(id))
+        ended.push({ ...missingChild(parent.id, id, i), parentCreatedAt: parent.createdAt });
     }
   let countedNow = 0;
   let latest: TaskItem | undefined;

@@ -92,12 +92,13 @@ export async function enqueueChildren(
   await forEachBounded(children.length, FLOW_PARALLEL_PUTS, async (i) => {
     const { optional, ...fields } = children[i]!;
     const enqueue: ParsedEnqueue = { ...fields, owner: input.parentOwner, priority: fields.priority ?? 0 };
-    // Never older than its parent, whatever this worker's clock says (isChildOfThisLife).
+    // Never older than its parent, whatever this worker's clock says; marked with the parent's life.
     const built = newTask(ctx, enqueue, ids[i]!, now, Math.max(now, lease.createdAt));
     const record = built.record as TaskItem;
     record.leaseToken = now;
     record.parentId = lease.taskId;
     record.childIndex = from + i;
+    record.parentCreatedAt = lease.createdAt;
     if (optional) record.optional = true;
     // Refused: written by an earlier attempt of this parent (same number, same id). A child of an
     // earlier life of the parent's id (its key used again after it expired) is replaced.

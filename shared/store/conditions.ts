@@ -11,14 +11,25 @@ export const itemIsNew: ConditionPart = (e) => `attribute_not_exists(${e.name(KE
 
 /**
  * A child's put (a flow's, or a handler's children): the id is free, or holds a child of an earlier
- * life of its parent's id (older than `parentCreatedAt`: the parent's key used again after its record
- * expired, before TTL removed the children), which this put replaces. A child of this life (a resend
- * of the flow, a retried attempt's same children) refuses it: it is written already.
+ * life of its parent's id (marked with another `parentCreatedAt`: the parent's key used again after
+ * its record expired, before TTL removed the children), which this put replaces; a running one's
+ * later writes then fail their fence. A child of this life (a resend of the flow, a retried attempt's
+ * same children), or one written before the mark, refuses it: it is written already.
  */
 export const childIsNew =
   (parentCreatedAt: number): ConditionPart =>
   (e) =>
-    `attribute_not_exists(${e.name(KEY.partition)}) OR ${e.name('createdAt')} < ${e.value(parentCreatedAt)}`;
+    `attribute_not_exists(${e.name(KEY.partition)}) OR (attribute_exists(${e.name('parentCreatedAt')}) AND ${e.name('parentCreatedAt')} <> ${e.value(parentCreatedAt)})`;
+
+/**
+ * A child's count on its parent: the parent is the life the child was written for (its mark). A child
+ * of an earlier life of the parent's id, still queued or running when the id came back, never counts
+ * on the new parent.
+ */
+export const parentLifeIs =
+  (createdAt: number): ConditionPart =>
+  (e) =>
+    `${e.name('createdAt')} = ${e.value(createdAt)}`;
 
 /** Expiring a body item nobody names: only while it is there (TTL or another request may have removed it), so no empty item is made. */
 export const itemExists: ConditionPart = (e) => `attribute_exists(${e.name(KEY.partition)})`;

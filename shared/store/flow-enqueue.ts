@@ -20,6 +20,7 @@ import { enqueuedWaiting, placedAsChild, placedReplacing } from './flow-transiti
 import { EnqueueRaceError } from './enqueue.js';
 import { newTask, putNewTask, type NewTask, type ParsedEnqueue } from './new-task.js';
 import { readTaskItem } from './task-reads.js';
+import { expireBody } from './task-body.js';
 import { isExpired, toTask, type TaskItem } from './task-item.js';
 
 type ParsedFlow = z.output<typeof flowInput>;
@@ -42,11 +43,15 @@ export interface FlowResult {
 
 interface Placed {
   /**
-   * The task's item, created at `createdAt`: every task of a flow has its root's, so none is older
-   * than its parent whatever the clocks of the sends that wrote them (isChildOfThisLife).
+   * The task's item, created at `createdAt` (every task of a flow has its root's), and marked with
+   * its parent's `createdAt` as the parent's item has it (isChildOfThisLife).
    */
-  build(createdAt: number): NewTask;
+  build(createdAt: number, parentCreatedAt?: number): NewTask;
   level: number;
+  /** Its parent's id, for a child. */
+  parentId?: string;
+  /** Whether it has children (a parent's put answers its item, whose createdAt marks them). */
+  parent: boolean;
 }
 
 /** Writes a flow checked with flowInput (once, by TaskRequests.enqueueFlow, which also marks its rotated types). */
@@ -79,19 +84,34 @@ export async function writeFlow(ctx: StoreContext, input: ParsedFlow): Promise<F
   if (!rootItem) throw new EnqueueRaceError(rootId);
   // Another flow of the key, written since the read above (sent at the same time): none of this one's
   // children is written, so none lands under the other's root.
-  if (!put.applied && rootItem.flowHash !== flowHash)
+  if (!put.applied && rootItem.flowHash !== flowHash) {
+    // The payload item written for this root (keyed by its fingerprint) is named by no task, unless the
+    // other root is the same task with other children: marked for TTL then, not left for its 60 days.
+    if (root.payloadItem && rootItem.requestHash !== root.record.requestHash)
+      await expireBody(ctx, rootId, root.payloadItem.key);
     throw new IdempotencyConflictError(input.idempotencyKey ?? rootId, toTask(rootItem));
+  }
   if (put.applied) written.push(writtenOf(rootWritten));
-  // Every task below is of the root's life: one of an earlier life of these ids (older than the root)
-  // is replaced; one of this life refuses the put, written by an earlier send of this flow.
+  // Each task below is marked with its parent's life, as the parent's item has it (written now, or by
+  // an earlier send): one of an earlier life of these ids is replaced; one of this life refuses the
+  // put, written by an earlier send of this flow.
+  const lifeOf = new Map([[rootId, rootItem.createdAt]]);
   const depth = Math.max(...placed.map((p) => p.level));
   for (let level = 1; level <= depth; level++) {
     const tasks = placed.filter((p) => p.level === level);
     await forEachBounded(tasks.length, FLOW_PARALLEL_PUTS, async (i) => {
-      const built = tasks[i]!.build(rootItem.createdAt);
-      built.placed = placedAsChild(built.placed, rootItem.createdAt);
-      const child = await putNewTask(ctx, built);
+      const task = tasks[i]!;
+      const parentCreatedAt = lifeOf.get(task.parentId!)!;
+      const built = task.build(rootItem.createdAt, parentCreatedAt);
+      built.placed = placedAsChild(built.placed, parentCreatedAt);
+      const child = await putNewTask(ctx, built, { needCurrent: task.parent });
       if (child.put.applied) written.push(writtenOf(child.item));
+      if (task.parent) {
+        const item = child.put.applied ? child.item : child.put.current;
+        // Refused, and nothing there: removed (by TTL) since. The caller may send it again.
+        if (!item) throw new EnqueueRaceError(child.item.id);
+        lifeOf.set(item.id, item.createdAt);
+      }
     });
   }
   return {
@@ -128,7 +148,7 @@ function place(
     ...(level === 0 && input.idempotencyKey ? { idempotencyKey: input.idempotencyKey } : {}),
   };
   const children = node.children ?? [];
-  const build = (createdAt: number) => {
+  const build = (createdAt: number, parentCreatedAt?: number) => {
     const built = newTask(ctx, enqueue, id, now, createdAt);
     const record = built.record as TaskItem;
     // Ids of a flow can come back (its key used again after the record expired): tokens start from the clock.
@@ -136,13 +156,14 @@ function place(
     if (parent) {
       record.parentId = parent.id;
       record.childIndex = parent.index;
+      record.parentCreatedAt = parentCreatedAt!;
       if (optional) record.optional = true;
     }
     if (children.length > 0)
       built.placed = enqueuedWaiting(record, children.length, now, now + ctx.config.flowCheckMs);
     return built;
   };
-  placed.push({ build, level });
+  placed.push({ build, level, parent: children.length > 0, ...(parent ? { parentId: parent.id } : {}) });
   if (children.length === 0) return { id };
   return {
     id,

@@ -13,6 +13,7 @@ import {
   childIsNew,
   childNotCounted,
   flowCheckAsSeen,
+  parentLifeIs,
   hasStatus,
   itemIsNew,
   parentNotEnded,
@@ -125,13 +126,24 @@ export function waitingForChildren(
   };
 }
 
-/** A child's end counted on its parent, once (childNotCounted): one fewer pending, and a failure noted. */
-export function childCounted(index: number, failure: string | undefined): Transition {
+/**
+ * A child's end counted on its parent, once (childNotCounted): one fewer pending, and a failure noted;
+ * only on the parent's life the child was written for (parentLifeIs), when the child carries its mark.
+ */
+export function childCounted(
+  index: number,
+  failure: string | undefined,
+  parentCreatedAt?: number,
+): Transition {
   return {
     assign: failure === undefined ? {} : { childFailure: failure },
     add: { childrenPending: -1, ...(failure === undefined ? {} : { childFailures: 1 }) },
     addToSet: { childrenEnded: new Set([index]) },
-    require: [parentNotEnded, childNotCounted(index)],
+    require: [
+      parentNotEnded,
+      childNotCounted(index),
+      ...(parentCreatedAt === undefined ? [] : [parentLifeIs(parentCreatedAt)]),
+    ],
   };
 }
 

@@ -36,6 +36,12 @@ export interface TaskItem extends Omit<Task, 'payload' | 'result' | 'children'> 
   requestHash?: string;
   /** A child's number in its parent (flow-rules.ts): its id is childTaskId(parentId, childIndex). */
   childIndex?: number;
+  /**
+   * A child's mark of its parent's life: the parent's `createdAt` when the child was written. A parent's
+   * id comes back when its key is used again after its retention (isChildOfThisLife, flow-rules.ts).
+   * Absent on children written before the mark: taken as of this life.
+   */
+  parentCreatedAt?: number;
   /** A parent's children so far (numbered 0..childCount-1), and how many of them have not been counted ended. */
   childCount?: number;
   childrenPending?: number;
