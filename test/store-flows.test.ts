@@ -22,6 +22,7 @@ import type { Claimed } from '../shared/store/claim-write.js';
 import { startTestDynamo, type TestDynamo } from './support/test-dynamo.js';
 import { createTestStore, type TestStore } from './support/test-store.js';
 import { ManualClock } from './support/manual-clock.js';
+import { readChildren } from '../shared/store/children-reads.js';
 
 let server: TestDynamo;
 beforeAll(async () => {
@@ -435,6 +436,31 @@ describe('flows under retries and cancels (dynalite or DynamoDB Local)', () => {
     await s.store.requestCancel({ id: b.task.id });
     const after = await s.store.waitForChildren({ lease: pb.lease, childCount: 1 });
     expect(after.status).toBe(TaskStatus.CANCELLED);
+  });
+});
+
+describe('reading many large results (dynalite or DynamoDB Local)', () => {
+  it('under a byte budget the results are read in order until it is spent; the rest are marked, not held', async () => {
+    const s = await createTestStore(server.endpoint);
+    const flow = await s.store.enqueueFlow({
+      owner: 'o',
+      root: { task: { type: 'sum' }, children: Array.from({ length: 30 }, (_, n) => leaf(n)) },
+    });
+    // Each result is 50 KB: kept apart from the task item, in its own item.
+    const big = 'r'.repeat(50 * 1024);
+    for (const c of await claimAll(s, ['leaf']))
+      await s.store.complete({ lease: c.lease, result: { n: (c.task.payload as { n: number }).n, big } });
+    const all = await readChildren(s.store.ctx, flow.task, 30);
+    expect(all.map((c) => (c.result as { n: number }).n)).toEqual(Array.from({ length: 30 }, (_, n) => n));
+    expect(all.some((c) => c.resultOmitted)).toBe(false);
+    // 512 KB: the first chunk of 20 (1 MB) is read, then the read stops.
+    const budgeted = await readChildren(s.store.ctx, flow.task, 30, { resultBudgetBytes: 512 * 1024 });
+    expect(budgeted.map((c) => c.id)).toEqual(all.map((c) => c.id));
+    expect(budgeted.slice(0, 20).map((c) => (c.result as { n: number }).n)).toEqual(
+      Array.from({ length: 20 }, (_, n) => n),
+    );
+    expect(budgeted.slice(20).every((c) => c.resultOmitted === true && !('result' in c))).toBe(true);
+    expect(budgeted.every((c) => c.status === TaskStatus.SUCCESS)).toBe(true);
   });
 });
 

@@ -44,6 +44,7 @@ export function childrenJson(children: ChildView[]): { children: Record<string, 
         ...(c.optional ? { optional: true } : {}),
         ...(c.result === undefined ? {} : { result: c.result }),
         ...(c.error === undefined ? {} : { error: c.error }),
+        ...(c.resultOmitted ? { resultOmitted: true as const } : {}),
       })),
     ),
   };

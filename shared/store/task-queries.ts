@@ -13,7 +13,7 @@ import { readSteps, type StoredStep } from './steps.js';
 import { readTaskItem } from './task-reads.js';
 import { listInput, parseInput, taskRefInput, type ListInput } from '../task-inputs.js';
 import { decodeCursor, keyString, MAX_PARTITION_KEY_BYTES, type OwnerIndexKey } from './list-cursor.js';
-import { readOwnerIndexPage } from './list-page.js';
+import { MAX_LIST_PAGE_BYTES, readOwnerIndexPage } from './list-page.js';
 import { readTaskWithBody } from './task-body.js';
 import { taskOwnerPartitions } from '../table-layout.js';
 import { toTask, type TaskItem } from './task-item.js';
@@ -49,7 +49,7 @@ export async function getChildren(
 ): Promise<ChildView[]> {
   const item = await ownedTaskItem(ctx, 'getChildren', rawInput);
   const count = Math.min(item.childCount ?? 0, MAX_CHILDREN);
-  return count === 0 ? [] : readChildren(ctx, item, count);
+  return count === 0 ? [] : readChildren(ctx, item, count, { resultBudgetBytes: MAX_LIST_PAGE_BYTES });
 }
 
 /** A task's stored steps (GET /tasks/{id}/steps), in the order they were stored; only this task's (its `createdAt`). */
