@@ -10,6 +10,7 @@ import { openApiFile, openApiPath } from '../api/openapi-file.js';
 import { createRequestLeasehold } from '../request-app.js';
 import { loadConfig } from '../config.js';
 import { lambdaKicker } from '../fleet/lambda-kicker.js';
+import { TUNING } from '../tuning.js';
 import { writeTargetOf } from '../store/context.js';
 import { claimableTypesOn } from '../worker/paused-types.js';
 import type { TaskDefinition } from '../tasks/define.js';
@@ -40,9 +41,9 @@ export function createApiHandler(taskDefinitions: TaskDefinition[]) {
       logger.warn('request answered 504 DEADLINE: it ran out of time', { path: event.rawPath });
       return deadlineAnswer();
     });
-    // Sent before the return: Lambda freezes the process after it. A kick that cannot go in the time
-    // left is dropped: the minute's tick starts a worker all the same.
-    if (kicker) await settleWithin(kicker.settled(), left(), () => undefined);
+    // Sent before the return: Lambda freezes the process after it. The kick's own bounded wait, cut to
+    // the time left: a kick dropped for it is made up by the minute's tick.
+    await kicker?.settled(Math.min(TUNING.kick.answerWaitMs, left() ?? TUNING.kick.answerWaitMs));
     return response;
   };
   return handler;
